@@ -1,0 +1,111 @@
+// The device address space: every address names a device (routing bits) and an offset in it.
+//
+//  bits 52:48  destination device id (ccsim's routing bits; the real layout is not public)
+//  bit  47     TopSP bank select (TopSP index > 7)
+//  local map   [0, 0x80_0000_0000)                 HBM
+//              0x0FFF_F000_0000 + e*0x40000        DMA engine e registers (M2S; S2M at +0x20000)
+//              0x0FFF_E000_0000                    DMA APB broadcast block (same layout, engines by mask)
+//              0x82_8000_0000 + (idx&7)<<30        TopSP idx: semaphores READ +0x1000, SET +0x1400,
+//                                                  INC +0x1800, DEC +0x1C00, 4 bytes each
+import { EncodeError } from "../ir/errors.ts";
+
+export const DEVICE_SHIFT = 2 ** 48;
+export const MAX_DEVICES = 32;
+export const HBM_LIMIT = 0x80_0000_0000;
+export const SP_BASE = 0x82_8000_0000;
+export const SP_TILE = 2 ** 30;
+export const SP_BANK = 2 ** 47;
+export const SEMA_WINDOW = { READ: 0x1000, SET: 0x1400, INC: 0x1800, DEC: 0x1c00 } as const;
+export type SemaWindow = "read" | "set" | "inc" | "dec";
+const WINDOW_NAMES: readonly SemaWindow[] = ["read", "set", "inc", "dec"];
+export const SEMAPHORES_PER_TOPSP = 256;
+
+export const DMA_APB_BASE = 0x0fff_f000_0000;
+export const DMA_BCAST_BASE = 0x0fff_e000_0000;
+export const DMA_ENGINE_STRIDE = 0x40000;
+export const DMA_S2M_OFFSET = 0x20000;
+export const DMA_QUEUE_STRIDE = 0x1000;
+export const DMA_TAIL_INC = 0x38;
+
+function deviceBits(device: number): number {
+  if (!Number.isInteger(device) || device < 0 || device >= MAX_DEVICES) {
+    throw new EncodeError("ENC1301", `device ${device} is outside 0..${MAX_DEVICES - 1}`, { path: "address.device", value: device });
+  }
+  return device * DEVICE_SHIFT;
+}
+
+export function hbmAddr(device: number, offset: number): number {
+  if (!Number.isSafeInteger(offset) || offset < 0 || offset >= HBM_LIMIT) {
+    throw new EncodeError("ENC1302", `HBM offset ${offset} is outside the HBM window`, { path: "address.offset", value: offset });
+  }
+  return deviceBits(device) + offset;
+}
+
+export function semaAddr(device: number, topsp: number, sema: number, window: SemaWindow): number {
+  if (!Number.isInteger(topsp) || topsp < 0 || topsp > 15) {
+    throw new EncodeError("ENC1303", `TopSP index ${topsp} is outside 0..15`, { path: "address.topsp", value: topsp });
+  }
+  if (!Number.isInteger(sema) || sema < 0 || sema >= SEMAPHORES_PER_TOPSP) {
+    throw new EncodeError("ENC1304", `semaphore ${sema} is outside 0..255`, { path: "address.sema", value: sema });
+  }
+  const win = SEMA_WINDOW[window.toUpperCase() as keyof typeof SEMA_WINDOW];
+  return deviceBits(device) + (topsp > 7 ? SP_BANK : 0) + SP_BASE + (topsp & 7) * SP_TILE + win + 4 * sema;
+}
+
+/** Address of a queue's tail-pointer-increment doorbell; `engine` undefined = the APB broadcast block. */
+export function tailDoorbellAddr(device: number, engine: number | undefined, queue: number, dir: "m2s" | "s2m"): number {
+  const base = engine === undefined ? DMA_BCAST_BASE : DMA_APB_BASE + engine * DMA_ENGINE_STRIDE;
+  return deviceBits(device) + base + (dir === "s2m" ? DMA_S2M_OFFSET : 0) + (queue + 1) * DMA_QUEUE_STRIDE + DMA_TAIL_INC;
+}
+
+export type DecodedAddress =
+  | { readonly kind: "hbm"; readonly device: number; readonly offset: number }
+  | { readonly kind: "sema"; readonly device: number; readonly topsp: number; readonly sema: number; readonly window: SemaWindow }
+  | { readonly kind: "doorbell"; readonly device: number; readonly engine: number | undefined; readonly queue: number; readonly dir: "m2s" | "s2m" }
+  | { readonly kind: "unmapped"; readonly device: number; readonly offset: number };
+
+export function decodeAddress(addr: number): DecodedAddress {
+  const device = Math.floor(addr / DEVICE_SHIFT);
+  const local = addr - device * DEVICE_SHIFT;
+  const bank = local >= SP_BANK ? 1 : 0;
+  const l47 = local - bank * SP_BANK;
+  if (bank === 0 && l47 < HBM_LIMIT) return { kind: "hbm", device, offset: l47 };
+  if (l47 >= SP_BASE && l47 < SP_BASE + 8 * SP_TILE) {
+    const tile = Math.floor((l47 - SP_BASE) / SP_TILE);
+    const off = l47 - SP_BASE - tile * SP_TILE;
+    if (off >= SEMA_WINDOW.READ && off < SEMA_WINDOW.READ + 0x1000 && off % 4 === 0) {
+      const w = Math.floor((off - SEMA_WINDOW.READ) / 0x400);
+      const window = WINDOW_NAMES[w];
+      if (window !== undefined) return { kind: "sema", device, topsp: tile + 8 * bank, sema: ((off - SEMA_WINDOW.READ) % 0x400) / 4, window };
+    }
+  }
+  if (bank === 0) {
+    for (const [base, isBcast] of [[DMA_APB_BASE, false], [DMA_BCAST_BASE, true]] as const) {
+      const span = isBcast ? DMA_ENGINE_STRIDE : 64 * DMA_ENGINE_STRIDE;
+      if (l47 >= base && l47 < base + span) {
+        const engine = isBcast ? undefined : Math.floor((l47 - base) / DMA_ENGINE_STRIDE);
+        let rel = l47 - base - (engine ?? 0) * DMA_ENGINE_STRIDE;
+        const dir = rel >= DMA_S2M_OFFSET ? "s2m" : "m2s";
+        if (dir === "s2m") rel -= DMA_S2M_OFFSET;
+        if (rel % DMA_QUEUE_STRIDE === DMA_TAIL_INC && rel >= DMA_QUEUE_STRIDE) {
+          return { kind: "doorbell", device, engine, queue: Math.floor(rel / DMA_QUEUE_STRIDE) - 1, dir };
+        }
+      }
+    }
+  }
+  return { kind: "unmapped", device, offset: local };
+}
+
+export function describeAddress(addr: number): string {
+  const d = decodeAddress(addr);
+  switch (d.kind) {
+    case "hbm":
+      return `dev${d.device}:hbm+0x${d.offset.toString(16)}`;
+    case "sema":
+      return `dev${d.device}:topsp${d.topsp}:sem${d.sema}.${d.window}`;
+    case "doorbell":
+      return `dev${d.device}:${d.engine === undefined ? "bcast" : "dma" + d.engine}:q${d.queue}.${d.dir}`;
+    case "unmapped":
+      return `dev${d.device}:unmapped+0x${d.offset.toString(16)}`;
+  }
+}

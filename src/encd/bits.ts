@@ -1,0 +1,36 @@
+// Range-checked bit-field packing shared by every wire format.
+import { EncodeError } from "../ir/errors.ts";
+
+/** Check that `value` is an integer that fits `width` bits; throw an EncodeError naming the field otherwise. */
+export function field(value: number, width: number, name: string, format: string): number {
+  const max = width >= 32 ? 0xffffffff : (1 << width) - 1;
+  if (!Number.isInteger(value) || value < 0 || value > max) {
+    throw new EncodeError("ENC1001", `field ${name}=${value} does not fit ${width} bits in ${format}`, {
+      path: `${format}.${name}`,
+      value,
+    });
+  }
+  return value;
+}
+
+/** Check a 64-bit address field held as a JS number (must be a safe non-negative integer). */
+export function addr64(value: number, name: string, format: string): bigint {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new EncodeError("ENC1002", `field ${name}=${value} is not a valid 64-bit address in ${format}`, {
+      path: `${format}.${name}`,
+      value,
+    });
+  }
+  return BigInt(value);
+}
+
+/** Read a u64 that must be a safe JS integer (every address ccsim emits is below 2^53). */
+export function readAddr(view: DataView, offset: number): number {
+  const v = view.getBigUint64(offset, true);
+  if (v > BigInt(Number.MAX_SAFE_INTEGER)) return Number.NaN;
+  return Number(v);
+}
+
+export function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(" ");
+}

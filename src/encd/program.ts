@@ -1,0 +1,367 @@
+// The emitter: lowers the composer's step leaves into a per-device program image of wire bytes.
+//
+// A channel's leaves call copy / reduce / semaInc / markStep / markEnd. Each call emits descriptors
+// into the vring of every DMA fold of the channel (one queue per fold); markStep closes a step: all
+// folds must have the same descriptor counts (short folds are padded with no-op pairs), the counts
+// must fit the 16-bit tp_inc fields, and the step becomes one spad_slot_entry (identical neighbours
+// merge into one entry with a repeat count). markEnd appends, per fold, the completion-semaphore
+// write, then a LAST_SYNC step. endOp writes one cc_op_entry per TopSP naming its channels.
+import { EncPattern, SdmaCceType } from "../ir/enums.ts";
+import { EncodeError, InternalError, assert } from "../ir/errors.ts";
+import { packChannelConfig, ALGO_CONFIG_RING_BYTES, MAX_CHANNELS, type RingNeighbor } from "./channel.ts";
+import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES } from "./ccop.ts";
+import { hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
+import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
+import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
+
+export interface TopspImage {
+  readonly index: number;
+  /** spad_ctrl entries, one per op, 8 bytes each. */
+  readonly ctrlSpad: Uint8Array;
+  readonly opNum: number;
+  /** ring_channels[32] of the algorithm config region (148 bytes each). */
+  readonly ringConfig: Uint8Array;
+  /** Slot scratchpads indexed by spad_slot_idx: each a stream of spad_slot_entry steps. */
+  readonly slotSpad: readonly Uint8Array[];
+}
+
+export interface QueueImage {
+  readonly engine: number;
+  readonly queue: number;
+  readonly tx: Uint8Array;
+  readonly rx: Uint8Array;
+}
+
+export interface MemorySegment {
+  readonly addr: number;
+  readonly bytes: Uint8Array;
+}
+
+export interface DeviceImage {
+  readonly device: number;
+  readonly topsps: readonly TopspImage[];
+  readonly queues: readonly QueueImage[];
+  /** Initial memory contents (constants; inputs when values are checked). */
+  readonly memory: MemorySegment[];
+  /** HBM ranges that hold collective payload; a timing-only run keeps no bytes for them. */
+  readonly payload: readonly { readonly addr: number; readonly bytes: number }[];
+  /** Initial semaphore values (credit pools). */
+  readonly semaphores: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
+}
+
+export interface ProgramImage {
+  readonly format: "ccsim-program-image";
+  readonly version: 1;
+  readonly arch: number;
+  readonly devices: readonly DeviceImage[];
+}
+
+export interface EmitterParams {
+  readonly arch: number;
+  readonly maxDescriptorBytes: number;
+  readonly cceMaxElements: number;
+}
+
+/** Where a ring channel lives and what it is wired to; filled in by the composer. */
+export interface ChannelPlacement {
+  readonly device: number;
+  readonly topsp: number;
+  /** abs_id: the bit of channel_list and the record index in ring_channels[32]. */
+  readonly channelId: number;
+  readonly slot: number;
+  /** One DMA engine per fold; all use `queue`. */
+  readonly engines: readonly number[];
+  readonly queue: number;
+  readonly recvSema: number;
+  readonly sendSema: number;
+  readonly complSema: number;
+  readonly reporter: boolean;
+  readonly next: RingNeighbor;
+  readonly prev: RingNeighbor;
+  /** Initial value of send_sema: the receive-buffer credits of the next rank. */
+  readonly initialCredits: number;
+}
+
+const TP_INC_MAX = 0xffff;
+
+interface DeviceState {
+  alloc: number;
+  constAddr: number;
+  padAddr: number;
+  memory: MemorySegment[];
+  payload: { addr: number; bytes: number }[];
+  semaphores: { topsp: number; sema: number; value: number }[];
+  vrings: Map<string, { engine: number; queue: number; vring: Vring }>;
+  topsps: Map<number, { ctrl: Uint8Array[]; ringConfig: Uint8Array; slots: Map<number, Uint8Array[]>; channels: Set<number> }>;
+}
+
+export class ProgramBuilder {
+  readonly params: EmitterParams;
+  private readonly devices = new Map<number, DeviceState>();
+  private readonly channels: EncdChannel[] = [];
+  private opIndex = -1;
+
+  constructor(params: EmitterParams) {
+    this.params = params;
+  }
+
+  private dev(device: number): DeviceState {
+    let d = this.devices.get(device);
+    if (!d) {
+      const consts = new Uint8Array(64);
+      new DataView(consts.buffer).setUint32(0, 1, true);
+      d = {
+        alloc: 64,
+        constAddr: hbmAddr(device, 0),
+        padAddr: hbmAddr(device, WORD_BYTES),
+        memory: [{ addr: hbmAddr(device, 0), bytes: consts }],
+        payload: [],
+        semaphores: [],
+        vrings: new Map(),
+        topsps: new Map(),
+      };
+      this.devices.set(device, d);
+    }
+    return d;
+  }
+
+  /** Reserve `bytes` of HBM on `device` (4 KiB aligned); payload ranges keep no bytes in timing-only runs. */
+  allocHbm(device: number, bytes: number, payload = true): number {
+    const d = this.dev(device);
+    const align = 4096;
+    const off = Math.ceil(d.alloc / align) * align;
+    d.alloc = off + Math.max(bytes, 1);
+    const addr = hbmAddr(device, off);
+    if (payload) d.payload.push({ addr, bytes });
+    return addr;
+  }
+
+  /** Initial contents for `addr` (e.g. an input buffer). */
+  setMemory(addr: number, bytes: Uint8Array, device: number): void {
+    this.dev(device).memory.push({ addr, bytes });
+  }
+
+  constWord(device: number): number {
+    return this.dev(device).constAddr;
+  }
+
+  addChannel(p: ChannelPlacement): EncdChannel {
+    if (p.channelId < 0 || p.channelId >= MAX_CHANNELS) {
+      throw new EncodeError("ENC1601", `channel abs_id ${p.channelId} is outside 0..31`, { path: "channel.abs_id", value: p.channelId });
+    }
+    const d = this.dev(p.device);
+    let ts = d.topsps.get(p.topsp);
+    if (!ts) {
+      ts = { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set() };
+      d.topsps.set(p.topsp, ts);
+    }
+    if (ts.channels.has(p.channelId)) {
+      throw new EncodeError("ENC1602", `TopSP ${p.topsp} of device ${p.device} already has channel ${p.channelId}`, { path: "channel.abs_id", value: p.channelId });
+    }
+    if (ts.slots.has(p.slot)) throw new EncodeError("ENC1603", `slot ${p.slot} of TopSP ${p.topsp} is taken`, { path: "channel.spad_slot_idx", value: p.slot });
+    ts.channels.add(p.channelId);
+    const steps: Uint8Array[] = [];
+    ts.slots.set(p.slot, steps);
+    let mask = 0;
+    const vrings = p.engines.map((engine) => {
+      const key = `${engine}/${p.queue}`;
+      if (d.vrings.has(key)) throw new EncodeError("ENC1604", `DMA engine ${engine} queue ${p.queue} of device ${p.device} is already bound`, { path: "channel.engines", value: engine });
+      const entry = { engine, queue: p.queue, vring: new Vring(`dev${p.device}_eng${engine}_q${p.queue}`) };
+      d.vrings.set(key, entry);
+      if (engine >= 32) throw new EncodeError("ENC1605", `DMA engine ${engine} does not fit the 32-bit broadcast mask`, { path: "channel.engines", value: engine });
+      mask = (mask | (1 << engine)) >>> 0;
+      return entry.vring;
+    });
+    packChannelConfig(
+      {
+        next: p.next,
+        prev: p.prev,
+        recvSema: semaAddr(p.device, p.topsp, p.recvSema, "read"),
+        sendSema: semaAddr(p.device, p.topsp, p.sendSema, "read"),
+        postSema: 0,
+        dmaComplSema: semaAddr(p.device, p.topsp, p.complSema, "read"),
+        kringMine: 0,
+        kringPeers: [],
+        bcastM2sTail: tailDoorbellAddr(p.device, undefined, p.queue, "m2s"),
+        bcastS2mTail: tailDoorbellAddr(p.device, undefined, p.queue, "s2m"),
+        bcastMask: mask,
+        channelId: p.channelId,
+        spadSlotIdx: p.slot,
+        foldN: p.engines.length,
+        kangaringIsPrimary: 0,
+        kangaringNumPeers: 0,
+      },
+      ts.ringConfig,
+    );
+    d.semaphores.push({ topsp: p.topsp, sema: p.sendSema, value: p.initialCredits });
+    const ch = new EncdChannel(this, p, vrings, steps, d.constAddr, d.padAddr);
+    this.channels.push(ch);
+    return ch;
+  }
+
+  beginOp(): void {
+    this.opIndex++;
+  }
+
+  /** Close the current op: one cc_op_entry per TopSP, listing the channels that ran it. */
+  endOp(): void {
+    for (const [device, d] of this.devices) {
+      for (const [index, ts] of d.topsps) {
+        const active = this.channels.filter((c) => c.placement.device === device && c.placement.topsp === index);
+        if (active.length === 0) continue;
+        for (const c of active) {
+          if (c.endedOps !== this.opIndex + 1) throw new InternalError(`channel ${c.placement.channelId} on dev${device} topsp${index} did not end op ${this.opIndex}`);
+        }
+        const channelList = active.reduce((m, c) => (m | (1 << c.placement.channelId)) >>> 0, 0);
+        const reporter = active.some((c) => c.placement.reporter);
+        ts.ctrl.push(packSpadCtrlEntry(ringEntry(channelList, { reporter, algoType: EncPattern.RING })));
+      }
+    }
+  }
+
+  build(): ProgramImage {
+    const devices: DeviceImage[] = [];
+    for (const device of [...this.devices.keys()].sort((a, b) => a - b)) {
+      const d = this.dev(device);
+      const queues: QueueImage[] = [...d.vrings.values()]
+        .sort((a, b) => a.engine - b.engine || a.queue - b.queue)
+        .map(({ engine, queue, vring }) => ({ engine, queue, ...dumpToPringPadded(vring, vring.txCount, vring.rxCount, d.padAddr) }));
+      const topsps: TopspImage[] = [...d.topsps.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([index, ts]) => {
+          const ctrlSpad = new Uint8Array(ts.ctrl.length * SPAD_CTRL_ENTRY_BYTES);
+          ts.ctrl.forEach((e, i) => {
+            // Every op but the last triggers the next one on completion.
+            if (i < ts.ctrl.length - 1) e[1] = (e[1] ?? 0) | 0x80;
+            ctrlSpad.set(e, i * SPAD_CTRL_ENTRY_BYTES);
+          });
+          const maxSlot = Math.max(-1, ...ts.slots.keys());
+          const slotSpad = Array.from({ length: maxSlot + 1 }, (_, s) => concat(ts.slots.get(s) ?? []));
+          return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad };
+        });
+      devices.push({ device, topsps, queues, memory: d.memory, payload: d.payload, semaphores: d.semaphores });
+    }
+    return { format: "ccsim-program-image", version: 1, arch: this.params.arch, devices };
+  }
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** One ring channel of one rank, as the emitter sees it (the encd_dma_channel analogue). */
+export class EncdChannel {
+  readonly placement: ChannelPlacement;
+  private readonly builder: ProgramBuilder;
+  private readonly folds: readonly Vring[];
+  private readonly steps: Uint8Array[];
+  private readonly constAddr: number;
+  private readonly padAddr: number;
+  /** Live tp_inc record per fold: descriptors emitted since the last step mark. */
+  private readonly tx: number[];
+  private readonly rx: number[];
+  private lastEntry: SlotEntry | undefined;
+  endedOps = 0;
+
+  constructor(builder: ProgramBuilder, p: ChannelPlacement, folds: readonly Vring[], steps: Uint8Array[], constAddr: number, padAddr: number) {
+    this.builder = builder;
+    this.placement = p;
+    this.folds = folds;
+    this.steps = steps;
+    this.constAddr = constAddr;
+    this.padAddr = padAddr;
+    this.tx = folds.map(() => 0);
+    this.rx = folds.map(() => 0);
+  }
+
+  get foldN(): number {
+    return this.folds.length;
+  }
+
+  /** Split `bytes` (whole elements of `esize`) into one contiguous share per fold. */
+  private shares(bytes: number, esize: number): { off: number; len: number }[] {
+    assert(bytes % esize === 0, `transfer of ${bytes} bytes is not whole ${esize}-byte elements`);
+    const elems = bytes / esize;
+    const per = Math.ceil(elems / this.folds.length);
+    return this.folds.map((_, f) => {
+      const start = Math.min(f * per, elems);
+      const end = Math.min(start + per, elems);
+      return { off: start * esize, len: (end - start) * esize };
+    });
+  }
+
+  private count(f: number, c: { tx: number; rx: number }): void {
+    this.tx[f] = (this.tx[f] ?? 0) + c.tx;
+    this.rx[f] = (this.rx[f] ?? 0) + c.rx;
+  }
+
+  /** encd_dma_copy: `bytes` from `src` to `dst`, shared across the folds. */
+  copy(src: number, dst: number, bytes: number, esize: number): void {
+    this.shares(bytes, esize).forEach((s, f) => {
+      if (s.len > 0) this.count(f, this.folds[f]!.addCopy(src + s.off, dst + s.off, s.len));
+    });
+  }
+
+  /** encd_dma_reduce_copy: dst = op(srcs...) element-wise over `bytes`, in CCE packets. */
+  reduce(srcs: readonly number[], dst: number, bytes: number, op: SdmaCceType, sdmaDtype: number, esize: number): void {
+    const packet = Math.max(32, Math.floor(Math.min(this.builder.params.maxDescriptorBytes, this.builder.params.cceMaxElements * esize) / 32) * 32);
+    this.shares(bytes, esize).forEach((s, f) => {
+      if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, srcs.map((a) => a + s.off), dst + s.off, s.len, packet));
+    });
+  }
+
+  /** A semaphore increment by 1 at `incAddr`, issued on every fold (the receiver waits for fold_n of them). */
+  semaInc(incAddr: number): void {
+    this.folds.forEach((v, f) => this.count(f, v.addSemaphoreWrite(this.constAddr, incAddr)));
+  }
+
+  /** Close a step: pad folds to equal counts, guard the 16-bit counters, record the slot entry. */
+  markStep(flags: number, drainTarget = 0): void {
+    const maxTx = Math.max(...this.tx);
+    this.folds.forEach((v, f) => {
+      const dTx = maxTx - (this.tx[f] ?? 0);
+      const dRx = Math.max(...this.rx) - (this.rx[f] ?? 0);
+      if (dTx !== dRx) {
+        throw new EncodeError("ENC1606", `fold padding is not symmetric: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
+          path: `channel${this.placement.channelId}.fold${f}`,
+          value: { dTx, dRx },
+        });
+      }
+      for (let i = 0; i < dTx; i++) this.count(f, v.addNoop(this.padAddr));
+    });
+    const m2s = this.tx[0] ?? 0;
+    const s2m = this.rx[0] ?? 0;
+    if (m2s > TP_INC_MAX - 1 || s2m > TP_INC_MAX - 1) {
+      throw new EncodeError("ENC1607", `UINT16_MAX - channel->tp_inc_record.m2s_val > tx_descs_n[0] fails: a step needs ${m2s} tx / ${s2m} rx descriptors`, {
+        path: `channel${this.placement.channelId}.tp_inc`,
+        value: { m2s, s2m },
+      });
+    }
+    const e: SlotEntry = { m2s, s2m, repeat: 1, flags, drainTarget };
+    const prev = this.lastEntry;
+    if (prev && prev.m2s === m2s && prev.s2m === s2m && prev.flags === flags && prev.drainTarget === drainTarget && !(flags & StepFlag.LAST_SYNC) && prev.repeat < TP_INC_MAX) {
+      const merged = { ...prev, repeat: prev.repeat + 1 };
+      this.steps[this.steps.length - 1] = packSlotEntry(merged);
+      this.lastEntry = merged;
+    } else {
+      this.steps.push(packSlotEntry(e));
+      this.lastEntry = e;
+    }
+    this.tx.fill(0);
+    this.rx.fill(0);
+  }
+
+  /** mark_end: the per-fold completion-semaphore write, then the LAST_SYNC step. */
+  markEnd(): void {
+    this.semaInc(semaAddr(this.placement.device, this.placement.topsp, this.placement.complSema, "inc"));
+    this.markStep(StepFlag.LAST_SYNC);
+    this.lastEntry = undefined;
+    this.endedOps++;
+  }
+}

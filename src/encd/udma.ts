@@ -1,0 +1,199 @@
+// The 16-byte UDMA descriptor (little-endian words) and the CCE reduce meta-control words.
+//
+//  0x0  u32 len_ctrl   31 CONCAT | 30 DMB | 29 STRONG_ORDER_WR (rx) | 28 INT_EN | 27 LAST | 26 FIRST
+//                      25:24 RING_ID | 23 META | 15:0 LENGTH (0 encodes 65536)
+//  0x4  u32 meta_ctrl  (tx) op-class word; (rx) buf2_ptr_lo, always 0 for memory-to-memory
+//  0x8  u64 buf_ptr    (tx) source address; (rx) destination address
+//
+// A CCE (in-DMA reduce) packet on the TX ring is a META descriptor followed by one descriptor per
+// source; its META descriptor carries the op word in meta_ctrl and the packet length in word 2.
+import { SdmaCceType } from "../ir/enums.ts";
+import { EncodeError } from "../ir/errors.ts";
+import { addr64, field, readAddr } from "./bits.ts";
+
+export const DESC_BYTES = 16;
+export const MAX_DESC_BYTES = 65536;
+
+export const LEN_CTRL = {
+  CONCAT: 0x80000000,
+  DMB: 0x40000000,
+  STRONG_ORDER_WR: 0x20000000,
+  INT_EN: 0x10000000,
+  LAST: 0x08000000,
+  FIRST: 0x04000000,
+  RING_ID_SHIFT: 24,
+  RING_ID_MASK: 0x03000000,
+  META: 0x00800000,
+  LENGTH_MASK: 0x0000ffff,
+} as const;
+
+/** Default meta_ctrl of a plain copy: is_last_block | is_first_block | copy_source_data | ssmae_op=0b010. */
+export const META_CTRL_COPY = 0x01080003;
+/** Base of the CCE op words (bit 25: CCE meta valid); ADD/MAX/MIN share it, bits 2:0 carry SDMA_CCETYPE. */
+export const META_CTRL_CCE_BASE = 0x02000000;
+/** Word-2 marker of a MIN/MAX compute descriptor. */
+export const CCE_W2_MINMAX = 0x02000000;
+
+export interface DescFlags {
+  readonly first?: boolean;
+  readonly last?: boolean;
+  readonly concat?: boolean;
+  readonly dmb?: boolean;
+  readonly intEn?: boolean;
+  readonly meta?: boolean;
+  readonly strongOrder?: boolean;
+}
+
+const FORMAT = "udma_desc";
+
+/** Encode a byte length into the 16-bit LENGTH field: 1..65536, with 65536 stored as 0. */
+export function encodeLength(bytes: number): number {
+  if (!Number.isInteger(bytes) || bytes < 1 || bytes > MAX_DESC_BYTES) {
+    throw new EncodeError("ENC1101", `descriptor length ${bytes} is outside 1..65536`, { path: `${FORMAT}.length`, value: bytes });
+  }
+  return bytes & 0xffff;
+}
+export function decodeLength(lenCtrl: number): number {
+  const l = lenCtrl & LEN_CTRL.LENGTH_MASK;
+  return l === 0 ? MAX_DESC_BYTES : l;
+}
+
+export function lenCtrl(bytes: number, ringId: number, f: DescFlags): number {
+  field(ringId, 2, "ring_id", FORMAT);
+  let w = encodeLength(bytes) | (ringId << LEN_CTRL.RING_ID_SHIFT);
+  if (f.concat) w |= LEN_CTRL.CONCAT;
+  if (f.dmb) w |= LEN_CTRL.DMB;
+  if (f.strongOrder) w |= LEN_CTRL.STRONG_ORDER_WR;
+  if (f.intEn) w |= LEN_CTRL.INT_EN;
+  if (f.last) w |= LEN_CTRL.LAST;
+  if (f.first) w |= LEN_CTRL.FIRST;
+  if (f.meta) w |= LEN_CTRL.META;
+  return w >>> 0;
+}
+
+/** Where a packer writes: a byte array and the offset of the descriptor in it. */
+export interface DescSlot {
+  readonly bytes: Uint8Array;
+  readonly offset: number;
+}
+
+function write(at: DescSlot, w0: number, w1: number, w2: number, w3: number): Uint8Array {
+  const v = new DataView(at.bytes.buffer, at.bytes.byteOffset + at.offset, DESC_BYTES);
+  v.setUint32(0, w0 >>> 0, true);
+  v.setUint32(4, w1 >>> 0, true);
+  v.setUint32(8, w2 >>> 0, true);
+  v.setUint32(12, w3 >>> 0, true);
+  return at.bytes;
+}
+
+function ptrWords(p: bigint): [number, number] {
+  return [Number(p & 0xffffffffn), Number(p >> 32n)];
+}
+
+function fresh(): DescSlot {
+  return { bytes: new Uint8Array(DESC_BYTES), offset: 0 };
+}
+
+/** TX (M2S) data descriptor: reads `bytes` at `src`. */
+export function packTx(src: number, bytes: number, ringId: number, flags: DescFlags, metaCtrl = META_CTRL_COPY, at: DescSlot = fresh()): Uint8Array {
+  const [lo, hi] = ptrWords(addr64(src, "buf_ptr", FORMAT));
+  return write(at, lenCtrl(bytes, ringId, flags), field(metaCtrl, 32, "meta_ctrl", FORMAT), lo, hi);
+}
+
+/** RX (S2M) descriptor: writes `bytes` at `dst`; buf2_ptr_lo is 0. */
+export function packRx(dst: number, bytes: number, ringId: number, flags: DescFlags = {}, at: DescSlot = fresh()): Uint8Array {
+  const [lo, hi] = ptrWords(addr64(dst, "buf1_ptr", FORMAT));
+  return write(at, lenCtrl(bytes, ringId, flags), 0, lo, hi);
+}
+
+/** The CCE op word for ADD / MAX / MIN over one SDMA dtype (input = output = accumulation dtype). */
+export function cceMetaWord(op: SdmaCceType, sdmaDtype: number): number {
+  field(sdmaDtype, 4, "dtype", FORMAT);
+  switch (op) {
+    case SdmaCceType.ADD:
+      // (sub&7) | out_dt<<12 | accum_dt<<16 | last<<7 | 0x2000000
+      return (META_CTRL_CCE_BASE | (sdmaDtype << 12) | (sdmaDtype << 16) | (1 << 7) | op) >>> 0;
+    case SdmaCceType.MAX:
+    case SdmaCceType.MIN:
+      // (sub&7) | in_dt<<8 | out_dt<<12 | accum_dt<<16 | last<<4 | 0x2000000 (no constant: bits 22:20 = 0)
+      return (META_CTRL_CCE_BASE | (sdmaDtype << 8) | (sdmaDtype << 12) | (sdmaDtype << 16) | (1 << 4) | op) >>> 0;
+    default:
+      throw new EncodeError("ENC1102", `unsupported op! (${op})`, { path: `${FORMAT}.cce_op`, value: op });
+  }
+}
+
+/** META descriptor opening a CCE packet of `bytes` output bytes. */
+export function packCceMeta(op: SdmaCceType, sdmaDtype: number, bytes: number, ringId: number, at: DescSlot = fresh()): Uint8Array {
+  const w0 = lenCtrl(bytes, ringId, { first: true, meta: true });
+  const w2 = (bytes & 0xffffff) | (op === SdmaCceType.ADD ? 0 : CCE_W2_MINMAX);
+  return write(at, w0, cceMetaWord(op, sdmaDtype), w2, 0);
+}
+
+export type DecodedTx =
+  | {
+      readonly kind: "data";
+      readonly length: number;
+      readonly ringId: number;
+      readonly first: boolean;
+      readonly last: boolean;
+      readonly concat: boolean;
+      readonly dmb: boolean;
+      readonly metaCtrl: number;
+      readonly src: number;
+    }
+  | {
+      readonly kind: "cce";
+      readonly length: number;
+      readonly ringId: number;
+      readonly op: number;
+      readonly dtype: number;
+      readonly metaCtrl: number;
+    };
+
+export interface DecodedRx {
+  readonly length: number;
+  readonly ringId: number;
+  readonly last: boolean;
+  readonly strongOrder: boolean;
+  readonly dst: number;
+}
+
+export function decodeTx(ring: Uint8Array, offset: number): DecodedTx {
+  const v = new DataView(ring.buffer, ring.byteOffset + offset, DESC_BYTES);
+  const w0 = v.getUint32(0, true);
+  const w1 = v.getUint32(4, true);
+  const ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
+  if (w0 & LEN_CTRL.META) {
+    const w2 = v.getUint32(8, true);
+    const length = w2 & 0xffffff;
+    return { kind: "cce", length, ringId, op: w1 & 7, dtype: (w1 >>> 16) & 0xf, metaCtrl: w1 };
+  }
+  return {
+    kind: "data",
+    length: decodeLength(w0),
+    ringId,
+    first: (w0 & LEN_CTRL.FIRST) !== 0,
+    last: (w0 & LEN_CTRL.LAST) !== 0,
+    concat: (w0 & LEN_CTRL.CONCAT) !== 0,
+    dmb: (w0 & LEN_CTRL.DMB) !== 0,
+    metaCtrl: w1,
+    src: readAddr(v, 8),
+  };
+}
+
+export function decodeRx(ring: Uint8Array, offset: number): DecodedRx {
+  const v = new DataView(ring.buffer, ring.byteOffset + offset, DESC_BYTES);
+  const w0 = v.getUint32(0, true);
+  return {
+    length: decodeLength(w0),
+    ringId: (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT,
+    last: (w0 & LEN_CTRL.LAST) !== 0,
+    strongOrder: (w0 & LEN_CTRL.STRONG_ORDER_WR) !== 0,
+    dst: readAddr(v, 8),
+  };
+}
+
+/** True when meta_ctrl marks a plain copy (ssmae_op == 0b010), the runtime's is_cme_desc test. */
+export function isCmeDesc(metaCtrl: number): boolean {
+  return ((metaCtrl >>> 23) & 7) === 2;
+}

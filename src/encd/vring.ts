@@ -1,0 +1,140 @@
+// Virtual rings: descriptors appended per queue while composing, then dumped (padded) to the physical ring.
+import { SdmaCceType } from "../ir/enums.ts";
+import { EncodeError } from "../ir/errors.ts";
+import { DESC_BYTES, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot } from "./udma.ts";
+
+/** Hard cap per half, as the runtime's vring allocator has it. */
+export const VRING_DESC_LIMIT = 0xfffff0;
+/** Ring id the hardware expects on the first pass over a ring. */
+export const INITIAL_RING_ID = 1;
+/** Bytes of a semaphore poke or a pad no-op. */
+export const WORD_BYTES = 4;
+
+export interface DescCounts {
+  tx: number;
+  rx: number;
+}
+
+/** A growable array of 16-byte descriptors. */
+class DescList {
+  bytes = new Uint8Array(DESC_BYTES * 64);
+  count = 0;
+  next(owner: string): DescSlot {
+    if (this.count >= VRING_DESC_LIMIT) {
+      throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${owner}, Max allowed ${VRING_DESC_LIMIT}`, {
+        path: `vring.${owner}`,
+        value: this.count,
+      });
+    }
+    if ((this.count + 1) * DESC_BYTES > this.bytes.length) {
+      const grown = new Uint8Array(this.bytes.length * 2);
+      grown.set(this.bytes);
+      this.bytes = grown;
+    }
+    return { bytes: this.bytes, offset: DESC_BYTES * this.count++ };
+  }
+  view(): Uint8Array {
+    return this.bytes.subarray(0, this.count * DESC_BYTES);
+  }
+}
+
+export class Vring {
+  readonly name: string;
+  private readonly txList = new DescList();
+  private readonly rxList = new DescList();
+  totalTxBytes = 0;
+  totalRxBytes = 0;
+  constructor(name: string) {
+    this.name = name;
+  }
+  get txCount(): number {
+    return this.txList.count;
+  }
+  get rxCount(): number {
+    return this.rxList.count;
+  }
+  txBytes(): Uint8Array {
+    return this.txList.view();
+  }
+  rxBytes(): Uint8Array {
+    return this.rxList.view();
+  }
+
+  /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
+  addCopy(src: number, dst: number, bytes: number): DescCounts {
+    let done = 0;
+    let n = 0;
+    while (done < bytes) {
+      const chunk = Math.min(bytes - done, MAX_DESC_BYTES);
+      const last = done + chunk === bytes;
+      packTx(src + done, chunk, INITIAL_RING_ID, { first: true, last: true, dmb: last }, undefined, this.txList.next(this.name));
+      packRx(dst + done, chunk, INITIAL_RING_ID, {}, this.rxList.next(this.name));
+      this.totalTxBytes += chunk;
+      this.totalRxBytes += chunk;
+      done += chunk;
+      n++;
+    }
+    return { tx: n, rx: n };
+  }
+
+  /**
+   * An in-DMA reduce of `srcs` (each `bytes` long) into `dst`, tiled into CCE packets of at most
+   * `packetBytes`: META descriptor + one descriptor per source (CONCAT, LAST on the final one) + one RX.
+   */
+  addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number, bytes: number, packetBytes: number): DescCounts {
+    if (srcs.length < 2) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
+    let done = 0;
+    const c = { tx: 0, rx: 0 };
+    while (done < bytes) {
+      const chunk = Math.min(bytes - done, packetBytes);
+      packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.txList.next(this.name));
+      srcs.forEach((s, i) => {
+        const last = i === srcs.length - 1;
+        packTx(s + done, chunk, INITIAL_RING_ID, { concat: !last, last }, 0, this.txList.next(this.name));
+      });
+      packRx(dst + done, chunk, INITIAL_RING_ID, {}, this.rxList.next(this.name));
+      this.totalTxBytes += chunk * srcs.length;
+      this.totalRxBytes += chunk;
+      c.tx += 1 + srcs.length;
+      c.rx += 1;
+      done += chunk;
+    }
+    return c;
+  }
+
+  /** A semaphore poke: a 4-byte copy of the word at `valueAddr` into a semaphore window address. */
+  addSemaphoreWrite(valueAddr: number, semaAddr: number): DescCounts {
+    return this.addCopy(valueAddr, semaAddr, WORD_BYTES);
+  }
+
+  /** A no-op: a 4-byte self-copy; costs engine time, moves nothing useful. */
+  addNoop(padAddr: number): DescCounts {
+    return this.addCopy(padAddr, padAddr, WORD_BYTES);
+  }
+}
+
+/**
+ * Flush a vring into its physical rings, padding each side to its padded size with no-op pairs.
+ * `noopAddr` is the word the pad descriptors copy onto itself.
+ */
+export function dumpToPringPadded(v: Vring, paddedTx: number, paddedRx: number, noopAddr: number): { tx: Uint8Array; rx: Uint8Array } {
+  const n = { tx: v.txCount, rx: v.rxCount };
+  if (n.tx > paddedTx || n.rx > paddedRx) {
+    throw new EncodeError("ENC1503", `Failed to pad vring ${v.name} from ${Math.max(n.tx, n.rx)} descriptors to ${Math.min(paddedTx, paddedRx)} descriptors`, {
+      path: `vring.${v.name}`,
+      value: n,
+    });
+  }
+  if (paddedTx - n.tx !== paddedRx - n.rx) {
+    throw new EncodeError("ENC1504", `vring ${v.name}: tx and rx padding differ (${paddedTx - n.tx} vs ${paddedRx - n.rx})`, { path: `vring.${v.name}`, value: n });
+  }
+  const pad = new Vring(v.name);
+  for (let i = n.tx; i < paddedTx; i++) pad.addNoop(noopAddr);
+  const join = (a: Uint8Array, b: Uint8Array): Uint8Array => {
+    const out = new Uint8Array(a.length + b.length);
+    out.set(a);
+    out.set(b, a.length);
+    return out;
+  };
+  return { tx: join(v.txBytes(), pad.txBytes()), rx: join(v.rxBytes(), pad.rxBytes()) };
+}

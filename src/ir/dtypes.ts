@@ -1,0 +1,45 @@
+// Element types and reduce operations as scenarios name them (nccom-test's names), with their SDMA codes.
+import { SdmaCceType } from "./enums.ts";
+
+export const DTYPES = ["uint8", "int8", "uint16", "int16", "fp16", "bf16", "uint32", "int32", "fp32"] as const;
+export type Dtype = (typeof DTYPES)[number];
+
+/** SDMA dtype codes (`kbin_dtype_to_sdma_dtype` column of ../shared/spec/dma-descriptor-format.md §10). */
+export const SDMA_DTYPE: { readonly [K in Dtype]: number } = {
+  uint8: 3,
+  int8: 2,
+  uint16: 5,
+  int16: 4,
+  fp16: 7,
+  bf16: 6,
+  uint32: 9,
+  int32: 8,
+  fp32: 10,
+};
+
+/** `sdma_data_type_size[]`, indexed by SDMA dtype code (16 entries; fp32r has size 0 as in the runtime). */
+export const SDMA_DTYPE_SIZE: readonly number[] = [0, 8, 1, 1, 2, 2, 2, 2, 4, 4, 4, 0, 8, 1, 1, 1];
+
+export function dtypeSize(d: Dtype): number {
+  return SDMA_DTYPE_SIZE[SDMA_DTYPE[d]] ?? 0;
+}
+
+export function dtypeFromSdma(code: number): Dtype | undefined {
+  return DTYPES.find((d) => SDMA_DTYPE[d] === code);
+}
+
+export const REDUCE_OPS = ["sum", "max", "min"] as const;
+export type ReduceOp = (typeof REDUCE_OPS)[number];
+
+export const REDUCE_TO_CCE: { readonly [K in ReduceOp]: SdmaCceType } = {
+  sum: SdmaCceType.ADD,
+  max: SdmaCceType.MAX,
+  min: SdmaCceType.MIN,
+};
+
+export function isDtype(v: unknown): v is Dtype {
+  return typeof v === "string" && (DTYPES as readonly string[]).includes(v);
+}
+export function isReduceOp(v: unknown): v is ReduceOp {
+  return typeof v === "string" && (REDUCE_OPS as readonly string[]).includes(v);
+}
