@@ -1,0 +1,206 @@
+// The composer entry: post each op (dispatch on enc_op_type, resolve the algorithm), place the ring
+// channels on TopSPs / DMA engines / semaphores, compose every rank's channels, emit the image.
+import { dtypeSize } from "../ir/dtypes.ts";
+import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
+import { CompileError } from "../ir/errors.ts";
+import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
+import { NeighType } from "../encd/channel.ts";
+import { semaAddr } from "../encd/address.ts";
+import { ProgramBuilder, type EncdChannel, type ProgramImage } from "../encd/program.ts";
+import { planChunks, type ChunkPlan } from "./chunks.ts";
+import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
+import { composeChannelRing, type RankBuffers } from "./ring.ts";
+import { adjacency, deviceRing } from "./topology.ts";
+
+export const OP_TYPE: { readonly [K in OpName]: EncOpType } = {
+  "all-gather": EncOpType.ALLGATHER,
+  "all-reduce": EncOpType.ALLREDUCE,
+  "reduce-scatter": EncOpType.REDUCE_SCATTER,
+};
+
+/** nccom-test's bus-bandwidth factor for an op over n ranks. */
+export function busFactor(op: OpName, n: number): number {
+  if (n <= 1) return 0;
+  return op === "all-reduce" ? (2 * (n - 1)) / n : (n - 1) / n;
+}
+
+export interface BufferRef {
+  readonly addr: number;
+  readonly bytes: number;
+}
+
+export interface RankLayout {
+  readonly rank: number;
+  readonly group: number;
+  readonly groupRank: number;
+  readonly device: number;
+  readonly input: BufferRef;
+  readonly output: BufferRef;
+}
+
+export interface OpLayout {
+  readonly index: number;
+  readonly spec: OpSpec;
+  readonly opType: EncOpType;
+  readonly algorithm: EncAlgType;
+  /** Elements as nccom-test counts them (size / element size). */
+  readonly count: number;
+  readonly plan: readonly ChunkPlan[];
+  readonly ranks: readonly RankLayout[];
+}
+
+export interface ProgramLayout {
+  readonly channels: number;
+  readonly foldN: number;
+  /** Per replica group: the ring (global ranks) each channel follows, and whether it follows links. */
+  readonly rings: readonly { readonly group: readonly number[]; readonly channels: readonly (readonly number[])[]; readonly followsLinks: boolean }[];
+  readonly ops: readonly OpLayout[];
+}
+
+export interface CompiledProgram {
+  readonly image: ProgramImage;
+  readonly layout: ProgramLayout;
+}
+
+/** Resolve the host algorithm for one op; this slice builds the ring family only. */
+function resolveAlgorithm(scn: Scenario, opType: EncOpType, path: string): EncAlgType {
+  switch (opType) {
+    case EncOpType.ALLGATHER:
+    case EncOpType.ALLREDUCE:
+    case EncOpType.REDUCE_SCATTER:
+      return EncAlgType.RING;
+    case EncOpType.ALLTOALL:
+    case EncOpType.ALLTOALL_V:
+      throw new CompileError("CMP1201", `alltoall cannot be supported without Mesh algorithm, rank_n(${scn.ranks})`, { path, value: opType });
+    case EncOpType.BROADCAST:
+    case EncOpType.REDUCE:
+      throw new CompileError("CMP1202", `not supported operation (op_type ${opType})`, { path, value: opType });
+    default:
+      throw new CompileError("CMP1203", `op_type ${opType} is not supported yet`, { path, value: opType });
+  }
+}
+
+function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
+  if (!cond) throw new CompileError(code, message, { path, value });
+}
+
+/** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */
+export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
+  check(scn.nodes === 1, "CMP1301", "multi-node scenarios (nodes > 1) are not supported yet", "nodes", scn.nodes);
+  check(scn.ranksPerDevice <= spec.coresPerDevice, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device`, "ranksPerDevice", scn.ranksPerDevice);
+  const deviceCount = scn.ranks / scn.ranksPerDevice;
+  check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
+  const channels = scn.channels ?? spec.ring.defaultChannels;
+  const foldN = spec.ring.foldN;
+  check(channels * foldN <= spec.dma.enginesPerCore, "CMP1304", `${channels} channels x ${foldN} folds need more DMA engines than the ${spec.dma.enginesPerCore} per core`, "channels", channels);
+  const tsPerCore = spec.topsp.perDevice / spec.coresPerDevice;
+  const slotsPerTopsp = Math.ceil(channels / tsPerCore);
+  check(3 * slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+
+  const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
+  const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes);
+  const adj = adjacency(spec.topology, spec.topology.kind === "ring" ? deviceCount : spec.devices);
+
+  // Ring order per group: a device cycle that follows links; ranks of one device stay adjacent.
+  const rings = groups.map((g) => {
+    const dr = deviceRing(adj, g.map((r) => info[r]!.device));
+    const base = dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b));
+    return { group: g, channels: Array.from({ length: channels }, (_, c) => (c % 2 === 0 ? base : [...base].reverse())), followsLinks: dr.followsLinks };
+  });
+
+  const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements });
+  const place = (rank: number, c: number) => {
+    const ci = info[rank]!;
+    const slot = Math.floor(c / tsPerCore);
+    return { topsp: ci.core * tsPerCore + (c % tsPerCore), slot, recv: 3 * slot, send: 3 * slot + 1, compl: 3 * slot + 2 };
+  };
+  const neighbor = (a: CommInfo, b: CommInfo) => ({ netIdxAddrs: [], foldN, type: a.device === b.device ? NeighType.LOCAL : NeighType.P2P });
+  const ringPos = (gi: number, c: number, rank: number) => {
+    const ring = rings[gi]!.channels[c]!;
+    const i = ring.indexOf(rank);
+    return { ring, i, next: ring[(i + 1) % ring.length]!, prev: ring[(i + ring.length - 1) % ring.length]! };
+  };
+
+  const chans = new Map<string, EncdChannel>();
+  for (let rank = 0; rank < scn.ranks; rank++) {
+    const ci = info[rank]!;
+    for (let c = 0; c < channels; c++) {
+      const { next, prev } = ringPos(ci.group, c, rank);
+      const p = place(rank, c);
+      chans.set(
+        `${rank}/${c}`,
+        builder.addChannel({
+          device: ci.device,
+          topsp: p.topsp,
+          channelId: c,
+          slot: p.slot,
+          engines: Array.from({ length: foldN }, (_, f) => ci.core * spec.dma.enginesPerCore + c * foldN + f),
+          queue: spec.dma.collectiveQueue,
+          recvSema: p.recv,
+          sendSema: p.send,
+          complSema: p.compl,
+          reporter: c === 0,
+          next: neighbor(ci, info[next]!),
+          prev: neighbor(ci, info[prev]!),
+          initialCredits: spec.ring.bufferSlots * foldN,
+        }),
+      );
+    }
+  }
+
+  const chunkBytes = scn.chunkBytes ?? spec.ring.chunkBytes;
+  const ops: OpLayout[] = [];
+  for (const index of opIndices) {
+    const op = scn.ops[index]!;
+    const path = `ops[${index}]`;
+    const opType = OP_TYPE[op.op];
+    const algorithm = resolveAlgorithm(scn, opType, `${path}.op`);
+    const esize = dtypeSize(op.dtype);
+    const count = op.bytes / esize;
+    builder.beginOp();
+    const plans = groups.map((g) => planChunks(opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : count / g.length, chunkBytes, esize, channels));
+    const buffers = new Map<number, RankBuffers>();
+    const rankLayouts: RankLayout[] = [];
+    for (let rank = 0; rank < scn.ranks; rank++) {
+      const ci = info[rank]!;
+      const n = groups[ci.group]!.length;
+      const inBytes = opType === EncOpType.ALLGATHER ? op.bytes / n : op.bytes;
+      const outBytes = opType === EncOpType.REDUCE_SCATTER ? op.bytes / n : op.bytes;
+      const input = builder.allocHbm(ci.device, inBytes);
+      const output = builder.allocHbm(ci.device, outBytes);
+      const chbuf = Array.from({ length: channels }, () => builder.allocHbm(ci.device, spec.ring.bufferSlots * plans[ci.group]!.halfBytes));
+      buffers.set(rank, { input, output, chbuf });
+      rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes } });
+    }
+    for (let rank = 0; rank < scn.ranks; rank++) {
+      const ci = info[rank]!;
+      const g = groups[ci.group]!;
+      for (let c = 0; c < channels; c++) {
+        const { ring, i, next, prev } = ringPos(ci.group, c, rank);
+        const na = Array.from({ length: ring.length }, (_, j) => info[ring[(i + j) % ring.length]!]!.groupRank);
+        const pn = place(next, c);
+        const pp = place(prev, c);
+        composeChannelRing(
+          { op, opType, plan: plans[ci.group]!, count, rankN: g.length, bufferSlots: spec.ring.bufferSlots },
+          c,
+          chans.get(`${rank}/${c}`)!,
+          {
+            na,
+            me: buffers.get(rank)!,
+            next: buffers.get(next)!,
+            nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
+            prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
+          },
+        );
+      }
+    }
+    builder.endOp();
+    ops.push({ index, spec: op, opType, algorithm, count, plan: plans, ranks: rankLayouts });
+  }
+  return { image: builder.build(), layout: { channels, foldN, rings, ops } };
+}
+
+/** The algorithm name as nccom-test prints it (lower case). */
+export function algorithmLabel(alg: EncAlgType): string {
+  return encAlgorithmName(alg).toLowerCase();
+}

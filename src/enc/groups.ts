@@ -1,0 +1,63 @@
+// Replica groups and per-rank comm info (the enc_parse_replica_groups / enc_comm_info analogue).
+import { CompileError } from "../ir/errors.ts";
+
+export interface CommInfo {
+  /** Global rank. */
+  readonly rank: number;
+  /** Index of the rank's replica group. */
+  readonly group: number;
+  /** Rank within its group (the `rank` of enc_comm_info). */
+  readonly groupRank: number;
+  /** Ranks in the group (`rank_n`). */
+  readonly rankN: number;
+  readonly device: number;
+  /** NeuronCore on the device. */
+  readonly core: number;
+  readonly node: number;
+  readonly nodeN: number;
+}
+
+/**
+ * Validate the groups as the runtime does (rank id range, uniqueness, every rank present) and return
+ * them. The self-presence message is the seed's: "replica groups (%u/%u) does not have myself %u",
+ * with the number of groups searched and the number of groups.
+ */
+export function parseReplicaGroups(groups: readonly (readonly number[])[], ranks: number): number[][] {
+  const seen = new Map<number, string>();
+  groups.forEach((g, gi) =>
+    g.forEach((r, i) => {
+      const path = `replicaGroups[${gi}][${i}]`;
+      if (!Number.isInteger(r) || r < 0 || r >= ranks) throw new CompileError("CMP1001", `rank id ${r} is out of range 0..${ranks - 1}`, { path, value: r });
+      const first = seen.get(r);
+      if (first !== undefined) throw new CompileError("CMP1002", `rank ${r} appears twice (first at ${first})`, { path, value: r });
+      seen.set(r, path);
+    }),
+  );
+  for (let r = 0; r < ranks; r++) {
+    if (!seen.has(r)) {
+      throw new CompileError("CMP1003", `replica groups (${groups.length}/${groups.length}) does not have myself ${r}`, { path: "replicaGroups", value: r });
+    }
+  }
+  return groups.map((g) => [...g]);
+}
+
+export function commInfos(groups: readonly (readonly number[])[], ranks: number, ranksPerDevice: number, nodes: number): CommInfo[] {
+  const out: CommInfo[] = new Array(ranks);
+  const devicesPerNode = Math.max(1, ranks / ranksPerDevice / nodes);
+  groups.forEach((g, gi) =>
+    g.forEach((rank, groupRank) => {
+      const device = Math.floor(rank / ranksPerDevice);
+      out[rank] = {
+        rank,
+        group: gi,
+        groupRank,
+        rankN: g.length,
+        device,
+        core: rank % ranksPerDevice,
+        node: Math.floor(device / devicesPerNode),
+        nodeN: nodes,
+      };
+    }),
+  );
+  return out;
+}

@@ -1,0 +1,127 @@
+// The ring composer (enc_alg_metaring + __compose_channel_ring): per-rank, per-channel step programs.
+//
+// Every step below is one leaf per half chunk (H0 then H1), each closed by a step mark:
+//   send               copy own input piece into next's receive slot; signal next      [wait credit]
+//   recv_reduce_send   CCE(slot, own input) into next's slot; signal next; credit prev [wait recv+credit]
+//   recv_reduce_copy   CCE(slot, own input) into own output; credit prev               [wait recv]
+//   direct_copy_send   copy own output (or input) piece into next's output; signal next
+//   direct_recv_send   copy the piece prev wrote into own output on to next's output     [wait recv]
+//   direct_recv        the piece prev wrote is in place                                 [wait recv]
+//   reset_send_credit  wait until every credit of the receive buffer is home            [drain]
+import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
+import { EncOpType } from "../ir/enums.ts";
+import { assert } from "../ir/errors.ts";
+import type { OpSpec } from "../ir/spec.ts";
+import type { EncdChannel } from "../encd/program.ts";
+import { StepFlag } from "../encd/slot.ts";
+import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
+
+/** Buffers one rank uses for one op. */
+export interface RankBuffers {
+  readonly input: number;
+  readonly output: number;
+  /** Receive buffer of each channel: `bufferSlots` slots of plan.halfBytes. */
+  readonly chbuf: readonly number[];
+}
+
+/** The ring neighbourhood of one rank on one channel. */
+export interface RingView {
+  /** Group ranks in ring order, rotated so that index 0 is this rank (user_ranks). */
+  readonly na: readonly number[];
+  readonly me: RankBuffers;
+  readonly next: RankBuffers;
+  /** Semaphore INC addresses: next's recv-count semaphore and prev's send-credit semaphore. */
+  readonly nextRecvInc: number;
+  readonly prevSendInc: number;
+}
+
+export interface RingOpContext {
+  readonly op: OpSpec;
+  readonly opType: EncOpType;
+  readonly plan: ChunkPlan;
+  /** Total elements of the op (nccom-test count). */
+  readonly count: number;
+  readonly rankN: number;
+  readonly bufferSlots: number;
+}
+
+type Piece = { lo: number; hi: number };
+
+/** Compose one channel of one rank for one op; `ch` is the channel index, `chan` its emitter. */
+export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdChannel, v: RingView): void {
+  const { op, plan, rankN: R } = ctx;
+  const esize = dtypeSize(op.dtype);
+  const cce = REDUCE_TO_CCE[op.reduce];
+  const sdmaDtype = SDMA_DTYPE[op.dtype];
+  const me = v.na[0]!;
+  const credits = ctx.bufferSlots * chan.foldN;
+  let sent = 0;
+  let received = 0;
+  const slotOf = (base: number, n: number): number => base + (n % ctx.bufferSlots) * plan.halfBytes;
+  const bytes = (p: Piece): number => (p.hi - p.lo) * esize;
+  const blockLen = (k: number): number => Math.max(0, Math.min(plan.blockElems, ctx.count - k * plan.blockElems));
+  // Element offsets of block k's piece inside the input / output buffers.
+  const inOff = (k: number, p: Piece): number => (ctx.opType === EncOpType.ALLGATHER ? p.lo : k * plan.blockElems + p.lo) * esize;
+  const outOff = (k: number, p: Piece): number => (ctx.opType === EncOpType.REDUCE_SCATTER ? p.lo : k * plan.blockElems + p.lo) * esize;
+  const pieces = (k: number, g: number): [Piece, Piece] => halves(channelRange(plan, g, ch, blockLen(k)));
+
+  if (R === 1) {
+    // enc_1rank_primitive: the collective of one rank is a local copy.
+    chan.copy(v.me.input, v.me.output, ch === 0 ? op.bytes : 0, esize);
+    chan.markStep(0);
+    chan.markEnd();
+    return;
+  }
+
+  const send = (k: number, p: Piece): void => {
+    chan.copy(v.me.input + inOff(k, p), slotOf(v.next.chbuf[ch]!, sent++), bytes(p), esize);
+    chan.semaInc(v.nextRecvInc);
+    chan.markStep(StepFlag.WAIT_CREDIT);
+  };
+  const recvReduceSend = (k: number, p: Piece): void => {
+    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], slotOf(v.next.chbuf[ch]!, sent++), bytes(p), cce, sdmaDtype, esize);
+    chan.semaInc(v.nextRecvInc);
+    chan.semaInc(v.prevSendInc);
+    chan.markStep(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT);
+  };
+  const recvReduceCopy = (k: number, p: Piece): void => {
+    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], v.me.output + outOff(k, p), bytes(p), cce, sdmaDtype, esize);
+    chan.semaInc(v.prevSendInc);
+    chan.markStep(StepFlag.WAIT_RECV);
+  };
+  const directCopySend = (k: number, p: Piece, fromInput: boolean): void => {
+    if (fromInput) chan.copy(v.me.input + inOff(k, p), v.me.output + outOff(k, p), bytes(p), esize);
+    chan.copy(v.me.output + outOff(k, p), v.next.output + outOff(k, p), bytes(p), esize);
+    chan.semaInc(v.nextRecvInc);
+    chan.markStep(0);
+  };
+  const directRecvSend = (k: number, p: Piece): void => {
+    chan.copy(v.me.output + outOff(k, p), v.next.output + outOff(k, p), bytes(p), esize);
+    chan.semaInc(v.nextRecvInc);
+    chan.markStep(StepFlag.WAIT_RECV);
+  };
+  const directRecv = (): void => chan.markStep(StepFlag.WAIT_RECV);
+
+  const reduceScatterPhase = ctx.opType !== EncOpType.ALLGATHER;
+  const allGatherPhase = ctx.opType !== EncOpType.REDUCE_SCATTER;
+  for (let g = 0; g < plan.groups; g++) {
+    if (reduceScatterPhase) {
+      for (const p of pieces(v.na[R - 1]!, g)) send(v.na[R - 1]!, p);
+      for (let j = R - 2; j >= 1; j--) for (const p of pieces(v.na[j]!, g)) recvReduceSend(v.na[j]!, p);
+      for (const p of pieces(me, g)) {
+        recvReduceCopy(me, p);
+        if (allGatherPhase) directCopySend(me, p, false);
+      }
+    } else {
+      for (const p of pieces(me, g)) directCopySend(me, p, true);
+    }
+    if (allGatherPhase) {
+      for (let j = R - 1; j >= 2; j--) for (const p of pieces(v.na[j]!, g)) directRecvSend(v.na[j]!, p);
+      for (const _ of pieces(v.na[1]!, g)) directRecv();
+    }
+    chan.markStep(StepFlag.DRAIN_CREDIT, credits);
+  }
+  assert(sent === received, `channel ${ch}: ${sent} slot sends but ${received} slot receives`);
+  chan.markEnd();
+}
+

@@ -1,0 +1,79 @@
+// Device-level ring order re-derived from the physical topology: a cycle that follows links.
+import type { Topology } from "../ir/spec.ts";
+
+/** Adjacency lists of the machine's devices (sorted, de-duplicated). */
+export function adjacency(topology: Topology, deviceCount: number): number[][] {
+  if (topology.kind === "ring") {
+    return Array.from({ length: deviceCount }, (_, d) =>
+      deviceCount === 1 ? [] : [...new Set([(d + deviceCount - 1) % deviceCount, (d + 1) % deviceCount])].sort((a, b) => a - b),
+    );
+  }
+  return topology.neighbours.map((row) => [...new Set(row)].sort((a, b) => a - b));
+}
+
+/** Hop distances from `src` over the adjacency (breadth first). */
+export function hopDistances(adj: readonly (readonly number[])[], src: number): number[] {
+  const dist = adj.map(() => Infinity);
+  dist[src] = 0;
+  const queue = [src];
+  for (let i = 0; i < queue.length; i++) {
+    const u = queue[i]!;
+    for (const v of adj[u] ?? []) {
+      if (dist[v] === Infinity) {
+        dist[v] = dist[u]! + 1;
+        queue.push(v);
+      }
+    }
+  }
+  return dist;
+}
+
+export interface DeviceRing {
+  /** Devices in ring order, starting at the lowest id. */
+  readonly order: number[];
+  /** True when every consecutive pair (and the closing pair) is a direct link. */
+  readonly followsLinks: boolean;
+}
+
+/**
+ * A Hamiltonian cycle through `devices` on links between them (depth first, lowest id first, so
+ * the result is deterministic). When none exists (or the search budget runs out) fall back to a
+ * nearest-neighbour tour by hop distance, whose non-adjacent steps the fabric routes hop by hop.
+ */
+export function deviceRing(adj: readonly (readonly number[])[], devices: readonly number[]): DeviceRing {
+  const set = [...new Set(devices)].sort((a, b) => a - b);
+  if (set.length <= 2) {
+    const ok = set.length < 2 || (adj[set[0]!] ?? []).includes(set[1]!);
+    return { order: set, followsLinks: ok };
+  }
+  const inSet = new Set(set);
+  const start = set[0]!;
+  const path = [start];
+  const used = new Set(path);
+  let budget = 2_000_000;
+  const dfs = (): boolean => {
+    if (--budget < 0) return false;
+    const u = path[path.length - 1]!;
+    if (path.length === set.length) return (adj[u] ?? []).includes(start);
+    for (const v of adj[u] ?? []) {
+      if (!inSet.has(v) || used.has(v)) continue;
+      used.add(v);
+      path.push(v);
+      if (dfs()) return true;
+      path.pop();
+      used.delete(v);
+    }
+    return false;
+  };
+  if (dfs()) return { order: path, followsLinks: true };
+  const order = [start];
+  const left = new Set(set.slice(1));
+  while (left.size > 0) {
+    const dist = hopDistances(adj, order[order.length - 1]!);
+    let best = -1;
+    for (const v of left) if (best < 0 || dist[v]! < dist[best]!) best = v;
+    order.push(best);
+    left.delete(best);
+  }
+  return { order, followsLinks: false };
+}

@@ -1,0 +1,90 @@
+// Loader + validator for device presets (devices/<instance>.json).
+import type { DeviceSpec, Topology } from "../ir/spec.ts";
+import { Reader } from "./reader.ts";
+
+const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "sources"] as const;
+
+/** Largest device count the address map's routing bits can name. */
+export const MAX_DEVICES = 32;
+
+export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
+  const r = new Reader(file, "", json);
+  r.keys(TOP_KEYS);
+  const numbers: string[] = [];
+  const section = <K extends string>(name: string, keys: readonly K[], check: (k: K, f: Reader) => number): Record<K, number> => {
+    const s = r.get(name);
+    s.keys(keys);
+    const out = {} as Record<K, number>;
+    for (const k of keys) {
+      out[k] = check(k, s.get(k));
+      numbers.push(`${name}.${k}`);
+    }
+    return out;
+  };
+  const devices = r.get("devices").int(1, MAX_DEVICES);
+  const coresPerDevice = r.get("coresPerDevice").int(1, 8);
+  numbers.push("arch", "devices", "coresPerDevice");
+  const topology = parseTopology(r.get("topology"), devices);
+  if (topology.kind === "table") numbers.push("topology.neighbours");
+  const topsp = section("topsp", ["perDevice", "semaphores", "entryDecodePs", "stepIssuePs", "semaWakePs"] as const, (k, f) =>
+    k === "perDevice" ? f.int(1, 16) : k === "semaphores" ? f.int(1, 256) : f.int(0),
+  );
+  if (topsp.perDevice % coresPerDevice !== 0) r.get("topsp").get("perDevice").fail("SCN1101", `must be a multiple of coresPerDevice (${coresPerDevice})`);
+  const dma = section("dma", ["enginesPerCore", "queuesPerEngine", "collectiveQueue", "engineBytesPerSecond", "descriptorCostPs", "maxDescriptorBytes", "cceMaxElements"] as const, (k, f) =>
+    k === "enginesPerCore" ? f.int(1, 32) : k === "queuesPerEngine" ? f.int(1, 16) : k === "maxDescriptorBytes" ? f.int(4, 65536) : k === "cceMaxElements" ? f.int(1, 1 << 20) : f.int(0),
+  );
+  if (dma.collectiveQueue >= dma.queuesPerEngine) r.get("dma").get("collectiveQueue").fail("SCN1101", `must be below queuesPerEngine (${dma.queuesPerEngine})`);
+  if (dma.enginesPerCore * coresPerDevice > 32) r.get("dma").get("enginesPerCore").fail("SCN1101", "engines per device must be at most 32 (the broadcast mask is 32 bits)");
+  const hbm = section("hbm", ["bytesPerSecond"] as const, (_k, f) => f.int(0));
+  const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (_k, f) => f.int(0));
+  const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>
+    k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64),
+  );
+  const sources = r.get("sources");
+  const src: Record<string, string> = {};
+  for (const k of Object.keys(sources.object())) src[k] = sources.get(k).string();
+  for (const n of numbers) {
+    if (!src[n]) sources.fail("SCN1102", `no source given for "${n}" (every number needs a source note or "assumption: ...")`, n, `sources.${n}`);
+  }
+  for (const k of Object.keys(src)) {
+    if (!numbers.includes(k)) sources.fail("SCN1002", `source for unknown field "${k}"`, k, `sources.${k}`);
+  }
+  return {
+    name: r.get("name").string(),
+    description: r.get("description").string(),
+    arch: r.get("arch").int(1, 4),
+    devices,
+    coresPerDevice,
+    topology,
+    topsp,
+    dma,
+    hbm,
+    link,
+    ring,
+    sources: src,
+  };
+}
+
+function parseTopology(t: Reader, devices: number): Topology {
+  const kind = t.get("kind").oneOf(["table", "ring"] as const);
+  if (kind === "ring") {
+    t.keys(["kind"]);
+    return { kind };
+  }
+  t.keys(["kind", "neighbours"]);
+  const rows = t.get("neighbours").items();
+  if (rows.length !== devices) t.get("neighbours").fail("SCN1103", `has ${rows.length} rows, expected one per device (${devices})`, rows.length);
+  const neighbours = rows.map((row, d) =>
+    row.items().map((cell) => {
+      const n = cell.int(0, devices - 1);
+      if (n === d) cell.fail("SCN1103", `device ${d} lists itself as a neighbour`);
+      return n;
+    }),
+  );
+  neighbours.forEach((row, d) =>
+    row.forEach((n, i) => {
+      if (!neighbours[n]?.includes(d)) rows[d]!.items()[i]!.fail("SCN1103", `link ${d}->${n} has no reverse link ${n}->${d}`);
+    }),
+  );
+  return { kind, neighbours };
+}
