@@ -1,0 +1,103 @@
+// The in-DMA compute engine (CCE): element-wise ADD / MAX / MIN over SDMA dtypes.
+// Floats are computed in fp32 and rounded to nearest-even into the element type; integers wrap.
+import { SdmaCceType } from "../../src/ir/enums.ts";
+import { SimError } from "../../src/ir/errors.ts";
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+export function bf16ToF32(h: number): number {
+  u32[0] = (h & 0xffff) << 16;
+  return f32[0]!;
+}
+
+export function f32ToBf16(x: number): number {
+  f32[0] = x;
+  const b = u32[0]!;
+  if ((b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0) return ((b >>> 16) | 0x40) & 0xffff; // quiet NaN
+  return ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+export function f16ToF32(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >>> 10) & 0x1f;
+  const m = h & 0x3ff;
+  if (e === 0) return s * m * 2 ** -24;
+  if (e === 0x1f) return m ? Number.NaN : s * Infinity;
+  return s * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+export function f32ToF16(x: number): number {
+  f32[0] = x;
+  const b = u32[0]!;
+  const sign = (b >>> 16) & 0x8000;
+  const exp = (b >>> 23) & 0xff;
+  let mant = b & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let h = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && h & 1)) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
+  return sign | h;
+}
+
+type Combine = (a: number, b: number) => number;
+
+function combiner(op: number): Combine {
+  switch (op) {
+    case SdmaCceType.ADD:
+      return (a, b) => a + b;
+    case SdmaCceType.MAX:
+      return (a, b) => (a >= b ? a : b);
+    case SdmaCceType.MIN:
+      return (a, b) => (a <= b ? a : b);
+    default:
+      throw new SimError("SIM1101", `unsupported op! (${op})`, { value: op });
+  }
+}
+
+/** SDMA dtype code -> element size and raw get/set on a DataView. */
+const ELEMENTS: Record<number, { size: number; get: (v: DataView, o: number) => number; set: (v: DataView, o: number, x: number) => void }> = {
+  3: { size: 1, get: (v, o) => v.getUint8(o), set: (v, o, x) => v.setUint8(o, x) },
+  2: { size: 1, get: (v, o) => v.getInt8(o), set: (v, o, x) => v.setInt8(o, x) },
+  5: { size: 2, get: (v, o) => v.getUint16(o, true), set: (v, o, x) => v.setUint16(o, x, true) },
+  4: { size: 2, get: (v, o) => v.getInt16(o, true), set: (v, o, x) => v.setInt16(o, x, true) },
+  9: { size: 4, get: (v, o) => v.getUint32(o, true), set: (v, o, x) => v.setUint32(o, x >>> 0, true) },
+  8: { size: 4, get: (v, o) => v.getInt32(o, true), set: (v, o, x) => v.setInt32(o, x | 0, true) },
+  10: { size: 4, get: (v, o) => v.getFloat32(o, true), set: (v, o, x) => v.setFloat32(o, x, true) },
+  6: { size: 2, get: (v, o) => bf16ToF32(v.getUint16(o, true)), set: (v, o, x) => v.setUint16(o, f32ToBf16(x), true) },
+  7: { size: 2, get: (v, o) => f16ToF32(v.getUint16(o, true)), set: (v, o, x) => v.setUint16(o, f32ToF16(x), true) },
+};
+
+/** Element-wise reduce of equally long sources into a new buffer. Integer results wrap to the type (DataView setters truncate). */
+export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Array[]): Uint8Array {
+  const el = ELEMENTS[sdmaDtype];
+  if (!el) throw new SimError("SIM1102", `unsupported CCE data type ${sdmaDtype}`, { value: sdmaDtype });
+  const first = srcs[0]!;
+  if (first.length % el.size !== 0) throw new SimError("SIM1103", `CCE length ${first.length} is not whole elements of ${el.size} bytes`, { value: first.length });
+  const combine = combiner(op);
+  const isFloat = sdmaDtype === 10 || sdmaDtype === 6 || sdmaDtype === 7;
+  const out = new Uint8Array(first.length);
+  const ov = new DataView(out.buffer);
+  const views = srcs.map((s) => new DataView(s.buffer, s.byteOffset, s.length));
+  for (let o = 0; o < out.length; o += el.size) {
+    let acc = el.get(views[0]!, o);
+    for (let i = 1; i < views.length; i++) {
+      acc = combine(acc, el.get(views[i]!, o));
+      if (isFloat) acc = Math.fround(acc);
+    }
+    el.set(ov, o, acc);
+  }
+  return out;
+}

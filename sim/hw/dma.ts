@@ -1,0 +1,225 @@
+// SDMA engines: queues of TX/RX physical rings advanced by tail-pointer doorbells, served
+// round-robin at packet boundaries, one packet at a time; in-engine reduce for CCE packets.
+import { SimError } from "../../src/ir/errors.ts";
+import type { Tick } from "../../src/ir/time.ts";
+import { decodeAddress } from "../../src/encd/address.ts";
+import { DESC_BYTES, decodeRx, decodeTx } from "../../src/encd/udma.ts";
+import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
+import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
+import { cceReduce } from "./cce.ts";
+import { pipeline, type Fabric, type Stage } from "./fabric.ts";
+
+export interface DmaHost {
+  readonly kernel: Kernel;
+  readonly fabric: Fabric;
+  /** Read local HBM of `device`. */
+  read(device: number, offset: number, len: number): Uint8Array;
+  /** True when these bytes are not kept (timing-only payload). */
+  dropped(device: number, offset: number, len: number): boolean;
+  /** Apply a write that has landed (HBM or a semaphore window). */
+  land(addr: number, bytes: Uint8Array | undefined, len: number): void;
+}
+
+export class DmaQueue {
+  readonly id: number;
+  readonly tx: Uint8Array;
+  readonly rx: Uint8Array;
+  txTail = 0;
+  rxTail = 0;
+  txHead = 0;
+  rxHead = 0;
+  lastLand: Tick = 0;
+  constructor(id: number, tx: Uint8Array, rx: Uint8Array) {
+    this.id = id;
+    this.tx = tx;
+    this.rx = rx;
+  }
+  get txCount(): number {
+    return this.tx.length / DESC_BYTES;
+  }
+  get rxCount(): number {
+    return this.rx.length / DESC_BYTES;
+  }
+}
+
+interface Packet {
+  readonly nTx: number;
+  readonly nRx: number;
+  readonly op: number | undefined;
+  readonly dtype: number;
+  readonly srcs: readonly { addr: number; len: number }[];
+  readonly dsts: readonly { addr: number; len: number }[];
+  readonly bytes: number;
+}
+
+export interface EngineParams {
+  readonly bytesPerSecond: number;
+  readonly descriptorCostPs: number;
+}
+
+export class DmaEngine {
+  readonly device: number;
+  readonly index: number;
+  readonly queues = new Map<number, DmaQueue>();
+  readonly res: Resource;
+  packets = 0;
+  private busy = false;
+  private rr = 0;
+  private readonly host: DmaHost;
+  private readonly params: EngineParams;
+
+  constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
+    this.host = host;
+    this.device = device;
+    this.index = index;
+    this.params = params;
+    this.res = new Resource(`dev${device}.dma${index}`, params.bytesPerSecond);
+  }
+
+  addQueue(q: DmaQueue): void {
+    this.queues.set(q.id, q);
+  }
+
+  /** A tail-pointer increment doorbell: `n` more descriptors on one side of queue `q`. */
+  doorbell(q: number, dir: "m2s" | "s2m", n: number): void {
+    const queue = this.queues.get(q);
+    if (!queue) throw new SimError("SIM1301", `doorbell for dev${this.device} dma${this.index} queue ${q}, which has no ring`, { value: q });
+    if (dir === "m2s") queue.txTail += n;
+    else queue.rxTail += n;
+    if (queue.txTail > queue.txCount || queue.rxTail > queue.rxCount) {
+      throw new SimError("SIM1302", `dev${this.device} dma${this.index} q${q}: tail pointer passes the end of the ring (${queue.txTail}/${queue.txCount} tx, ${queue.rxTail}/${queue.rxCount} rx)`, { value: n });
+    }
+    this.kick();
+  }
+
+  private parse(q: DmaQueue): Packet | undefined {
+    if (q.txHead >= q.txTail) return undefined;
+    const where = (i: number) => `dev${this.device} dma${this.index} q${q.id} tx[${i}]`;
+    const head = decodeTx(q.tx, q.txHead * DESC_BYTES);
+    if (head.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${where(q.txHead)}: ring id ${head.ringId}, expected ${INITIAL_RING_ID}`, { value: head.ringId });
+    const srcs: { addr: number; len: number }[] = [];
+    let i = q.txHead;
+    let op: number | undefined;
+    let dtype = 0;
+    let bytes = 0;
+    if (head.kind === "cce") {
+      op = head.op;
+      dtype = head.dtype;
+      bytes = head.length;
+      i++;
+    }
+    for (;;) {
+      if (i >= q.txTail) return undefined;
+      const d = decodeTx(q.tx, i * DESC_BYTES);
+      if (d.kind !== "data") throw new SimError("SIM1304", `${where(i)}: META descriptor inside a packet`, { value: i });
+      if (d.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${where(i)}: ring id ${d.ringId}, expected ${INITIAL_RING_ID}`, { value: d.ringId });
+      if (!Number.isFinite(d.src)) throw new SimError("SIM1305", `${where(i)}: source address beyond 2^53`, { value: i });
+      srcs.push({ addr: d.src, len: d.length });
+      i++;
+      if (d.last) break;
+      if (!d.concat && op === undefined) throw new SimError("SIM1306", `${where(i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
+    }
+    const nTx = i - q.txHead;
+    const need = op === undefined ? srcs.reduce((n, s) => n + s.len, 0) : bytes;
+    if (op !== undefined && srcs.some((s) => s.len !== bytes)) throw new SimError("SIM1307", `${where(q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: srcs.map((s) => s.len) });
+    const dsts: { addr: number; len: number }[] = [];
+    let got = 0;
+    let j = q.rxHead;
+    while (got < need) {
+      if (j >= q.rxTail) return undefined;
+      const r = decodeRx(q.rx, j * DESC_BYTES);
+      if (r.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${r.ringId}, expected ${INITIAL_RING_ID}`, { value: r.ringId });
+      dsts.push({ addr: r.dst, len: r.length });
+      got += r.length;
+      j++;
+    }
+    if (got !== need) throw new SimError("SIM1308", `dev${this.device} dma${this.index} q${q.id}: rx descriptors cover ${got} bytes, the packet has ${need}`, { value: got });
+    return { nTx, nRx: j - q.rxHead, op, dtype, srcs, dsts, bytes: need };
+  }
+
+  /** Start the next ready packet if the engine is idle (round-robin over queues). */
+  kick(): void {
+    if (this.busy) return;
+    const ids = [...this.queues.keys()].sort((a, b) => a - b);
+    for (let k = 0; k < ids.length; k++) {
+      const q = this.queues.get(ids[(this.rr + k) % ids.length]!)!;
+      const p = this.parse(q);
+      if (!p) continue;
+      this.rr = (this.rr + k + 1) % ids.length;
+      this.run(q, p);
+      return;
+    }
+  }
+
+  private local(addr: number, len: number): number {
+    const a = decodeAddress(addr);
+    if (a.kind !== "hbm" || a.device !== this.device) {
+      throw new SimError("SIM1309", `dev${this.device} dma${this.index} reads 0x${addr.toString(16)}, which is not its own HBM (${a.kind} of dev${a.device})`, { value: addr });
+    }
+    if (a.offset + len > Number.MAX_SAFE_INTEGER) throw new SimError("SIM1305", "source range overflows", { value: addr });
+    return a.offset;
+  }
+
+  private run(q: DmaQueue, p: Packet): void {
+    const k = this.host.kernel;
+    const host = this.host;
+    q.txHead += p.nTx;
+    q.rxHead += p.nRx;
+    this.busy = true;
+    this.packets++;
+    // Read the sources now; the write lands later.
+    const offs = p.srcs.map((s) => this.local(s.addr, s.len));
+    const dropped = p.srcs.some((s, i) => host.dropped(this.device, offs[i]!, s.len));
+    let data: Uint8Array | undefined;
+    if (!dropped) {
+      if (p.op !== undefined) {
+        data = cceReduce(p.op, p.dtype, p.srcs.map((s, i) => host.read(this.device, offs[i]!, s.len)));
+      } else {
+        data = new Uint8Array(p.bytes);
+        let o = 0;
+        p.srcs.forEach((s, i) => {
+          data!.set(host.read(this.device, offs[i]!, s.len), o);
+          o += s.len;
+        });
+      }
+    }
+    const readBytes = p.srcs.reduce((n, s) => n + s.len, 0);
+    const fixed = this.params.descriptorCostPs * (p.nTx + p.nRx);
+    let engineFree = k.now;
+    let o = 0;
+    for (const d of p.dsts) {
+      const dst = decodeAddress(d.addr);
+      if (dst.kind === "unmapped" || dst.kind === "doorbell" || dst.device >= host.fabric.deviceCount) {
+        throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${d.addr.toString(16)}, which is not HBM or a semaphore`, { value: d.addr });
+      }
+      // The first destination piece also carries the extra source reads of a reduce.
+      const first = d === p.dsts[0];
+      const share = d.len + (first ? readBytes - p.bytes : 0);
+      const stages: Stage[] = [{ res: this.res, bytes: share, fixedPs: first ? fixed : 0, latPs: 0 }];
+      const links = host.fabric.route(this.device, dst.device);
+      const srcHbm = host.fabric.hbm[this.device]!;
+      const sameHbm = links.length === 0 && dst.kind === "hbm";
+      stages.push({ res: srcHbm, bytes: share + (sameHbm ? d.len : 0), fixedPs: 0, latPs: 0 });
+      for (const l of links) stages.push({ res: l, bytes: d.len, fixedPs: 0, latPs: host.fabric.latencyPs });
+      const sourceStages = stages.length;
+      if (!sameHbm && dst.kind === "hbm") stages.push({ res: host.fabric.hbm[dst.device], bytes: d.len, fixedPs: 0, latPs: 0 });
+      const t = pipeline(Math.max(k.now, engineFree), stages, sourceStages);
+      engineFree = Math.max(engineFree, t.engineFree);
+      // A semaphore write lands after every earlier write of its queue (it signals their completion).
+      const land = dst.kind === "sema" ? Math.max(t.land, q.lastLand) : t.land;
+      q.lastLand = Math.max(q.lastLand, land);
+      const piece = data?.subarray(o, o + d.len);
+      o += d.len;
+      k.at(land, Prio.LAND, () => host.land(d.addr, piece, d.len));
+    }
+    k.at(engineFree, Prio.ENGINE, () => {
+      this.busy = false;
+      this.kick();
+    });
+  }
+
+  /** Descriptors handed to the engine but not yet taken (for hang reports). */
+  pending(): { queue: number; tx: number; rx: number }[] {
+    return [...this.queues.values()].filter((q) => q.txTail > q.txHead || q.rxTail > q.rxHead).map((q) => ({ queue: q.id, tx: q.txTail - q.txHead, rx: q.rxTail - q.rxHead }));
+  }
+}

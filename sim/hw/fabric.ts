@@ -1,0 +1,107 @@
+// Device-to-device links (one resource per direction) with hop-by-hop routing, and the
+// pipelined timing of one DMA packet through engine, HBM, links and the destination.
+import type { DeviceSpec } from "../../src/ir/spec.ts";
+import { SimError } from "../../src/ir/errors.ts";
+import { transferPs, type Tick } from "../../src/ir/time.ts";
+import { Resource } from "../kernel/kernel.ts";
+
+export class Fabric {
+  readonly links = new Map<string, Resource>();
+  readonly hbm: Resource[];
+  private readonly nextHop: number[][];
+  readonly latencyPs: number;
+
+  constructor(spec: DeviceSpec, deviceCount: number) {
+    const adj: number[][] =
+      spec.topology.kind === "ring"
+        ? Array.from({ length: deviceCount }, (_, d) => (deviceCount === 1 ? [] : [...new Set([(d + deviceCount - 1) % deviceCount, (d + 1) % deviceCount])].sort((a, b) => a - b)))
+        : spec.topology.neighbours.map((r) => [...new Set(r)].sort((a, b) => a - b));
+    for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));
+    this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
+    this.latencyPs = spec.link.latencyPs;
+    // nextHop[src][dst]: first hop of a shortest path (breadth first, lowest id first: deterministic).
+    this.nextHop = adj.map((_, src) => {
+      const first = adj.map(() => -1);
+      const seen = adj.map(() => false);
+      seen[src] = true;
+      const queue: number[] = [];
+      for (const v of adj[src]!) {
+        seen[v] = true;
+        first[v] = v;
+        queue.push(v);
+      }
+      for (let i = 0; i < queue.length; i++) {
+        const u = queue[i]!;
+        for (const v of adj[u]!) {
+          if (!seen[v]) {
+            seen[v] = true;
+            first[v] = first[u]!;
+            queue.push(v);
+          }
+        }
+      }
+      return first;
+    });
+  }
+
+  get deviceCount(): number {
+    return this.hbm.length;
+  }
+
+  /** Links crossed from `src` to `dst`, in order. */
+  route(src: number, dst: number): Resource[] {
+    const out: Resource[] = [];
+    let at = src;
+    while (at !== dst) {
+      const hop = this.nextHop[at]?.[dst];
+      if (hop === undefined || hop < 0) throw new SimError("SIM1201", `no route from device ${src} to device ${dst}`, { value: { src, dst } });
+      out.push(this.links.get(`${at}>${hop}`)!);
+      at = hop;
+    }
+    return out;
+  }
+}
+
+interface Stage {
+  readonly res: Resource | undefined;
+  readonly bytes: number;
+  /** Fixed time in the stage on top of the byte time. */
+  readonly fixedPs: number;
+  /** Propagation delay after the stage. */
+  readonly latPs: number;
+}
+
+export interface PacketTiming {
+  /** When the engine may start its next packet (the data has left the source side). */
+  readonly engineFree: Tick;
+  /** When the last byte is at the destination. */
+  readonly land: Tick;
+}
+
+/**
+ * Cut-through pipeline: a stage starts when the previous stage's first byte arrives and the
+ * resource is free, and finishes no earlier than its own byte time nor than the previous stage's
+ * finish (plus latency). Each resource is then busy until that finish.
+ */
+export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number): PacketTiming {
+  let start = t0;
+  let finish = t0;
+  let lat = 0;
+  let engineFree = t0;
+  stages.forEach((st, i) => {
+    const s = Math.max(start + lat, st.res?.freeAt ?? 0);
+    const f = Math.max(s + st.fixedPs + (st.res ? transferPs(st.bytes, st.res.rate) : 0), finish + lat);
+    if (st.res) {
+      st.res.busyPs += f - s;
+      st.res.bytes += st.bytes;
+      st.res.freeAt = f;
+    }
+    start = s;
+    finish = f;
+    lat = st.latPs;
+    if (i < sourceStages) engineFree = f;
+  });
+  return { engineFree, land: finish + lat };
+}
+
+export type { Stage };

@@ -1,0 +1,57 @@
+// EVT_SEM: 256 signed 32-bit semaphores per TopSP with read / set / inc / dec windows, and waiters.
+import type { Kernel } from "../kernel/kernel.ts";
+import { Prio } from "../kernel/kernel.ts";
+
+export interface Waiter {
+  readonly sema: number;
+  readonly target: number;
+  readonly release: () => void;
+}
+
+export class SemaphoreBlock {
+  readonly values: Int32Array;
+  private readonly waiters = new Map<number, Waiter[]>();
+  private readonly kernel: Kernel;
+  private readonly wakePs: number;
+  /** Called on every value change (for traces and tests). */
+  onChange: ((sema: number, value: number) => void) | undefined;
+
+  constructor(kernel: Kernel, count: number, wakePs: number) {
+    this.kernel = kernel;
+    this.values = new Int32Array(count);
+    this.wakePs = wakePs;
+  }
+
+  write(sema: number, window: "set" | "inc" | "dec", v: number): void {
+    const old = this.values[sema]!;
+    this.values[sema] = window === "set" ? v : window === "inc" ? old + v : old - v;
+    this.onChange?.(sema, this.values[sema]!);
+    this.check(sema);
+  }
+
+  /** Wait until value >= target; `release` runs `wakePs` after the write that satisfies it (now, if it already holds). */
+  waitGe(sema: number, target: number, release: () => void): void {
+    if (this.values[sema]! >= target) {
+      release();
+      return;
+    }
+    const list = this.waiters.get(sema) ?? [];
+    list.push({ sema, target, release });
+    this.waiters.set(sema, list);
+  }
+
+  private check(sema: number): void {
+    const list = this.waiters.get(sema);
+    if (!list) return;
+    const ready = list.filter((w) => this.values[sema]! >= w.target);
+    if (ready.length === 0) return;
+    this.waiters.set(sema, list.filter((w) => !ready.includes(w)));
+    for (const w of ready) {
+      this.kernel.after(this.wakePs, Prio.WAKE, () => this.waitGe(w.sema, w.target, w.release));
+    }
+  }
+
+  pendingWaiters(): Waiter[] {
+    return [...this.waiters.values()].flat();
+  }
+}

@@ -1,0 +1,201 @@
+// The TopSP sync core as an explicit state machine: walk the spad_ctrl entries, and for a RING
+// entry run each channel named in channel_list through its slot-scratchpad steps (wait on
+// semaphores, then advance the DMA queues through the APB broadcast doorbells).
+import { EncPattern } from "../../src/ir/enums.ts";
+import { SimError } from "../../src/ir/errors.ts";
+import type { Tick } from "../../src/ir/time.ts";
+import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
+import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES, type DecodedSpadCtrlEntry } from "../../src/encd/ccop.ts";
+import { decodeChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
+import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "../../src/encd/slot.ts";
+import type { TopspImage } from "../../src/encd/program.ts";
+import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
+import { SemaphoreBlock } from "./semaphore.ts";
+
+export interface TopspHost {
+  readonly kernel: Kernel;
+  /** An MMIO write by this core (tail-pointer doorbells, broadcast by `mask`). */
+  mmio(device: number, addr: number, value: number, mask: number): void;
+  /** A reporter TopSP finished op `op`. */
+  opDone(op: number, device: number, topsp: number, t: Tick): void;
+}
+
+export interface TopspTiming {
+  readonly entryDecodePs: number;
+  readonly stepIssuePs: number;
+}
+
+/** What a waiting channel is waiting for (hang reports). */
+export interface WaitState {
+  readonly sema: number;
+  readonly role: string;
+  readonly target: number;
+}
+
+/** The runtime scoreboard of one channel (the 16-byte firmware record, plus the slot cursor). */
+class ChannelRun {
+  readonly cfg: ChannelConfig;
+  readonly recv: number;
+  readonly send: number;
+  readonly compl: number;
+  cursor = 0;
+  repeatLeft = 0;
+  entry: SlotEntry | undefined;
+  recvCnt = 0;
+  complTarget = 0;
+  steps = 0;
+  waiting: WaitState | undefined;
+  constructor(cfg: ChannelConfig, recv: number, send: number, compl: number) {
+    this.cfg = cfg;
+    this.recv = recv;
+    this.send = send;
+    this.compl = compl;
+  }
+}
+
+export class Topsp {
+  readonly device: number;
+  readonly index: number;
+  readonly semas: SemaphoreBlock;
+  readonly core: Resource;
+  readonly entries: DecodedSpadCtrlEntry[];
+  readonly channels = new Map<number, ChannelRun>();
+  /** Index of the op entry being run; entries.length when done. */
+  current = -1;
+  private activeChannels = 0;
+  private readonly image: TopspImage;
+  private readonly host: TopspHost;
+  private readonly timing: TopspTiming;
+
+  constructor(host: TopspHost, device: number, image: TopspImage, semas: SemaphoreBlock, timing: TopspTiming) {
+    this.host = host;
+    this.device = device;
+    this.index = image.index;
+    this.image = image;
+    this.semas = semas;
+    this.timing = timing;
+    this.core = new Resource(`dev${device}.topsp${image.index}`, 0);
+    if (image.ctrlSpad.length !== image.opNum * SPAD_CTRL_ENTRY_BYTES) {
+      throw new SimError("SIM1401", `dev${device} topsp${image.index}: ctrl spad holds ${image.ctrlSpad.length} bytes for op_num ${image.opNum}`, { value: image.ctrlSpad.length });
+    }
+    this.entries = Array.from({ length: image.opNum }, (_, i) => decodeSpadCtrlEntry(image.ctrlSpad, i * SPAD_CTRL_ENTRY_BYTES));
+  }
+
+  get name(): string {
+    return `dev${this.device} topsp${this.index}`;
+  }
+
+  get done(): boolean {
+    return this.current >= this.entries.length;
+  }
+
+  /** Host trigger: start at entry 0. */
+  start(): void {
+    if (this.entries.length === 0) {
+      this.current = 0;
+      return;
+    }
+    this.fetch(0);
+  }
+
+  /** Serialise `cost` of core time; `then` runs when it is spent. */
+  private busy(cost: number, then: () => void): void {
+    const k = this.host.kernel;
+    const t = Math.max(k.now, this.core.freeAt) + cost;
+    this.core.busyPs += cost;
+    this.core.freeAt = t;
+    k.at(t, Prio.ISSUE, then);
+  }
+
+  private fetch(i: number): void {
+    this.current = i;
+    this.busy(this.timing.entryDecodePs, () => this.runEntry(i));
+  }
+
+  private localSema(addr: number, what: string): number {
+    const a = decodeAddress(addr);
+    if (a.kind !== "sema" || a.device !== this.device || a.topsp !== this.index || a.window !== "read") {
+      throw new SimError("SIM1402", `${this.name}: ${what} address ${describeAddress(addr)} is not a read window of this TopSP`, { value: addr });
+    }
+    return a.sema;
+  }
+
+  private runEntry(i: number): void {
+    const e = this.entries[i]!;
+    if (!e.ccOp) throw new SimError("SIM1403", `${this.name} op ${i}: header.cc_op is 0`, { value: i });
+    if (e.algoType !== EncPattern.RING) throw new SimError("SIM1404", `${this.name} op ${i}: algo_type ${e.algoType} is not supported by this device model (RING only)`, { value: e.algoType });
+    const ids: number[] = [];
+    for (let c = 0; c < 32; c++) if ((e.channelList >>> c) & 1) ids.push(c);
+    if (ids.length === 0) throw new SimError("SIM1405", `${this.name} op ${i}: empty channel_list`, { value: e.channelList });
+    this.activeChannels = ids.length;
+    for (const c of ids) {
+      let run = this.channels.get(c);
+      if (!run) {
+        const cfg = decodeChannelConfig(this.image.ringConfig, c);
+        if (cfg.channelId !== c) throw new SimError("SIM1406", `${this.name}: ring_channels[${c}] has channel_id ${cfg.channelId}`, { value: cfg.channelId });
+        if (cfg.foldN === 0 || cfg.prev.foldN === 0 || cfg.next.foldN === 0) throw new SimError("SIM1407", `${this.name} channel ${c}: fold_n is 0`, { value: c });
+        if (!this.image.slotSpad[cfg.spadSlotIdx]) throw new SimError("SIM1408", `${this.name} channel ${c}: no slot scratchpad ${cfg.spadSlotIdx}`, { value: cfg.spadSlotIdx });
+        run = new ChannelRun(cfg, this.localSema(cfg.recvSema, "recv_sema"), this.localSema(cfg.sendSema, "send_sema"), this.localSema(cfg.dmaComplSema, "dma_compl_sema"));
+        this.channels.set(c, run);
+      }
+      this.step(run);
+    }
+  }
+
+  private wait(run: ChannelRun, sema: number, role: string, target: number, dec: number, then: () => void): void {
+    run.waiting = { sema, role, target };
+    this.semas.waitGe(sema, target, () => {
+      run.waiting = undefined;
+      if (dec > 0) this.semas.write(sema, "dec", dec);
+      then();
+    });
+  }
+
+  /** Run the channel's next step: waits first, then the doorbells. */
+  private step(run: ChannelRun): void {
+    if (run.repeatLeft === 0) {
+      const spad = this.image.slotSpad[run.cfg.spadSlotIdx]!;
+      if (run.cursor + SLOT_ENTRY_BYTES > spad.length) throw new SimError("SIM1409", `${this.name} channel ${run.cfg.channelId}: slot stream ends without LAST_SYNC`, { value: run.cursor });
+      run.entry = decodeSlotEntry(spad, run.cursor);
+      run.cursor += SLOT_ENTRY_BYTES;
+      run.repeatLeft = run.entry.repeat;
+      if (run.repeatLeft === 0) throw new SimError("SIM1410", `${this.name} channel ${run.cfg.channelId}: step with repeat 0`, { value: run.cursor });
+    }
+    const e = run.entry!;
+    const issue = (): void => this.issue(run, e);
+    const credit = (): void => (e.flags & StepFlag.WAIT_CREDIT ? this.wait(run, run.send, "send credit", run.cfg.next.foldN, run.cfg.next.foldN, issue) : issue());
+    const recv = (): void => (e.flags & StepFlag.WAIT_RECV ? this.wait(run, run.recv, "recv count", run.cfg.prev.foldN, run.cfg.prev.foldN, credit) : credit());
+    if (e.flags & StepFlag.DRAIN_CREDIT) this.wait(run, run.send, "credit drain", e.drainTarget, 0, recv);
+    else recv();
+  }
+
+  private issue(run: ChannelRun, e: SlotEntry): void {
+    this.busy(this.timing.stepIssuePs, () => {
+      if (e.s2m > 0) this.host.mmio(this.device, run.cfg.bcastS2mTail, e.s2m, run.cfg.bcastMask);
+      if (e.m2s > 0) this.host.mmio(this.device, run.cfg.bcastM2sTail, e.m2s, run.cfg.bcastMask);
+      run.repeatLeft--;
+      run.steps++;
+      if (e.flags & StepFlag.LAST_SYNC) {
+        if (run.repeatLeft !== 0) throw new SimError("SIM1411", `${this.name} channel ${run.cfg.channelId}: LAST_SYNC step with repeat ${e.repeat}`, { value: e.repeat });
+        run.complTarget += run.cfg.foldN;
+        this.wait(run, run.compl, "dma completion", run.complTarget, 0, () => this.channelDone());
+      } else {
+        this.step(run);
+      }
+    });
+  }
+
+  private channelDone(): void {
+    if (--this.activeChannels > 0) return;
+    const i = this.current;
+    const e = this.entries[i]!;
+    if (e.reporter) this.host.opDone(i, this.device, this.index, this.host.kernel.now);
+    if (e.triggerNext && i + 1 < this.entries.length) this.fetch(i + 1);
+    else this.current = this.entries.length;
+  }
+
+  /** Channels still waiting, for the hang report. */
+  waits(): { channel: number; wait: WaitState; value: number }[] {
+    return [...this.channels.values()].filter((r) => r.waiting).map((r) => ({ channel: r.cfg.channelId, wait: r.waiting!, value: this.semas.values[r.waiting!.sema]! }));
+  }
+}

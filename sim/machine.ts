@@ -1,0 +1,203 @@
+// The simulated machine: devices (HBM, DMA engines, TopSPs + semaphores) joined by the link
+// fabric, built from a device spec and loaded with a program image; run it, report or hang.
+import type { DeviceSpec } from "../src/ir/spec.ts";
+import { SimError } from "../src/ir/errors.ts";
+import type { Tick } from "../src/ir/time.ts";
+import { decodeAddress, describeAddress } from "../src/encd/address.ts";
+import type { ProgramImage } from "../src/encd/program.ts";
+import { Kernel } from "./kernel/kernel.ts";
+import { DmaEngine, DmaQueue, type DmaHost } from "./hw/dma.ts";
+import { Fabric } from "./hw/fabric.ts";
+import { DeviceMemory } from "./hw/memory.ts";
+import { SemaphoreBlock } from "./hw/semaphore.ts";
+import { Topsp, type TopspHost } from "./hw/topsp.ts";
+
+export interface SimOptions {
+  /** Keep payload bytes (needed to check values); false = timing only. */
+  readonly storePayload: boolean;
+  readonly maxEvents?: number;
+}
+
+export interface HangWait {
+  readonly device: number;
+  readonly topsp: number;
+  readonly channel: number;
+  readonly semaphore: string;
+  readonly role: string;
+  readonly value: number;
+  readonly awaited: number;
+}
+
+export interface HangReport {
+  readonly timePs: Tick;
+  readonly waits: readonly HangWait[];
+  /** TopSPs that never finished their op entries. */
+  readonly unfinished: readonly string[];
+  readonly pendingDma: readonly string[];
+}
+
+export interface LinkStat {
+  readonly name: string;
+  readonly bytes: number;
+  readonly busyPs: number;
+}
+
+export interface SimResult {
+  readonly endPs: Tick;
+  readonly events: number;
+  /** Completion time of each op (the last reporter to finish it). */
+  readonly opEndPs: readonly Tick[];
+  readonly hang: HangReport | undefined;
+  readonly packets: number;
+  readonly links: readonly LinkStat[];
+  /** Read simulated memory (HBM) back. */
+  read(addr: number, len: number): Uint8Array;
+}
+
+interface DeviceModel {
+  readonly memory: DeviceMemory;
+  readonly engines: Map<number, DmaEngine>;
+  readonly topsps: Map<number, Topsp>;
+  readonly semas: Map<number, SemaphoreBlock>;
+}
+
+export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult {
+  if (image.format !== "ccsim-program-image" || image.version !== 1) throw new SimError("SIM1501", `not a version 1 program image`, { value: image.format });
+  const kernel = new Kernel();
+  const maxDevice = Math.max(0, ...image.devices.map((d) => d.device));
+  const deviceCount = spec.topology.kind === "ring" ? maxDevice + 1 : spec.devices;
+  if (maxDevice >= deviceCount) throw new SimError("SIM1502", `image names device ${maxDevice}; ${spec.name} has ${deviceCount}`, { value: maxDevice });
+  const fabric = new Fabric(spec, deviceCount);
+  const devices = new Map<number, DeviceModel>();
+  const opEnd: Tick[] = [];
+  const dev = (d: number): DeviceModel => {
+    const m = devices.get(d);
+    if (!m) throw new SimError("SIM1503", `access to device ${d}, which has no program`, { value: d });
+    return m;
+  };
+  const semaBlock = (d: number, ts: number): SemaphoreBlock => {
+    const m = dev(d);
+    let b = m.semas.get(ts);
+    if (!b) {
+      if (ts >= spec.topsp.perDevice) throw new SimError("SIM1504", `TopSP ${ts} does not exist on ${spec.name}`, { value: ts });
+      b = new SemaphoreBlock(kernel, spec.topsp.semaphores, spec.topsp.semaWakePs);
+      m.semas.set(ts, b);
+    }
+    return b;
+  };
+
+  const dmaHost: DmaHost = {
+    kernel,
+    fabric,
+    read: (d, off, len) => dev(d).memory.read(off, len),
+    dropped: (d, off, len) => dev(d).memory.dropped(off, len),
+    land(addr, bytes, len) {
+      const a = decodeAddress(addr);
+      if (a.kind === "hbm") {
+        if (bytes) dev(a.device).memory.write(a.offset, bytes);
+        return;
+      }
+      if (a.kind === "sema") {
+        if (len !== 4 || !bytes) throw new SimError("SIM1505", `a ${len}-byte write to semaphore ${describeAddress(addr)}; semaphore writes are 4 bytes`, { value: len });
+        if (a.window === "read") throw new SimError("SIM1506", `write to the read window of ${describeAddress(addr)}`, { value: addr });
+        const v = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
+        semaBlock(a.device, a.topsp).write(a.sema, a.window, v);
+        return;
+      }
+      throw new SimError("SIM1507", `write to ${describeAddress(addr)}`, { value: addr });
+    },
+  };
+  const topspHost: TopspHost = {
+    kernel,
+    mmio(d, addr, value, mask) {
+      const a = decodeAddress(addr);
+      if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr)} is not a local DMA doorbell`, { value: addr });
+      const targets = a.engine === undefined ? [...Array(32).keys()].filter((e) => (mask >>> e) & 1) : [a.engine];
+      for (const e of targets) {
+        const engine = dev(d).engines.get(e);
+        if (!engine) throw new SimError("SIM1509", `dev${d}: doorbell for DMA engine ${e}, which has no queues`, { value: e });
+        engine.doorbell(a.queue, a.dir, value);
+      }
+    },
+    opDone(op, _d, _ts, t) {
+      opEnd[op] = Math.max(opEnd[op] ?? 0, t);
+    },
+  };
+
+  for (const di of image.devices) {
+    if (di.device >= deviceCount) throw new SimError("SIM1502", `image names device ${di.device}; ${spec.name} has ${deviceCount}`, { value: di.device });
+    const memory = new DeviceMemory(opts.storePayload);
+    const model: DeviceModel = { memory, engines: new Map(), topsps: new Map(), semas: new Map() };
+    devices.set(di.device, model);
+    for (const p of di.payload) {
+      const a = decodeAddress(p.addr);
+      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr)} is not HBM of device ${di.device}`, { value: p.addr });
+      memory.addPayload(a.offset, p.bytes);
+    }
+    for (const seg of di.memory) {
+      const a = decodeAddress(seg.addr);
+      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr)} is not HBM of device ${di.device}`, { value: seg.addr });
+      memory.write(a.offset, seg.bytes);
+    }
+    for (const q of di.queues) {
+      if (q.engine >= spec.dma.enginesPerCore * spec.coresPerDevice) throw new SimError("SIM1511", `DMA engine ${q.engine} does not exist on ${spec.name}`, { value: q.engine });
+      let e = model.engines.get(q.engine);
+      if (!e) {
+        e = new DmaEngine(dmaHost, di.device, q.engine, { bytesPerSecond: spec.dma.engineBytesPerSecond, descriptorCostPs: spec.dma.descriptorCostPs });
+        model.engines.set(q.engine, e);
+      }
+      e.addQueue(new DmaQueue(q.queue, q.tx, q.rx));
+    }
+    for (const s of di.semaphores) semaBlock(di.device, s.topsp).write(s.sema, "set", s.value);
+    for (const t of di.topsps) {
+      if (t.index >= spec.topsp.perDevice) throw new SimError("SIM1504", `TopSP ${t.index} does not exist on ${spec.name}`, { value: t.index });
+      model.topsps.set(t.index, new Topsp(topspHost, di.device, t, semaBlock(di.device, t.index), spec.topsp));
+    }
+  }
+  for (const m of devices.values()) for (const t of m.topsps.values()) t.start();
+  const summary = kernel.run(opts.maxEvents);
+
+  const waits: HangWait[] = [];
+  const unfinished: string[] = [];
+  const pendingDma: string[] = [];
+  for (const m of devices.values()) {
+    for (const t of m.topsps.values()) {
+      if (!t.done) unfinished.push(t.name);
+      for (const w of t.waits()) {
+        waits.push({
+          device: t.device,
+          topsp: t.index,
+          channel: w.channel,
+          semaphore: `dev${t.device}:topsp${t.index}:sem${w.wait.sema}`,
+          role: w.wait.role,
+          value: w.value,
+          awaited: w.wait.target,
+        });
+      }
+    }
+    for (const e of m.engines.values()) for (const p of e.pending()) pendingDma.push(`dev${e.device} dma${e.index} q${p.queue}: ${p.tx} tx / ${p.rx} rx descriptors handed over but not run`);
+  }
+  const hang = unfinished.length > 0 || waits.length > 0 ? { timePs: summary.endPs, waits, unfinished, pendingDma } : undefined;
+  return {
+    endPs: summary.endPs,
+    events: summary.events,
+    opEndPs: opEnd,
+    hang,
+    packets: [...devices.values()].reduce((n, m) => n + [...m.engines.values()].reduce((k, e) => k + e.packets, 0), 0),
+    links: [...fabric.links.values()].map((l) => ({ name: l.name, bytes: l.bytes, busyPs: l.busyPs })),
+    read(addr, len) {
+      const a = decodeAddress(addr);
+      if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr)}, which is not HBM`, { value: addr });
+      return dev(a.device).memory.read(a.offset, len);
+    },
+  };
+}
+
+/** Render a hang report as lines for a user. */
+export function formatHang(h: HangReport): string[] {
+  const lines = [`hang at t=${(h.timePs / 1e6).toFixed(3)} us: no event pending, ${h.unfinished.length} TopSP(s) unfinished`];
+  for (const w of h.waits) lines.push(`  dev${w.device} topsp${w.topsp} channel ${w.channel} waits on ${w.semaphore} (${w.role}): value ${w.value}, awaiting >= ${w.awaited}`);
+  for (const u of h.unfinished) if (!h.waits.some((w) => `dev${w.device} topsp${w.topsp}` === u)) lines.push(`  ${u}: unfinished without a wait`);
+  for (const p of h.pendingDma) lines.push(`  ${p}`);
+  return lines;
+}

@@ -1,0 +1,2 @@
+// Reference collectives and comparison.
+export * from "./values.ts";

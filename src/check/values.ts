@@ -1,0 +1,165 @@
+// Inputs generated from the seed per rank and op, chosen so that every reduction is exact in any
+// order (the nccl-tests technique): floats carry small integers whose sums stay exactly
+// representable, integers wrap. The reference collectives are computed here, independently of the
+// simulator's CCE model, and compared bit for bit.
+import seedrandom from "seedrandom";
+import { dtypeSize, type Dtype, type ReduceOp } from "../ir/dtypes.ts";
+import type { OpName } from "../ir/spec.ts";
+import { InternalError } from "../ir/errors.ts";
+
+/** Largest |integer| exactly representable with the type's significand. */
+const EXACT_LIMIT: Partial<Record<Dtype, number>> = { bf16: 256, fp16: 2048, fp32: 1 << 24 };
+const INT_RANGE: Partial<Record<Dtype, [number, number]>> = {
+  uint8: [0, 0xff],
+  int8: [-128, 127],
+  uint16: [0, 0xffff],
+  int16: [-32768, 32767],
+  uint32: [0, 0xffffffff],
+  int32: [-0x80000000, 0x7fffffff],
+};
+
+export function isFloat(d: Dtype): boolean {
+  return d === "fp32" || d === "bf16" || d === "fp16";
+}
+
+/** Integer-valued element `v` of dtype `d` as little-endian bytes (exact, or an InternalError). */
+export function encodeValue(d: Dtype, v: number, out: DataView, off: number): void {
+  switch (d) {
+    case "uint8":
+      return out.setUint8(off, v);
+    case "int8":
+      return out.setInt8(off, v);
+    case "uint16":
+      return out.setUint16(off, v, true);
+    case "int16":
+      return out.setInt16(off, v, true);
+    case "uint32":
+      return out.setUint32(off, v, true);
+    case "int32":
+      return out.setInt32(off, v, true);
+    case "fp32":
+      return out.setFloat32(off, v, true);
+    case "bf16":
+    case "fp16":
+      return out.setUint16(off, exactHalf(d, v), true);
+  }
+}
+
+/** Encode an integer exactly into bf16 / fp16 bits from its binary expansion. */
+function exactHalf(d: "bf16" | "fp16", v: number): number {
+  if (!Number.isInteger(v)) throw new InternalError(`${d} reference value ${v} is not an integer`);
+  const sign = v < 0 ? 0x8000 : 0;
+  const a = Math.abs(v);
+  if (a === 0) return sign;
+  const e = Math.floor(Math.log2(a));
+  const mantBits = d === "bf16" ? 7 : 10;
+  const bias = d === "bf16" ? 127 : 15;
+  const m = (a / 2 ** e - 1) * 2 ** mantBits;
+  if (!Number.isInteger(m) || e + bias >= (d === "bf16" ? 255 : 31)) throw new InternalError(`${v} is not exact in ${d}`);
+  return sign | ((e + bias) << mantBits) | m;
+}
+
+export function decodeValue(d: Dtype, view: DataView, off: number): number {
+  switch (d) {
+    case "uint8":
+      return view.getUint8(off);
+    case "int8":
+      return view.getInt8(off);
+    case "uint16":
+      return view.getUint16(off, true);
+    case "int16":
+      return view.getInt16(off, true);
+    case "uint32":
+      return view.getUint32(off, true);
+    case "int32":
+      return view.getInt32(off, true);
+    case "fp32":
+      return view.getFloat32(off, true);
+    case "bf16": {
+      const h = view.getUint16(off, true);
+      return new Float32Array(new Uint32Array([h << 16]).buffer)[0]!;
+    }
+    case "fp16": {
+      const h = view.getUint16(off, true);
+      const s = h & 0x8000 ? -1 : 1;
+      const e = (h >> 10) & 0x1f;
+      const m = h & 0x3ff;
+      return e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
+    }
+  }
+}
+
+/** The integer values rank `rank` contributes to op `opIndex` (deterministic in the seed). */
+export function generateValues(seed: number, opIndex: number, rank: number, d: Dtype, count: number, reduce: ReduceOp, nranks: number): number[] {
+  const rng = seedrandom.alea(`ccsim/${seed}/op${opIndex}/rank${rank}`);
+  const out = new Array<number>(count);
+  const floatLimit = EXACT_LIMIT[d];
+  if (floatLimit !== undefined) {
+    // Sums of nranks values in [-m, m] stay within the exact range.
+    const m = reduce === "sum" ? Math.max(1, Math.min(1000, Math.floor(floatLimit / nranks))) : Math.min(1000, floatLimit);
+    for (let i = 0; i < count; i++) out[i] = Math.floor(rng() * (2 * m + 1)) - m;
+  } else {
+    const [lo, hi] = INT_RANGE[d]!;
+    for (let i = 0; i < count; i++) out[i] = lo + Math.floor(rng() * (hi - lo + 1));
+  }
+  return out;
+}
+
+export function toBytes(d: Dtype, values: readonly number[]): Uint8Array {
+  const es = dtypeSize(d);
+  const out = new Uint8Array(values.length * es);
+  const v = new DataView(out.buffer);
+  values.forEach((x, i) => encodeValue(d, x, v, i * es));
+  return out;
+}
+
+/** Reduce two integer-valued elements in dtype `d`'s arithmetic (integers wrap). */
+function combine(d: Dtype, op: ReduceOp, a: number, b: number): number {
+  const r = op === "sum" ? a + b : op === "max" ? Math.max(a, b) : Math.min(a, b);
+  const range = INT_RANGE[d];
+  if (!range) return r;
+  const span = range[1] - range[0] + 1;
+  return ((((r - range[0]) % span) + span) % span) + range[0];
+}
+
+/**
+ * Reference outputs per group rank: all-reduce = element-wise reduce of all inputs; all-gather =
+ * concatenation of inputs in group-rank order; reduce-scatter = block k of the reduced input.
+ */
+export function referenceValues(op: OpName, d: Dtype, reduce: ReduceOp, inputs: readonly (readonly number[])[]): number[][] {
+  const n = inputs.length;
+  if (op === "all-gather") {
+    const all = inputs.flatMap((x) => [...x]);
+    return inputs.map(() => all);
+  }
+  const len = inputs[0]!.length;
+  const reduced = new Array<number>(len);
+  for (let i = 0; i < len; i++) {
+    let acc = inputs[0]![i]!;
+    for (let r = 1; r < n; r++) acc = combine(d, reduce, acc, inputs[r]![i]!);
+    reduced[i] = acc;
+  }
+  if (op === "all-reduce") return inputs.map(() => reduced);
+  const block = len / n;
+  return inputs.map((_, k) => reduced.slice(k * block, (k + 1) * block));
+}
+
+export interface Mismatch {
+  readonly rank: number;
+  readonly index: number;
+  readonly expected: number;
+  readonly got: number;
+}
+
+/** First element where `got` differs bit for bit from the expected values, or undefined. */
+export function compare(d: Dtype, rank: number, expected: readonly number[], got: Uint8Array): Mismatch | undefined {
+  const es = dtypeSize(d);
+  const want = toBytes(d, expected);
+  const gv = new DataView(got.buffer, got.byteOffset, got.length);
+  for (let i = 0; i < expected.length; i++) {
+    for (let b = 0; b < es; b++) {
+      if (want[i * es + b] !== got[i * es + b]) return { rank, index: i, expected: expected[i]!, got: decodeValue(d, gv, i * es) };
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,73 @@
+// Scenario to verified result: compile each op, load inputs, simulate the emitted bytes, check, report.
+import type { Logger } from "pino";
+import { dtypeSize } from "../ir/dtypes.ts";
+import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { compileProgram, busFactor, algorithmLabel } from "../enc/compile.ts";
+import { compare, generateValues, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
+import { throughput, type ResultRow } from "../report/table.ts";
+import { decodeAddress } from "../encd/address.ts";
+import { simulate, type HangReport } from "../../sim/index.ts";
+
+export interface OpOutcome {
+  readonly row: ResultRow;
+  readonly mismatch: Mismatch | undefined;
+  readonly events: number;
+  readonly wallMs: number;
+}
+
+export type RunOutcome = { readonly kind: "done"; readonly ops: readonly OpOutcome[] } | { readonly kind: "hang"; readonly op: number; readonly hang: HangReport; readonly done: readonly OpOutcome[] };
+
+/** Run every op of a scenario, each as its own program on a fresh machine (independent timings). */
+export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger): RunOutcome {
+  const done: OpOutcome[] = [];
+  for (let i = 0; i < scn.ops.length; i++) {
+    const t0 = performance.now();
+    const op = scn.ops[i]!;
+    const { image, layout } = compileProgram(scn, spec, [i]);
+    const ol = layout.ops[0]!;
+    const values = scn.check === "values";
+    // Per group: each rank's input values, then the reference outputs.
+    const expected = new Map<number, number[]>();
+    if (values) {
+      const esize = dtypeSize(op.dtype);
+      scn.replicaGroups.forEach((g) => {
+        const inputs = g.map((rank) => {
+          const rl = ol.ranks.find((r) => r.rank === rank)!;
+          return generateValues(scn.seed, i, rank, op.dtype, rl.input.bytes / esize, op.reduce, g.length);
+        });
+        const refs = referenceValues(op.op, op.dtype, op.reduce, inputs);
+        g.forEach((rank, k) => {
+          const rl = ol.ranks.find((r) => r.rank === rank)!;
+          const dev = image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!;
+          dev.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputs[k]!) });
+          expected.set(rank, refs[k]!);
+        });
+      });
+    }
+    log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
+    const res = simulate(spec, image, { storePayload: values });
+    log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
+    if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
+    let mismatch: Mismatch | undefined;
+    if (values) {
+      for (const rl of ol.ranks) {
+        mismatch = compare(op.dtype, rl.rank, expected.get(rl.rank)!, res.read(rl.output.addr, rl.output.bytes));
+        if (mismatch) break;
+      }
+    }
+    const n = scn.replicaGroups[0]!.length;
+    const timePs = res.opEndPs[0] ?? res.endPs;
+    const row: ResultRow = {
+      op: op.op,
+      bytes: op.bytes,
+      count: ol.count,
+      dtype: op.dtype,
+      ranks: n,
+      algorithm: algorithmLabel(ol.algorithm),
+      ...throughput(op.bytes, timePs, busFactor(op.op, n)),
+      check: !values ? "skipped" : mismatch ? "fail" : "pass",
+    };
+    done.push({ row, mismatch, events: res.events, wallMs: performance.now() - t0 });
+  }
+  return { kind: "done", ops: done };
+}

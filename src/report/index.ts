@@ -1,0 +1,2 @@
+// Reports: nccom-test tables and JSON.
+export * from "./table.ts";

@@ -1,0 +1,46 @@
+// nccom-test-style result rows: the table and the JSON contract.
+export interface ResultRow {
+  readonly op: string;
+  readonly bytes: number;
+  readonly count: number;
+  readonly dtype: string;
+  readonly ranks: number;
+  readonly algorithm: string;
+  readonly timeUs: number;
+  readonly algbwGBps: number;
+  readonly busbwGBps: number;
+  readonly check: "pass" | "fail" | "skipped";
+}
+
+/** Throughput as nccom-test computes it: algbw = size / time (GB = 1e9 B), busbw = algbw x factor. */
+export function throughput(bytes: number, timePs: number, factor: number): { timeUs: number; algbwGBps: number; busbwGBps: number } {
+  const timeUs = timePs / 1e6;
+  const algbwGBps = timePs > 0 ? (bytes * 1000) / timePs : 0;
+  return { timeUs, algbwGBps, busbwGBps: algbwGBps * factor };
+}
+
+const HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm", "check"];
+
+export function formatTable(rows: readonly ResultRow[]): string {
+  const cells = rows.map((r) => [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2), r.algorithm, r.check]);
+  const widths = HEADER.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => c.map((s, i) => (i === 2 || i >= 6 ? s.padEnd(widths[i]!) : s.padStart(widths[i]!))).join("  ").trimEnd();
+  const avg = rows.length ? rows.reduce((n, r) => n + r.busbwGBps, 0) / rows.length : 0;
+  return [line(HEADER), ...cells.map(line), `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
+}
+
+export function formatJson(scenario: string, rows: readonly ResultRow[]): string {
+  const results = rows.map((r) => ({
+    op: r.op,
+    bytes: r.bytes,
+    count: r.count,
+    dtype: r.dtype,
+    ranks: r.ranks,
+    algorithm: r.algorithm,
+    timeUs: r.timeUs,
+    algbwGBps: r.algbwGBps,
+    busbwGBps: r.busbwGBps,
+    check: r.check,
+  }));
+  return JSON.stringify({ scenario, results }, null, 2) + "\n";
+}
