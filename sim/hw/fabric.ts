@@ -79,27 +79,33 @@ export interface PacketTiming {
 }
 
 /**
- * Cut-through pipeline: a stage starts when the previous stage's first byte arrives and the
- * resource is free, and finishes no earlier than its own byte time nor than the previous stage's
- * finish (plus latency). Each resource is then busy until that finish.
+ * Timing of one packet through its stages. Contention is resolved on a latency-free timeline: each
+ * resource serves its share of bytes (plus fixed cost) first come first served, from the moment the
+ * previous stage began serving (cut-through), and is then free for other transfers. The data
+ * timeline adds the propagation delays: a stage finishes no earlier than its own service end plus
+ * the latency accumulated before it, nor before the previous stage's data has arrived. Resources
+ * with no rate limit and no fixed cost never contend.
  */
 export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number): PacketTiming {
-  let start = t0;
+  let cs = t0;
   let finish = t0;
   let lat = 0;
+  let cumLat = 0;
   let engineFree = t0;
   stages.forEach((st, i) => {
-    const s = Math.max(start + lat, st.res?.freeAt ?? 0);
-    const f = Math.max(s + st.fixedPs + (st.res ? transferPs(st.bytes, st.res.rate) : 0), finish + lat);
-    if (st.res) {
-      st.res.busyPs += f - s;
-      st.res.bytes += st.bytes;
-      st.res.freeAt = f;
+    const own = st.fixedPs + (st.res ? transferPs(st.bytes, st.res.rate) : 0);
+    let cf = cs;
+    if (st.res && own > 0) {
+      cs = Math.max(cs, st.res.freeAt);
+      cf = cs + own;
+      st.res.freeAt = cf;
+      st.res.busyPs += own;
     }
-    start = s;
-    finish = f;
+    if (st.res) st.res.bytes += st.bytes;
+    finish = Math.max(cf + cumLat, finish + lat);
     lat = st.latPs;
-    if (i < sourceStages) engineFree = f;
+    cumLat += st.latPs;
+    if (i < sourceStages) engineFree = Math.max(engineFree, cf);
   });
   return { engineFree, land: finish + lat };
 }
