@@ -195,7 +195,8 @@ export class DmaEngine {
       // The first destination piece also carries the extra source reads of a reduce.
       const first = d === p.dsts[0];
       const share = d.len + (first ? readBytes - p.bytes : 0);
-      const stages: Stage[] = [{ res: this.res, bytes: share, fixedPs: first ? fixed : 0, latPs: 0 }];
+      // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
+      const stages: Stage[] = [{ res: this.res, bytes: d.len, fixedPs: first ? fixed : 0, latPs: 0 }];
       const links = host.fabric.route(this.device, dst.device);
       const srcHbm = host.fabric.hbm[this.device]!;
       const sameHbm = links.length === 0 && dst.kind === "hbm";

@@ -41,7 +41,6 @@ class ChannelRun {
   cursor = 0;
   repeatLeft = 0;
   entry: SlotEntry | undefined;
-  recvCnt = 0;
   complTarget = 0;
   steps = 0;
   waiting: WaitState | undefined;
@@ -142,13 +141,22 @@ export class Topsp {
     }
   }
 
-  private wait(run: ChannelRun, sema: number, role: string, target: number, dec: number, then: () => void): void {
-    run.waiting = { sema, role, target };
-    this.semas.waitGe(sema, target, () => {
-      run.waiting = undefined;
-      if (dec > 0) this.semas.write(sema, "dec", dec);
-      then();
-    });
+  /** Wait until each of `n` consecutive semaphores from `base` reaches `target`, decrementing each by `dec`. */
+  private waitAll(run: ChannelRun, base: number, n: number, role: string, target: number, dec: number, then: () => void): void {
+    const one = (f: number): void => {
+      if (f === n) {
+        run.waiting = undefined;
+        then();
+        return;
+      }
+      const sema = base + f;
+      run.waiting = { sema, role, target };
+      this.semas.waitGe(sema, target, () => {
+        if (dec > 0) this.semas.write(sema, "dec", dec);
+        one(f + 1);
+      });
+    };
+    one(0);
   }
 
   /** Run the channel's next step: waits first, then the doorbells. */
@@ -162,10 +170,11 @@ export class Topsp {
       if (run.repeatLeft === 0) throw new SimError("SIM1410", `${this.name} channel ${run.cfg.channelId}: step with repeat 0`, { value: run.cursor });
     }
     const e = run.entry!;
+    const { next, prev } = run.cfg;
     const issue = (): void => this.issue(run, e);
-    const credit = (): void => (e.flags & StepFlag.WAIT_CREDIT ? this.wait(run, run.send, "send credit", run.cfg.next.foldN, run.cfg.next.foldN, issue) : issue());
-    const recv = (): void => (e.flags & StepFlag.WAIT_RECV ? this.wait(run, run.recv, "recv count", run.cfg.prev.foldN, run.cfg.prev.foldN, credit) : credit());
-    if (e.flags & StepFlag.DRAIN_CREDIT) this.wait(run, run.send, "credit drain", e.drainTarget, 0, recv);
+    const credit = (): void => (e.flags & StepFlag.WAIT_CREDIT ? this.waitAll(run, run.send, next.foldN, "send credit", 1, 1, issue) : issue());
+    const recv = (): void => (e.flags & StepFlag.WAIT_RECV ? this.waitAll(run, run.recv, prev.foldN, "recv count", 1, 1, credit) : credit());
+    if (e.flags & StepFlag.DRAIN_CREDIT) this.waitAll(run, run.send, next.foldN, "credit drain", e.drainTarget, 0, recv);
     else recv();
   }
 
@@ -177,8 +186,8 @@ export class Topsp {
       run.steps++;
       if (e.flags & StepFlag.LAST_SYNC) {
         if (run.repeatLeft !== 0) throw new SimError("SIM1411", `${this.name} channel ${run.cfg.channelId}: LAST_SYNC step with repeat ${e.repeat}`, { value: e.repeat });
-        run.complTarget += run.cfg.foldN;
-        this.wait(run, run.compl, "dma completion", run.complTarget, 0, () => this.channelDone());
+        run.complTarget += 1;
+        this.waitAll(run, run.compl, run.cfg.foldN, "dma completion", run.complTarget, 0, () => this.channelDone());
       } else {
         this.step(run);
       }

@@ -95,7 +95,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   check(channels * foldN <= spec.dma.enginesPerCore, "CMP1304", `${channels} channels x ${foldN} folds need more DMA engines than the ${spec.dma.enginesPerCore} per core`, "channels", channels);
   const tsPerCore = spec.topsp.perDevice / spec.coresPerDevice;
   const slotsPerTopsp = Math.ceil(channels / tsPerCore);
-  check(3 * slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+  check(3 * foldN * slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
   const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes);
@@ -112,7 +112,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const place = (rank: number, c: number) => {
     const ci = info[rank]!;
     const slot = Math.floor(c / tsPerCore);
-    return { topsp: ci.core * tsPerCore + (c % tsPerCore), slot, recv: 3 * slot, send: 3 * slot + 1, compl: 3 * slot + 2 };
+    // Per channel: foldN recv-count, foldN send-credit and foldN completion semaphores.
+    const base = 3 * foldN * slot;
+    return { topsp: ci.core * tsPerCore + (c % tsPerCore), slot, recv: base, send: base + foldN, compl: base + 2 * foldN };
   };
   const neighbor = (a: CommInfo, b: CommInfo) => ({ netIdxAddrs: [], foldN, type: a.device === b.device ? NeighType.LOCAL : NeighType.P2P });
   const ringPos = (gi: number, c: number, rank: number) => {
@@ -142,7 +144,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           reporter: c === 0,
           next: neighbor(ci, info[next]!),
           prev: neighbor(ci, info[prev]!),
-          initialCredits: spec.ring.bufferSlots * foldN,
+          initialCredits: spec.ring.bufferSlots,
         }),
       );
     }

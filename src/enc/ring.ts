@@ -30,7 +30,7 @@ export interface RingView {
   readonly na: readonly number[];
   readonly me: RankBuffers;
   readonly next: RankBuffers;
-  /** Semaphore INC addresses: next's recv-count semaphore and prev's send-credit semaphore. */
+  /** Semaphore INC addresses of fold 0: next's recv-count semaphore and prev's send-credit semaphore. */
   readonly nextRecvInc: number;
   readonly prevSendInc: number;
 }
@@ -54,7 +54,6 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
   const cce = REDUCE_TO_CCE[op.reduce];
   const sdmaDtype = SDMA_DTYPE[op.dtype];
   const me = v.na[0]!;
-  const credits = ctx.bufferSlots * chan.foldN;
   let sent = 0;
   let received = 0;
   const slotOf = (base: number, n: number): number => base + (n % ctx.bufferSlots) * plan.halfBytes;
@@ -119,7 +118,7 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
       for (let j = R - 1; j >= 2; j--) for (const p of pieces(v.na[j]!, g)) directRecvSend(v.na[j]!, p);
       for (const _ of pieces(v.na[1]!, g)) directRecv();
     }
-    chan.markStep(StepFlag.DRAIN_CREDIT, credits);
+    chan.markStep(StepFlag.DRAIN_CREDIT, ctx.bufferSlots);
   }
   assert(sent === received, `channel ${ch}: ${sent} slot sends but ${received} slot receives`);
   chan.markEnd();

@@ -78,7 +78,7 @@ export interface ChannelPlacement {
   readonly reporter: boolean;
   readonly next: RingNeighbor;
   readonly prev: RingNeighbor;
-  /** Initial value of send_sema: the receive-buffer credits of the next rank. */
+  /** Initial value of each fold's send-credit semaphore: the receive-buffer slots of the next rank. */
   readonly initialCredits: number;
 }
 
@@ -193,7 +193,8 @@ export class ProgramBuilder {
       },
       ts.ringConfig,
     );
-    d.semaphores.push({ topsp: p.topsp, sema: p.sendSema, value: p.initialCredits });
+    // Fold f uses semaphore id + f of each family; every fold's credit pool starts full.
+    p.engines.forEach((_, f) => d.semaphores.push({ topsp: p.topsp, sema: p.sendSema + f, value: p.initialCredits }));
     const ch = new EncdChannel(this, p, vrings, steps, d.constAddr, d.padAddr);
     this.channels.push(ch);
     return ch;
@@ -316,9 +317,12 @@ export class EncdChannel {
     });
   }
 
-  /** A semaphore increment by 1 at `incAddr`, issued on every fold (the receiver waits for fold_n of them). */
-  semaInc(incAddr: number): void {
-    this.folds.forEach((v, f) => this.count(f, v.addSemaphoreWrite(this.constAddr, incAddr)));
+  /**
+   * A semaphore increment by 1, issued on every fold: fold f increments the semaphore after the one
+   * `incBase` names by f (the per-fold recv_sema_ids / credit ids are consecutive).
+   */
+  semaInc(incBase: number): void {
+    this.folds.forEach((v, f) => this.count(f, v.addSemaphoreWrite(this.constAddr, incBase + 4 * f)));
   }
 
   /** Close a step: pad folds to equal counts, guard the 16-bit counters, record the slot entry. */

@@ -3,11 +3,12 @@
 //  +0 u16 m2s     TX descriptors the step hands to every fold's queue (tail-pointer increment)
 //  +2 u16 s2m     RX descriptors likewise
 //  +4 u16 repeat  how many times the step runs back to back (>= 1)
-//  +6 u16 flags   bit0 LAST_SYNC: after issuing, wait for this channel's DMA completion semaphore
-//                 bit1 WAIT_RECV: before issuing, wait recv_sema >= prev fold_n, then decrement it
-//                 bit2 WAIT_CREDIT: before issuing, wait send_sema >= next fold_n, then decrement it
-//                 bit3 DRAIN_CREDIT: before issuing, wait send_sema >= bits 15:8 (every credit home)
+//  +6 u16 flags   bit0 LAST_SYNC: after issuing, wait for every fold's DMA completion semaphore
+//                 bit1 WAIT_RECV: before issuing, wait each of prev's fold_n recv semaphores >= 1, decrement
+//                 bit2 WAIT_CREDIT: before issuing, wait each of next's fold_n credit semaphores >= 1, decrement
+//                 bit3 DRAIN_CREDIT: before issuing, wait each credit semaphore >= bits 15:8 (all credits home)
 //                 bits 7:4 reserved, 15:8 drain target
+// Fold f of a channel uses the semaphore id + f of each family (recv_sema, send_sema, dma_compl_sema).
 // m2s/s2m/repeat/last_sync are the runtime's tp_inc record; the wait bits and drain target are
 // ccsim's reading of the rest of the word (see docs/device-model.md).
 import { EncodeError } from "../ir/errors.ts";
