@@ -124,7 +124,9 @@ export function cceMetaWord(op: SdmaCceType, sdmaDtype: number): number {
 
 /** META descriptor opening a CCE packet of `bytes` output bytes. */
 export function packCceMeta(op: SdmaCceType, sdmaDtype: number, bytes: number, ringId: number, at: DescSlot = fresh()): Uint8Array {
-  const w0 = lenCtrl(bytes, ringId, { first: true, meta: true });
+  // W0 carries no length (it lives in word 2, 24 bits); the ring id rides in bits 25:24 as usual.
+  encodeLength(bytes);
+  const w0 = (LEN_CTRL.FIRST | LEN_CTRL.META | (field(ringId, 2, "ring_id", FORMAT) << LEN_CTRL.RING_ID_SHIFT)) >>> 0;
   const w2 = (bytes & 0xffffff) | (op === SdmaCceType.ADD ? 0 : CCE_W2_MINMAX);
   return write(at, w0, cceMetaWord(op, sdmaDtype), w2, 0);
 }

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { decodeSlotEntry, packSlotEntry, StepFlag } from "../../src/encd/slot.ts";
+import { ALGO_CONFIG_RING_BYTES, CHANNEL_CONFIG_BYTES, decodeChannelConfig, packChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
+import { decodeAddress, hbmAddr, semaAddr, tailDoorbellAddr } from "../../src/encd/address.ts";
+import { hex } from "../../src/encd/bits.ts";
+
+const cfg = (over: Partial<ChannelConfig> = {}): ChannelConfig => ({
+  next: { netIdxAddrs: [], foldN: 2, type: 1 },
+  prev: { netIdxAddrs: [0x11], foldN: 2, type: 0 },
+  recvSema: 0x1000,
+  sendSema: 0x2000,
+  postSema: 0,
+  dmaComplSema: 0x3000,
+  kringMine: 0,
+  kringPeers: [],
+  bcastM2sTail: 0x4000,
+  bcastS2mTail: 0x5000,
+  bcastMask: 0x3,
+  channelId: 1,
+  spadSlotIdx: 2,
+  foldN: 2,
+  kangaringIsPrimary: 0,
+  kangaringNumPeers: 0,
+  ...over,
+});
+
+describe("spad_slot_entry", () => {
+  it("golden: m2s, s2m, repeat, flags | drain target << 8", () => {
+    expect(hex(packSlotEntry({ m2s: 3, s2m: 2, repeat: 14, flags: StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT, drainTarget: 0 }))).toBe("03 00 02 00 0e 00 06 00");
+    expect(hex(packSlotEntry({ m2s: 0, s2m: 0, repeat: 1, flags: StepFlag.DRAIN_CREDIT, drainTarget: 4 }))).toBe("00 00 00 00 01 00 08 04");
+  });
+  it("round-trips and refuses out-of-range counters", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 1, max: 0xffff }), fc.integer({ min: 0, max: 15 }), fc.integer({ min: 0, max: 255 }), (m2s, s2m, repeat, flags, drainTarget) => {
+        const e = { m2s, s2m, repeat, flags, drainTarget };
+        expect(decodeSlotEntry(packSlotEntry(e), 0)).toEqual(e);
+      }),
+    );
+    expect(() => packSlotEntry({ m2s: 65536, s2m: 0, repeat: 1, flags: 0, drainTarget: 0 })).toThrow(/m2s_val=65536 does not fit 16 bits/);
+    expect(() => packSlotEntry({ m2s: 0, s2m: 0, repeat: 0, flags: 0, drainTarget: 0 })).toThrow(/repeat=0/);
+  });
+});
+
+describe("148-byte ring channel descriptor", () => {
+  it("places every field at its offset", () => {
+    const region = new Uint8Array(ALGO_CONFIG_RING_BYTES);
+    packChannelConfig(cfg(), region);
+    const rec = region.subarray(CHANNEL_CONFIG_BYTES, 2 * CHANNEL_CONFIG_BYTES);
+    const v = new DataView(rec.buffer, rec.byteOffset);
+    expect(rec[24]).toBe(2); // next_neigh.fold_n
+    expect(rec[25]).toBe(1); // next_neigh.type
+    expect(v.getBigUint64(28, true)).toBe(0x11n); // prev_neigh.net_idx_addrs[0]
+    expect(v.getBigUint64(56, true)).toBe(0x1000n);
+    expect(v.getBigUint64(64, true)).toBe(0x2000n);
+    expect(v.getBigUint64(80, true)).toBe(0x3000n);
+    expect(v.getBigUint64(120, true)).toBe(0x4000n);
+    expect(v.getBigUint64(128, true)).toBe(0x5000n);
+    expect(v.getUint32(136, true)).toBe(3);
+    expect([rec[140], rec[141], rec[142], rec[143], rec[144]]).toEqual([1, 2, 2, 0, 0]);
+    expect(region.subarray(0, CHANNEL_CONFIG_BYTES).every((b) => b === 0)).toBe(true);
+  });
+  it("round-trips and enforces the descriptor's invariants", () => {
+    const region = new Uint8Array(ALGO_CONFIG_RING_BYTES);
+    packChannelConfig(cfg(), region);
+    const d = decodeChannelConfig(region, 1);
+    expect(d).toMatchObject({ recvSema: 0x1000, channelId: 1, spadSlotIdx: 2, foldN: 2, bcastMask: 3 });
+    expect(d.prev.netIdxAddrs).toEqual([0x11, 0, 0]);
+    expect(() => packChannelConfig(cfg({ kangaringNumPeers: 2 }), region)).toThrow(/must be 0, 1 or 3/);
+    expect(() => packChannelConfig(cfg({ next: { netIdxAddrs: [], foldN: 2, type: 2 } }), region)).toThrow(/P2P_POD/);
+    expect(() => packChannelConfig(cfg({ channelId: 32 }), region)).toThrow(/channel_id=32/);
+  });
+});
+
+describe("address map", () => {
+  it("encodes TopSP semaphore windows as SP base + tile + window + 4*id and decodes them back", () => {
+    const a = semaAddr(0, 1, 5, "inc");
+    expect(a).toBe(0x82_8000_0000 + (1 << 30) + 0x1800 + 20);
+    expect(decodeAddress(semaAddr(3, 9, 255, "dec"))).toEqual({ kind: "sema", device: 3, topsp: 9, sema: 255, window: "dec" });
+    expect(decodeAddress(hbmAddr(7, 0x1234))).toEqual({ kind: "hbm", device: 7, offset: 0x1234 });
+    expect(decodeAddress(tailDoorbellAddr(2, undefined, 15, "s2m"))).toEqual({ kind: "doorbell", device: 2, engine: undefined, queue: 15, dir: "s2m" });
+    expect(decodeAddress(tailDoorbellAddr(2, 17, 3, "m2s"))).toEqual({ kind: "doorbell", device: 2, engine: 17, queue: 3, dir: "m2s" });
+    expect(() => semaAddr(0, 0, 256, "read")).toThrow(/semaphore 256/);
+    expect(() => hbmAddr(32, 0)).toThrow(/device 32/);
+  });
+});

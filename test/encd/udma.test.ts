@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { cceMetaWord, decodeRx, decodeTx, encodeLength, isCmeDesc, META_CTRL_COPY, packCceMeta, packRx, packTx } from "../../src/encd/udma.ts";
+import { hex } from "../../src/encd/bits.ts";
+import { SdmaCceType } from "../../src/ir/enums.ts";
+import { EncodeError } from "../../src/ir/errors.ts";
+
+describe("16-byte UDMA descriptor", () => {
+  it("golden copy pair: TX FIRST|LAST|DMB, default meta_ctrl 03 00 08 01, source pointer; RX destination", () => {
+    const tx = packTx(0x0001_0000_0000_1000, 4096, 1, { first: true, last: true, dmb: true });
+    expect(hex(tx)).toBe("00 10 00 4d 03 00 08 01 00 10 00 00 00 00 01 00");
+    const rx = packRx(0x0002_0000_0000_2000, 4096, 1);
+    expect(hex(rx)).toBe("00 10 00 01 00 00 00 00 00 20 00 00 00 00 02 00");
+  });
+
+  it("encodes 64 KiB as length 0 and reads it back as 65536", () => {
+    const tx = packTx(0, 65536, 1, { first: true, last: true });
+    expect(hex(tx.subarray(0, 4))).toBe("00 00 00 0d");
+    expect(decodeTx(tx, 0)).toMatchObject({ kind: "data", length: 65536 });
+    expect(encodeLength(65536)).toBe(0);
+    expect(() => encodeLength(65537)).toThrow(EncodeError);
+    expect(() => encodeLength(0)).toThrow(/outside 1..65536/);
+  });
+
+  it("puts the ring id in bits 25:24", () => {
+    for (const id of [0, 1, 2, 3]) {
+      const w = new DataView(packRx(0, 4, id).buffer).getUint32(0, true);
+      expect((w >>> 24) & 3).toBe(id);
+      expect(decodeRx(packRx(0, 4, id), 0).ringId).toBe(id);
+    }
+    expect(() => packRx(0, 4, 4)).toThrow(/ring_id=4 does not fit 2 bits/);
+  });
+
+  it("golden CCE op words: add, max and min over fp32 share base 0x02000000 and differ in bits 2:0", () => {
+    expect(cceMetaWord(SdmaCceType.ADD, 10).toString(16)).toBe("20aa080");
+    expect(cceMetaWord(SdmaCceType.MAX, 10).toString(16)).toBe("20aaa12");
+    expect(cceMetaWord(SdmaCceType.MIN, 10).toString(16)).toBe("20aaa13");
+    expect(() => cceMetaWord(SdmaCceType.FMA, 10)).toThrow(/unsupported op! \(1\)/);
+  });
+
+  it("golden CCE META descriptor: FIRST|META|ring id, op word, length in word 2 (MIN/MAX marker 0x2000000)", () => {
+    expect(hex(packCceMeta(SdmaCceType.ADD, 6, 4096, 1))).toBe("00 00 80 05 80 60 06 02 00 10 00 00 00 00 00 00");
+    expect(hex(packCceMeta(SdmaCceType.MAX, 6, 4096, 1))).toBe("00 00 80 05 12 66 06 02 00 10 00 02 00 00 00 00");
+    const d = decodeTx(packCceMeta(SdmaCceType.MIN, 8, 2048, 1), 0);
+    expect(d).toMatchObject({ kind: "cce", op: SdmaCceType.MIN, dtype: 8, length: 2048, ringId: 1 });
+  });
+
+  it("tells copies from compute by ssmae_op (is_cme_desc)", () => {
+    expect(isCmeDesc(META_CTRL_COPY)).toBe(true);
+    expect(isCmeDesc(cceMetaWord(SdmaCceType.ADD, 10))).toBe(false);
+  });
+
+  it("round-trips TX and RX descriptors", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 52 }), fc.integer({ min: 1, max: 65536 }), fc.integer({ min: 0, max: 3 }), fc.boolean(), fc.boolean(), fc.boolean(), (addr, len, ring, first, last, dmb) => {
+        const t = decodeTx(packTx(addr, len, ring, { first, last, dmb }), 0);
+        expect(t).toEqual({ kind: "data", length: len, ringId: ring, first, last, concat: false, dmb, metaCtrl: META_CTRL_COPY, src: addr });
+        expect(decodeRx(packRx(addr, len, ring), 0)).toEqual({ length: len, ringId: ring, last: false, strongOrder: false, dst: addr });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("rejects addresses that are not safe non-negative integers", () => {
+    expect(() => packTx(-1, 4, 1, {})).toThrow(/not a valid 64-bit address/);
+    expect(() => packRx(2 ** 60, 4, 1)).toThrow(EncodeError);
+  });
+});
