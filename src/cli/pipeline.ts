@@ -6,6 +6,7 @@ import { compileProgram, busFactor, algorithmLabel } from "../enc/compile.ts";
 import { compare, generateValues, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
 import { throughput, type ResultRow } from "../report/table.ts";
 import { decodeAddress } from "../encd/address.ts";
+import type { ProgramImage } from "../encd/program.ts";
 import { simulate, type HangReport } from "../../sim/index.ts";
 
 export interface OpOutcome {
@@ -17,8 +18,13 @@ export interface OpOutcome {
 
 export type RunOutcome = { readonly kind: "done"; readonly ops: readonly OpOutcome[] } | { readonly kind: "hang"; readonly op: number; readonly hang: HangReport; readonly done: readonly OpOutcome[] };
 
+/** Hooks for tests: alter the emitted image before it runs (to show that broken programs are caught). */
+export interface PipelineHooks {
+  readonly mutateImage?: (image: ProgramImage, op: number) => void;
+}
+
 /** Run every op of a scenario, each as its own program on a fresh machine (independent timings). */
-export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger): RunOutcome {
+export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks = {}): RunOutcome {
   const done: OpOutcome[] = [];
   for (let i = 0; i < scn.ops.length; i++) {
     const t0 = performance.now();
@@ -44,6 +50,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger): RunOu
         });
       });
     }
+    hooks.mutateImage?.(image, i);
     log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
     const res = simulate(spec, image, { storePayload: values });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");

@@ -5,7 +5,7 @@ import type { Scenario } from "../ir/spec.ts";
 import { formatJson, formatTable } from "../report/table.ts";
 import { formatHang } from "../../sim/index.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "./load.ts";
-import { runScenario } from "./pipeline.ts";
+import { runScenario, type PipelineHooks } from "./pipeline.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
 
@@ -93,7 +93,7 @@ function parseArgs(argv: readonly string[]): Args | "help" {
   return a as Args;
 }
 
-export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, hooks: PipelineHooks = {}): number {
   let args: Args | "help";
   try {
     args = parseArgs(argv);
@@ -116,7 +116,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     if (args.seed !== undefined) scn = { ...scn, seed: args.seed };
     const spec = loadDevice(scn.instance, args.devices, args.scenario);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
-    const outcome = runScenario(scn, spec, log);
+    const outcome = runScenario(scn, spec, log, hooks);
     if (outcome.kind === "hang") {
       err(`ccsim: op ${outcome.op} (${scn.ops[outcome.op]!.op}) of ${args.scenario} hung\n${formatHang(outcome.hang).join("\n")}\n`);
       return EXIT.HANG;

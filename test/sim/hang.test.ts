@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { simulate, formatHang } from "../../sim/index.ts";
+import { dropFirstRemoteSemaInc } from "../helpers-image.ts";
+import { scenario, trn1 } from "../helpers.ts";
+
+describe("hang detector", () => {
+  it("a program with one semaphore increment removed ends in a hang report naming the waiting core", () => {
+    const scn = scenario({ ranks: 4, channels: 1, check: "none", ops: [{ op: "all-gather", bytes: 65536, dtype: "fp32", reduce: "sum" }] });
+    const { image } = compileProgram(scn, trn1, [0]);
+    dropFirstRemoteSemaInc(image, 0);
+    const r = simulate(trn1, image, { storePayload: false });
+    expect(r.hang).toBeDefined();
+    const h = r.hang!;
+    // Device 0's next on the ring is device 1: its channel waits for a recv count that never comes.
+    const w = h.waits.find((x) => x.device === 1)!;
+    expect(w).toMatchObject({ topsp: 0, channel: 0, role: "recv count", value: 0, awaited: 1 });
+    expect(h.unfinished).toContain("dev1 topsp0");
+    const text = formatHang(h).join("\n");
+    expect(text).toMatch(/dev1 topsp0 channel 0 waits on dev1:topsp0:sem0 \(recv count\): value 0, awaiting >= 1/);
+  });
+
+  it("an intact program finishes with no hang and every TopSP done", () => {
+    const scn = scenario({ ranks: 4, channels: 1, check: "none", ops: [{ op: "all-gather", bytes: 65536, dtype: "fp32", reduce: "sum" }] });
+    const r = simulate(trn1, compileProgram(scn, trn1, [0]).image, { storePayload: false });
+    expect(r.hang).toBeUndefined();
+    expect(r.opEndPs[0]).toBeGreaterThan(0);
+  });
+});

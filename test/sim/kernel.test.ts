@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { Kernel, Prio } from "../../sim/kernel/kernel.ts";
+import { SimError } from "../../src/ir/errors.ts";
+
+describe("event kernel", () => {
+  it("orders by time, then priority, then insertion (FIFO ties)", () => {
+    const k = new Kernel();
+    const log: string[] = [];
+    k.at(10, Prio.ENGINE, () => log.push("10e"));
+    k.at(10, Prio.LAND, () => log.push("10l-a"));
+    k.at(5, Prio.ENGINE, () => log.push("5"));
+    k.at(10, Prio.LAND, () => log.push("10l-b"));
+    k.at(10, Prio.WAKE, () => k.after(0, Prio.LAND, () => log.push("10l-late")));
+    const s = k.run();
+    expect(log).toEqual(["5", "10l-a", "10l-b", "10l-late", "10e"]);
+    expect(s).toEqual({ events: 6, endPs: 10 });
+  });
+
+  it("rejects negative and non-integer delays and runaway models", () => {
+    const k = new Kernel();
+    expect(() => k.after(-3, Prio.WAKE, () => {})).toThrow(SimError);
+    expect(() => k.after(1.5, Prio.WAKE, () => {})).toThrow(/non-integer/);
+    const loop = new Kernel();
+    const again = (): void => loop.after(1, Prio.WAKE, again);
+    again();
+    expect(() => loop.run(1000)).toThrow(/more than 1000 events/);
+  });
+
+  it("keeps a large random schedule sorted", () => {
+    const k = new Kernel();
+    const seen: number[] = [];
+    let x = 12345;
+    for (let i = 0; i < 5000; i++) {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      const t = x % 1000;
+      k.at(t, Prio.WAKE, () => seen.push(t));
+    }
+    k.run();
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+  });
+});
