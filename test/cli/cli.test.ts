@@ -1,0 +1,108 @@
+import { describe, expect, it } from "vitest";
+import { main, EXIT } from "../../src/cli/sim.ts";
+import { corruptFirstReduce, dropFirstRemoteSemaInc } from "../helpers-image.ts";
+import type { PipelineHooks } from "../../src/cli/pipeline.ts";
+
+function run(args: string[], hooks: PipelineHooks = {}): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(args, (s) => (out += s), (s) => (err += s), hooks);
+  return { code, out, err };
+}
+
+const BAD = "test/fixtures/bad";
+
+describe("bad input exits 1 with the file, the field path and the value", () => {
+  it.each([
+    ["unknown-key.json", "colour", /unknown key "colour"/, "SCN1002"],
+    ["duplicate-rank.json", "replicaGroups[1][0]", /rank 1 appears twice \(first at replicaGroups\[0\]\[1\]\)/, "CMP1002"],
+    ["missing-rank.json", "replicaGroups", /replica groups \(2\/2\) does not have myself 3/, "CMP1003"],
+    ["non-integer-bytes.json", "ops[0].bytes", /expected an integer \(value: 1024.5\)/, "SCN1003"],
+    ["unknown-dtype.json", "ops[0].dtype", /unknown value "fp64"/, "SCN1007"],
+    ["not-multiple.json", "ops[0].bytes", /element size x group ranks \(4 x 8 = 32 bytes\)/, "SCN1006"],
+    ["wrong-type.json", "ranks", /expected a number/, "SCN1003"],
+    ["unknown-instance.json", "instance", /no device preset "trn9"/, "SCN1201"],
+    ["too-many-ranks.json", "ranks", /need 40 devices; trn1 has 16/, "CMP1303"],
+    ["rank-out-of-range.json", "replicaGroups[0][2]", /rank id 2 is out of range 0..1/, "CMP1001"],
+    ["unknown-op.json", "ops[0].op", /unknown value "all-to-all"/, "SCN1007"],
+    ["reduce-on-gather.json", "ops[0].reduce", /all-gather takes no reduce op/, "SCN1005"],
+    ["broken-json.json", "", /not valid JSON/, "SCN1001"],
+    ["too-many-channels.json", "channels", /9 channels x 2 folds need more DMA engines/, "CMP1304"],
+    ["multi-node.json", "nodes", /not supported yet/, "CMP1301"],
+  ])("%s", (file, path, message, code) => {
+    const r = run([`${BAD}/${file}`]);
+    expect(r.code).toBe(EXIT.BAD_INPUT);
+    expect(r.out).toBe("");
+    expect(r.err).toContain(`${BAD}/${file}`);
+    if (path) expect(r.err).toContain(`: ${path}: `);
+    expect(r.err).toMatch(message);
+    expect(r.err).toContain(`[${code}]`);
+    expect(r.err).not.toMatch(/\n\s+at /);
+  });
+
+  it("a missing file, an unknown flag and no argument are usage errors", () => {
+    expect(run(["nope.json"])).toMatchObject({ code: 1, err: expect.stringMatching(/nope.json: cannot read file: ENOENT/) });
+    expect(run(["scenarios/ring8.json", "--frobnicate"])).toMatchObject({ code: 1, err: expect.stringMatching(/unknown option --frobnicate/) });
+    expect(run([])).toMatchObject({ code: 1, err: expect.stringMatching(/no scenario file given/) });
+    expect(run(["scenarios/ring8.json", "--check", "maybe"])).toMatchObject({ code: 1, err: expect.stringMatching(/--check must be values or none/) });
+  });
+});
+
+describe("sim CLI", () => {
+  it("--help explains every flag", () => {
+    const r = run(["--help"]);
+    expect(r.code).toBe(0);
+    for (const flag of ["--json", "--check", "--seed", "--devices", "--log-level", "--help"]) expect(r.out).toContain(flag);
+  });
+
+  it("prints the nccom-test columns for every op and passes", () => {
+    const r = run(["scenarios/ring8.json"]);
+    expect(r.code).toBe(EXIT.OK);
+    const lines = r.out.trim().split("\n");
+    expect(lines[0]!.split(/\s+/)).toEqual(["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm", "check"]);
+    expect(lines.slice(1, 4).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([
+      ["4194304", "1048576", "fp32"],
+      ["1048576", "524288", "bf16"],
+      ["1048576", "262144", "int32"],
+    ]);
+    for (const l of lines.slice(1, 4)) expect(l).toMatch(/ring\s+pass$/);
+    expect(lines[4]).toMatch(/^Avg bus bandwidth:\s+\d+\.\d{4}GB\/s$/);
+  });
+
+  it("--json prints the contract keys, and output is byte-identical run to run", () => {
+    const a = run(["scenarios/ring8.json", "--json"]);
+    const b = run(["scenarios/ring8.json", "--json"]);
+    expect(a.code).toBe(0);
+    expect(a.out).toBe(b.out);
+    const j = JSON.parse(a.out);
+    expect(j.scenario).toBe("ring8");
+    expect(j.results).toHaveLength(3);
+    for (const r of j.results) expect(Object.keys(r)).toEqual(["op", "bytes", "count", "dtype", "ranks", "algorithm", "timeUs", "algbwGBps", "busbwGBps", "check"]);
+    expect(j.results[0]).toMatchObject({ op: "all-reduce", bytes: 4194304, ranks: 8, algorithm: "ring", check: "pass" });
+    const r0 = j.results[0];
+    expect(r0.algbwGBps).toBeCloseTo(r0.bytes / (r0.timeUs * 1e3), 9);
+    expect(r0.busbwGBps).toBeCloseTo(r0.algbwGBps * (14 / 8), 9);
+  });
+
+  it("--check none skips the values and keeps the timing", () => {
+    const a = JSON.parse(run(["scenarios/ring8.json", "--json"]).out);
+    const b = JSON.parse(run(["scenarios/ring8.json", "--json", "--check", "none"]).out);
+    expect(b.results.map((r: { check: string }) => r.check)).toEqual(["skipped", "skipped", "skipped"]);
+    expect(b.results.map((r: { timeUs: number }) => r.timeUs)).toEqual(a.results.map((r: { timeUs: number }) => r.timeUs));
+  });
+
+  it("exits 3 with the first mismatching rank, element, expected and got when a result is wrong", () => {
+    const r = run(["scenarios/ring8.json"], { mutateImage: (img, op) => op === 0 && corruptFirstReduce(img, 0) });
+    expect(r.code).toBe(EXIT.CHECK_FAILED);
+    expect(r.out).toMatch(/ring\s+fail/);
+    expect(r.err).toMatch(/check failed for all-reduce 4194304 B fp32: rank \d+, element \d+: expected -?\d+, got -?\d+/);
+  });
+
+  it("exits 4 with the hang report when the program hangs", () => {
+    const r = run(["scenarios/ring8.json"], { mutateImage: (img, op) => op === 1 && void dropFirstRemoteSemaInc(img, 0) });
+    expect(r.code).toBe(EXIT.HANG);
+    expect(r.out).toBe("");
+    expect(r.err).toMatch(/op 1 \(all-gather\) of scenarios\/ring8.json hung/);
+    expect(r.err).toMatch(/waits on dev\d+:topsp\d+:sem\d+ \(recv count\): value 0, awaiting >= 1/);
+  });
+});
