@@ -45,8 +45,20 @@ export function encodeValue(d: Dtype, v: number, out: DataView, off: number): vo
   }
 }
 
-/** Encode an integer exactly into bf16 / fp16 bits from its binary expansion. */
+const HALF_CACHE = { bf16: new Map<number, number>(), fp16: new Map<number, number>() };
+
+/** Encode an integer exactly into bf16 / fp16 bits from its binary expansion (memoised). */
 function exactHalf(d: "bf16" | "fp16", v: number): number {
+  const cache = HALF_CACHE[d];
+  let bits = cache.get(v);
+  if (bits === undefined) {
+    bits = exactHalfUncached(d, v);
+    cache.set(v, bits);
+  }
+  return bits;
+}
+
+function exactHalfUncached(d: "bf16" | "fp16", v: number): number {
   if (!Number.isInteger(v)) throw new InternalError(`${d} reference value ${v} is not an integer`);
   const sign = v < 0 ? 0x8000 : 0;
   const a = Math.abs(v);
@@ -151,14 +163,27 @@ export interface Mismatch {
   readonly got: number;
 }
 
+const ENCODED = new WeakMap<readonly number[], Uint8Array>();
+
+/** The expected values as bytes; references shared by several ranks are encoded once. */
+export function expectedBytes(d: Dtype, values: readonly number[]): Uint8Array {
+  let b = ENCODED.get(values);
+  if (!b) {
+    b = toBytes(d, values);
+    ENCODED.set(values, b);
+  }
+  return b;
+}
+
 /** First element where `got` differs bit for bit from the expected values, or undefined. */
 export function compare(d: Dtype, rank: number, expected: readonly number[], got: Uint8Array): Mismatch | undefined {
   const es = dtypeSize(d);
-  const want = toBytes(d, expected);
-  const gv = new DataView(got.buffer, got.byteOffset, got.length);
-  for (let i = 0; i < expected.length; i++) {
-    for (let b = 0; b < es; b++) {
-      if (want[i * es + b] !== got[i * es + b]) return { rank, index: i, expected: expected[i]!, got: decodeValue(d, gv, i * es) };
+  const want = expectedBytes(d, expected);
+  if (want.length !== got.length) return { rank, index: Math.min(want.length, got.length) / es, expected: Number.NaN, got: Number.NaN };
+  for (let i = 0; i < want.length; i++) {
+    if (want[i] !== got[i]) {
+      const e = Math.floor(i / es);
+      return { rank, index: e, expected: expected[e]!, got: decodeValue(d, new DataView(got.buffer, got.byteOffset, got.length), e * es) };
     }
   }
   return undefined;
