@@ -325,19 +325,26 @@ export class EncdChannel {
     this.folds.forEach((v, f) => this.count(f, v.addSemaphoreWrite(this.constAddr, incBase + 4 * f)));
   }
 
-  /** Close a step: pad folds to equal counts, guard the 16-bit counters, record the slot entry. */
+  /**
+   * Close a step: pad short folds to equal counts, guard the 16-bit counters, record the slot entry.
+   * A deficit is paid in no-op copy pairs (1 TX + 1 RX) and, where a fold is short of reduce
+   * packets (3 TX + 1 RX), in reduce-shaped no-ops on the pad word.
+   */
   markStep(flags: number, drainTarget = 0): void {
     const maxTx = Math.max(...this.tx);
+    const maxRx = Math.max(...this.rx);
     this.folds.forEach((v, f) => {
       const dTx = maxTx - (this.tx[f] ?? 0);
-      const dRx = Math.max(...this.rx) - (this.rx[f] ?? 0);
-      if (dTx !== dRx) {
-        throw new EncodeError("ENC1606", `fold padding is not symmetric: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
+      const dRx = maxRx - (this.rx[f] ?? 0);
+      const cce = (dTx - dRx) / 2;
+      if (!Number.isInteger(cce) || cce < 0 || cce > dRx) {
+        throw new EncodeError("ENC1606", `fold ${f} cannot be padded: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
           path: `channel${this.placement.channelId}.fold${f}`,
           value: { dTx, dRx },
         });
       }
-      for (let i = 0; i < dTx; i++) this.count(f, v.addNoop(this.padAddr));
+      for (let i = 0; i < cce; i++) this.count(f, v.addCceNoop(this.padAddr));
+      for (let i = cce; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
     });
     const m2s = this.tx[0] ?? 0;
     const s2m = this.rx[0] ?? 0;

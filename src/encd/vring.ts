@@ -7,6 +7,8 @@ import { DESC_BYTES, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot 
 export const VRING_DESC_LIMIT = 0xfffff0;
 /** Ring id the hardware expects on the first pass over a ring. */
 export const INITIAL_RING_ID = 1;
+/** SDMA dtype code of uint32, the type of the reduce-shaped pad packet. */
+const SDMA_UINT32 = 9;
 /** Bytes of a semaphore poke or a pad no-op. */
 export const WORD_BYTES = 4;
 
@@ -105,6 +107,11 @@ export class Vring {
   /** A semaphore poke: a 4-byte copy of the word at `valueAddr` into a semaphore window address. */
   addSemaphoreWrite(valueAddr: number, semaAddr: number): DescCounts {
     return this.addCopy(valueAddr, semaAddr, WORD_BYTES);
+  }
+
+  /** A reduce-shaped no-op: a 4-byte CCE ADD of the pad word onto itself (1 + 2 TX, 1 RX descriptors). */
+  addCceNoop(padAddr: number): DescCounts {
+    return this.addCce(SdmaCceType.ADD, SDMA_UINT32, [padAddr, padAddr], padAddr, WORD_BYTES, WORD_BYTES);
   }
 
   /** A no-op: a 4-byte self-copy; costs engine time, moves nothing useful. */
