@@ -1,0 +1,30 @@
+// npm run bench: ring8 all-reduce on trn1 at 64 MiB and 1 GiB (timing only), simulated events per wall second.
+import { compileProgram, busFactor } from "../src/enc/compile.ts";
+import { loadDevice, loadScenario } from "../src/cli/load.ts";
+import { throughput } from "../src/report/table.ts";
+import { simulate } from "../sim/index.ts";
+
+const spec = loadDevice("trn1");
+const base = loadScenario("scenarios/ring8.json");
+const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const rows: string[] = [];
+for (const bytes of sizes.length ? sizes : [64 << 20, 1 << 30]) {
+  const scn = { ...base, check: "none" as const, ops: [{ op: "all-reduce" as const, bytes, dtype: "fp32" as const, reduce: "sum" as const }] };
+  const t0 = performance.now();
+  const { image } = compileProgram(scn, spec, [0]);
+  const t1 = performance.now();
+  const r = simulate(spec, image, { storePayload: false });
+  const t2 = performance.now();
+  if (r.hang) throw new Error(`bench run hung at ${bytes} bytes`);
+  const tp = throughput(bytes, r.opEndPs[0]!, busFactor("all-reduce", scn.ranks));
+  const descs = image.devices.reduce((n, d) => n + d.queues.reduce((k, q) => k + (q.tx.length + q.rx.length) / 16, 0), 0);
+  rows.push(
+    [
+      `all-reduce ${bytes} B fp32, 8 ranks, ${scn.channels} channels`,
+      `  simulated: ${tp.timeUs.toFixed(2)} us, algbw ${tp.algbwGBps.toFixed(2)} GB/s, busbw ${tp.busbwGBps.toFixed(2)} GB/s`,
+      `  compile: ${((t1 - t0) / 1000).toFixed(2)} s wall, ${descs} descriptors`,
+      `  simulate: ${((t2 - t1) / 1000).toFixed(2)} s wall, ${r.events} events, ${r.packets} DMA packets, ${Math.round(r.events / ((t2 - t1) / 1000))} events/s`,
+    ].join("\n"),
+  );
+  console.log(rows[rows.length - 1]);
+}
