@@ -1,0 +1,21 @@
+// The JSON Schema beside the scenarios names the same keys the validator accepts.
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parseScenario } from "../../src/scenario/index.ts";
+
+const schema = JSON.parse(readFileSync("scenarios/scenario.schema.json", "utf8"));
+
+describe("scenario.schema.json", () => {
+  it("lists exactly the top-level and op keys the validator accepts", () => {
+    const minimal = { name: "x", instance: "trn1", ranks: 2, ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }] };
+    for (const k of Object.keys(schema.properties)) {
+      if (["name", "instance", "ranks", "ops"].includes(k)) continue;
+      const sample: Record<string, unknown> = { $schema: "s", description: "d", ranksPerDevice: 1, nodes: 1, replicaGroups: [[0, 1]], algorithm: "ring", channels: 1, chunkBytes: 1024, seed: 1, check: "none" };
+      expect(() => parseScenario("t.json", { ...minimal, [k]: sample[k] }), k).not.toThrow();
+    }
+    expect(() => parseScenario("t.json", { ...minimal, extra: 1 })).toThrow(/unknown key "extra"/);
+    const opKeys = Object.keys(schema.properties.ops.items.properties);
+    expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce"]);
+    expect(schema.properties.ops.items.properties.dtype.enum).toEqual(["uint8", "int8", "uint16", "int16", "fp16", "bf16", "uint32", "int32", "fp32"]);
+  });
+});

@@ -1,0 +1,39 @@
+// Several ops in one image: each TopSP walks its cc_op entries, trigger_next chaining them.
+import { describe, expect, it } from "vitest";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { compare, generateValues, referenceValues, toBytes } from "../../src/check/values.ts";
+import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
+import { decodeAddress } from "../../src/encd/address.ts";
+import { dtypeSize } from "../../src/ir/dtypes.ts";
+import { simulate } from "../../sim/index.ts";
+import { scenario, trn1 } from "../helpers.ts";
+
+describe("multi-op program image", () => {
+  it("runs three chained ops in order and every output checks", () => {
+    const scn = scenario({
+      ranks: 4,
+      channels: 2,
+      ops: [
+        { op: "all-reduce", bytes: 65536, dtype: "fp32", reduce: "sum" },
+        { op: "all-gather", bytes: 32768, dtype: "bf16", reduce: "sum" },
+        { op: "reduce-scatter", bytes: 32768, dtype: "int32", reduce: "min" },
+      ],
+    });
+    const { image, layout } = compileProgram(scn, trn1, [0, 1, 2]);
+    const t0 = image.devices[0]!.topsps[0]!;
+    expect(t0.opNum).toBe(3);
+    expect([0, 1, 2].map((i) => decodeSpadCtrlEntry(t0.ctrlSpad, i * 8).triggerNext)).toEqual([true, true, false]);
+    const expected = layout.ops.map((ol, i) => {
+      const op = scn.ops[i]!;
+      const inputs = ol.ranks.map((rl) => generateValues(1, i, rl.rank, op.dtype, rl.input.bytes / dtypeSize(op.dtype), op.reduce, 4));
+      ol.ranks.forEach((rl, k) => image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputs[k]!) }));
+      return referenceValues(op.op, op.dtype, op.reduce, inputs);
+    });
+    const r = simulate(trn1, image, { storePayload: true });
+    expect(r.hang).toBeUndefined();
+    expect(r.opEndPs).toHaveLength(3);
+    expect(r.opEndPs[0]!).toBeLessThan(r.opEndPs[1]!);
+    expect(r.opEndPs[1]!).toBeLessThan(r.opEndPs[2]!);
+    layout.ops.forEach((ol, i) => ol.ranks.forEach((rl, k) => expect(compare(scn.ops[i]!.dtype, rl.rank, expected[i]![k]!, r.read(rl.output.addr, rl.output.bytes))).toBeUndefined()));
+  });
+});
