@@ -2,9 +2,9 @@
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { compileProgram, busFactor, algorithmLabel } from "../enc/compile.ts";
+import { compileProgram, algorithmLabel } from "../enc/compile.ts";
 import { compare, generateValues, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
-import { throughput, type ResultRow } from "../report/table.ts";
+import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import { decodeAddress } from "../encd/address.ts";
 import type { ProgramImage } from "../encd/program.ts";
 import { simulate, type HangReport } from "../../sim/index.ts";

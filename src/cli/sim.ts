@@ -1,6 +1,8 @@
 // ccsim command line: npm run sim -- <scenario.json> [options]
 import pino from "pino";
-import { CcsimError, EncodeError, SimError } from "../ir/errors.ts";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CcsimError, SimError } from "../ir/errors.ts";
 import type { Scenario } from "../ir/spec.ts";
 import { formatJson, formatTable } from "../report/table.ts";
 import { formatHang } from "../../sim/index.ts";
@@ -135,8 +137,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       return EXIT.INTERNAL;
     }
     if (e instanceof CcsimError) {
-      const withFile = e.file === undefined && !(e instanceof EncodeError && e.path.startsWith("udma")) ? `${args.scenario}: ` : "";
-      err(`ccsim: ${withFile}${e.render()}\n`);
+      // Compile and encode errors come from the scenario's content: name its file.
+      err(`ccsim: ${e.file === undefined ? `${args.scenario}: ` : ""}${e.render()}\n`);
       return EXIT.BAD_INPUT;
     }
     err(`ccsim: internal error: ${(e as Error).stack ?? String(e)}\n`);
@@ -144,7 +146,6 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
 }
 
-const isEntry = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/").split("/").pop()!);
-if (isEntry) {
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
 }

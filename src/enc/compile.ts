@@ -18,12 +18,6 @@ export const OP_TYPE: { readonly [K in OpName]: EncOpType } = {
   "reduce-scatter": EncOpType.REDUCE_SCATTER,
 };
 
-/** nccom-test's bus-bandwidth factor for an op over n ranks. */
-export function busFactor(op: OpName, n: number): number {
-  if (n <= 1) return 0;
-  return op === "all-reduce" ? (2 * (n - 1)) / n : (n - 1) / n;
-}
-
 export interface BufferRef {
   readonly addr: number;
   readonly bytes: number;

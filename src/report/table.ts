@@ -1,4 +1,11 @@
 // nccom-test-style result rows: the table and the JSON contract.
+import type { OpName } from "../ir/spec.ts";
+
+/** nccom-test's bus-bandwidth factor for an op over n ranks. */
+export function busFactor(op: OpName, n: number): number {
+  if (n <= 1) return 0;
+  return op === "all-reduce" ? (2 * (n - 1)) / n : (n - 1) / n;
+}
 export interface ResultRow {
   readonly op: string;
   readonly bytes: number;

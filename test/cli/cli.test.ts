@@ -106,3 +106,17 @@ describe("sim CLI", () => {
     expect(r.err).toMatch(/waits on dev\d+:topsp\d+:sem\d+ \(recv count\): value 0, awaiting >= 1/);
   });
 });
+
+describe("the sim entry point as a process", () => {
+  it("npm run sim's script prints help and exits 0, and exits 1 without a stack trace on bad input", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const help = spawnSync("npx", ["tsx", "src/cli/sim.ts", "--help"], { encoding: "utf8" });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain("usage: npm run sim");
+    const bad = spawnSync("npx", ["tsx", "src/cli/sim.ts", "test/fixtures/bad/unknown-dtype.json"], { encoding: "utf8" });
+    expect(bad.status).toBe(1);
+    expect(bad.stdout).toBe("");
+    expect(bad.stderr).toMatch(/unknown-dtype.json: ops\[0\].dtype: unknown value "fp64"/);
+    expect(bad.stderr).not.toMatch(/\n\s+at /);
+  });
+});

@@ -1,10 +1,10 @@
 // Simulated time on devices/ideal.json against the alpha-beta closed form of the emitted schedule
 // (derived in docs/device-model.md, "Timing on the ideal machine").
 import { describe, expect, it } from "vitest";
-import { compileProgram, busFactor } from "../../src/enc/compile.ts";
+import { compileProgram } from "../../src/enc/compile.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
-import { throughput } from "../../src/report/table.ts";
+import { busFactor, throughput } from "../../src/report/table.ts";
 import { ideal, scenario } from "../helpers.ts";
 
 const alpha = ideal.link.latencyPs;
