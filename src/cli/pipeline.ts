@@ -2,12 +2,16 @@
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { CompileError } from "../ir/errors.ts";
 import { compileProgram, algorithmLabel } from "../enc/compile.ts";
 import { compare, generateValues, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import { decodeAddress } from "../encd/address.ts";
 import type { ProgramImage } from "../encd/program.ts";
 import { simulate, type HangReport } from "../../sim/index.ts";
+
+/** Largest total of input + output bytes over all ranks that a values check will hold in memory. */
+export const MAX_CHECKED_PAYLOAD = 1 << 30;
 
 export interface OpOutcome {
   readonly row: ResultRow;
@@ -32,6 +36,16 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const { image, layout } = compileProgram(scn, spec, [i]);
     const ol = layout.ops[0]!;
     const values = scn.check === "values";
+    if (i === 0) for (const r of layout.rings) if (!r.followsLinks) log.warn({ group: r.group }, "no ring over direct links for this group: non-neighbour hops are routed");
+    if (values) {
+      const payload = ol.ranks.reduce((n, r) => n + r.input.bytes + r.output.bytes, 0);
+      if (payload > MAX_CHECKED_PAYLOAD) {
+        throw new CompileError("CMP1401", `checking values needs ${payload} bytes of simulated payload (limit ${MAX_CHECKED_PAYLOAD}); use "check": "none" (or --check none) for timing only`, {
+          path: `ops[${i}].bytes`,
+          value: op.bytes,
+        });
+      }
+    }
     // Per group: each rank's input values, then the reference outputs.
     const expected = new Map<number, number[]>();
     if (values) {

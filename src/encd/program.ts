@@ -146,6 +146,9 @@ export class ProgramBuilder {
   }
 
   addChannel(p: ChannelPlacement): EncdChannel {
+    if (p.channelId === 0 && !p.reporter) {
+      throw new EncodeError("ENC1608", "channel->id != 0 || channel->reporter fails: channel 0 must report", { path: "channel.reporter", value: p.reporter });
+    }
     if (p.channelId < 0 || p.channelId >= MAX_CHANNELS) {
       throw new EncodeError("ENC1601", `channel abs_id ${p.channelId} is outside 0..31`, { path: "channel.abs_id", value: p.channelId });
     }

@@ -29,6 +29,7 @@ describe("bad input exits 1 with the file, the field path and the value", () => 
     ["broken-json.json", "", /not valid JSON/, "SCN1001"],
     ["too-many-channels.json", "channels", /9 channels x 2 folds need more DMA engines/, "CMP1304"],
     ["multi-node.json", "nodes", /not supported yet/, "CMP1301"],
+    ["too-big-to-check.json", "ops[0].bytes", /use "check": "none"/, "CMP1401"],
   ])("%s", (file, path, message, code) => {
     const r = run([`${BAD}/${file}`]);
     expect(r.code).toBe(EXIT.BAD_INPUT);
