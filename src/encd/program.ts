@@ -9,7 +9,7 @@
 import { EncPattern, SdmaCceType } from "../ir/enums.ts";
 import { EncodeError, InternalError, assert } from "../ir/errors.ts";
 import { packChannelConfig, ALGO_CONFIG_RING_BYTES, MAX_CHANNELS, type RingNeighbor } from "./channel.ts";
-import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES } from "./ccop.ts";
+import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } from "./ccop.ts";
 import { hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
 import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
 import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
@@ -92,7 +92,7 @@ interface DeviceState {
   payload: { addr: number; bytes: number }[];
   semaphores: { topsp: number; sema: number; value: number }[];
   vrings: Map<string, { engine: number; queue: number; vring: Vring }>;
-  topsps: Map<number, { ctrl: Uint8Array[]; ringConfig: Uint8Array; slots: Map<number, Uint8Array[]>; channels: Set<number> }>;
+  topsps: Map<number, { ctrl: CcOpEntry[]; ringConfig: Uint8Array; slots: Map<number, Uint8Array[]>; channels: Set<number> }>;
 }
 
 export class ProgramBuilder {
@@ -218,7 +218,7 @@ export class ProgramBuilder {
         }
         const channelList = active.reduce((m, c) => (m | (1 << c.placement.channelId)) >>> 0, 0);
         const reporter = active.some((c) => c.placement.reporter);
-        ts.ctrl.push(packSpadCtrlEntry(ringEntry(channelList, { reporter, algoType: EncPattern.RING })));
+        ts.ctrl.push(ringEntry(channelList, { reporter, algoType: EncPattern.RING }));
       }
     }
   }
@@ -234,11 +234,8 @@ export class ProgramBuilder {
         .sort((a, b) => a[0] - b[0])
         .map(([index, ts]) => {
           const ctrlSpad = new Uint8Array(ts.ctrl.length * SPAD_CTRL_ENTRY_BYTES);
-          ts.ctrl.forEach((e, i) => {
-            // Every op but the last triggers the next one on completion.
-            if (i < ts.ctrl.length - 1) e[1] = (e[1] ?? 0) | 0x80;
-            ctrlSpad.set(e, i * SPAD_CTRL_ENTRY_BYTES);
-          });
+          // Every op but the last triggers the next one on completion.
+          ts.ctrl.forEach((e, i) => ctrlSpad.set(packSpadCtrlEntry({ ...e, triggerNext: i < ts.ctrl.length - 1 }), i * SPAD_CTRL_ENTRY_BYTES));
           const maxSlot = Math.max(-1, ...ts.slots.keys());
           const slotSpad = Array.from({ length: maxSlot + 1 }, (_, s) => concat(ts.slots.get(s) ?? []));
           return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad };
