@@ -1,6 +1,6 @@
 // Device-to-device links (one resource per direction) with hop-by-hop routing, and the
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
-import type { DeviceSpec } from "../../src/ir/spec.ts";
+import { topologyAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { transferPs, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
@@ -12,10 +12,7 @@ export class Fabric {
   readonly latencyPs: number;
 
   constructor(spec: DeviceSpec, deviceCount: number) {
-    const adj: number[][] =
-      spec.topology.kind === "ring"
-        ? Array.from({ length: deviceCount }, (_, d) => (deviceCount === 1 ? [] : [...new Set([(d + deviceCount - 1) % deviceCount, (d + 1) % deviceCount])].sort((a, b) => a - b)))
-        : spec.topology.neighbours.map((r) => [...new Set(r)].sort((a, b) => a - b));
+    const adj = topologyAdjacency(spec.topology, deviceCount);
     for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));
     this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
     this.latencyPs = spec.link.latencyPs;

@@ -1,15 +1,8 @@
 // Device-level ring order re-derived from the physical topology: a cycle that follows links.
-import type { Topology } from "../ir/spec.ts";
+import { topologyAdjacency } from "../ir/spec.ts";
 
 /** Adjacency lists of the machine's devices (sorted, de-duplicated). */
-export function adjacency(topology: Topology, deviceCount: number): number[][] {
-  if (topology.kind === "ring") {
-    return Array.from({ length: deviceCount }, (_, d) =>
-      deviceCount === 1 ? [] : [...new Set([(d + deviceCount - 1) % deviceCount, (d + 1) % deviceCount])].sort((a, b) => a - b),
-    );
-  }
-  return topology.neighbours.map((row) => [...new Set(row)].sort((a, b) => a - b));
-}
+export const adjacency = topologyAdjacency;
 
 /** Hop distances from `src` over the adjacency (breadth first). */
 export function hopDistances(adj: readonly (readonly number[])[], src: number): number[] {

@@ -6,6 +6,19 @@ export type Topology =
   | { readonly kind: "table"; readonly neighbours: readonly (readonly number[])[] }
   | { readonly kind: "ring" };
 
+/**
+ * The links of a topology as sorted adjacency lists; a ring topology has exactly `deviceCount`
+ * devices (the ones in use).
+ */
+export function topologyAdjacency(topology: Topology, deviceCount: number): number[][] {
+  if (topology.kind === "ring") {
+    return Array.from({ length: deviceCount }, (_, d) =>
+      deviceCount === 1 ? [] : [...new Set([(d + deviceCount - 1) % deviceCount, (d + 1) % deviceCount])].sort((a, b) => a - b),
+    );
+  }
+  return topology.neighbours.map((row) => [...new Set(row)].sort((a, b) => a - b));
+}
+
 export interface DeviceSpec {
   readonly name: string;
   readonly description: string;
