@@ -1,7 +1,7 @@
 // The simulated machine: devices (HBM, DMA engines, TopSPs + semaphores) joined by the link
 // fabric, built from a device spec and loaded with a program image; run it, report or hang.
 import type { DeviceSpec } from "../src/ir/spec.ts";
-import { SimError } from "../src/ir/errors.ts";
+import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
 import { decodeAddress, describeAddress } from "../src/encd/address.ts";
 import type { ProgramImage } from "../src/encd/program.ts";
@@ -94,7 +94,8 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     land(addr, bytes, len) {
       const a = decodeAddress(addr);
       if (a.kind === "hbm") {
-        if (bytes) dev(a.device).memory.write(a.offset, bytes);
+        const m = dev(a.device);
+        if (bytes) m.memory.write(a.offset, bytes);
         return;
       }
       if (a.kind === "sema") {
@@ -104,7 +105,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
         semaBlock(a.device, a.topsp).write(a.sema, a.window, v);
         return;
       }
-      throw new SimError("SIM1507", `write to ${describeAddress(addr)}`, { value: addr });
+      throw new InternalError(`DMA landing at ${describeAddress(addr)}, which the engine should have refused`);
     },
   };
   const topspHost: TopspHost = {

@@ -56,8 +56,11 @@ export interface CompiledProgram {
   readonly layout: ProgramLayout;
 }
 
-/** Resolve the host algorithm for one op; this slice builds the ring family only. */
-function resolveAlgorithm(scn: Scenario, opType: EncOpType, path: string): EncAlgType {
+/**
+ * The op-type dispatch of postOperation: resolve the host algorithm for one op. This slice builds
+ * the ring family only; all-to-all needs mesh, broadcast / reduce are unsupported by the runtime.
+ */
+export function resolveAlgorithm(opType: EncOpType, rankN: number, path: string): EncAlgType {
   switch (opType) {
     case EncOpType.ALLGATHER:
     case EncOpType.ALLREDUCE:
@@ -65,7 +68,7 @@ function resolveAlgorithm(scn: Scenario, opType: EncOpType, path: string): EncAl
       return EncAlgType.RING;
     case EncOpType.ALLTOALL:
     case EncOpType.ALLTOALL_V:
-      throw new CompileError("CMP1201", `alltoall cannot be supported without Mesh algorithm, rank_n(${scn.ranks})`, { path, value: opType });
+      throw new CompileError("CMP1201", `alltoall cannot be supported without Mesh algorithm, rank_n(${rankN})`, { path, value: opType });
     case EncOpType.BROADCAST:
     case EncOpType.REDUCE:
       throw new CompileError("CMP1202", `not supported operation (op_type ${opType})`, { path, value: opType });
@@ -150,7 +153,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const op = scn.ops[index]!;
     const path = `ops[${index}]`;
     const opType = OP_TYPE[op.op];
-    const algorithm = resolveAlgorithm(scn, opType, `${path}.op`);
+    const algorithm = resolveAlgorithm(opType, groups[0]!.length, `${path}.op`);
     const esize = dtypeSize(op.dtype);
     const count = op.bytes / esize;
     builder.beginOp();

@@ -21,9 +21,13 @@ export interface DescCounts {
 class DescList {
   bytes = new Uint8Array(DESC_BYTES * 64);
   count = 0;
+  private readonly limit: number;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
   next(owner: string): DescSlot {
-    if (this.count >= VRING_DESC_LIMIT) {
-      throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${owner}, Max allowed ${VRING_DESC_LIMIT}`, {
+    if (this.count >= this.limit) {
+      throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${owner}, Max allowed ${this.limit}`, {
         path: `vring.${owner}`,
         value: this.count,
       });
@@ -42,12 +46,15 @@ class DescList {
 
 export class Vring {
   readonly name: string;
-  private readonly txList = new DescList();
-  private readonly rxList = new DescList();
+  private readonly txList: DescList;
+  private readonly rxList: DescList;
   totalTxBytes = 0;
   totalRxBytes = 0;
-  constructor(name: string) {
+  /** `limit`: descriptors per half (the runtime's cap unless a test lowers it). */
+  constructor(name: string, limit = VRING_DESC_LIMIT) {
     this.name = name;
+    this.txList = new DescList(limit);
+    this.rxList = new DescList(limit);
   }
   get txCount(): number {
     return this.txList.count;

@@ -1,0 +1,371 @@
+// Every error code has a failing input here, asserted by its stable code.
+import { describe, expect, it } from "vitest";
+import { CcsimError } from "../src/ir/errors.ts";
+import { EncOpType } from "../src/ir/enums.ts";
+import type { DeviceSpec } from "../src/ir/spec.ts";
+import { compileProgram, resolveAlgorithm } from "../src/enc/compile.ts";
+import { planChunks } from "../src/enc/chunks.ts";
+import { field, addr64 } from "../src/encd/bits.ts";
+import { packSpadCtrlEntry, ringEntry } from "../src/encd/ccop.ts";
+import { cceMetaWord, encodeLength, DESC_BYTES, decodeRx, decodeTx } from "../src/encd/udma.ts";
+import { packSlotEntry } from "../src/encd/slot.ts";
+import { hbmAddr, semaAddr, decodeAddress } from "../src/encd/address.ts";
+import { ALGO_CONFIG_RING_BYTES, packChannelConfig, NeighType, type ChannelConfig } from "../src/encd/channel.ts";
+import { Vring, dumpToPringPadded } from "../src/encd/vring.ts";
+import { ProgramBuilder, type ProgramImage, type ChannelPlacement } from "../src/encd/program.ts";
+import { parseDeviceSpec, parseScenario, parseJson } from "../src/scenario/index.ts";
+import { loadScenario } from "../src/cli/load.ts";
+import { Kernel, Prio } from "../sim/kernel/kernel.ts";
+import { cceReduce } from "../sim/hw/cce.ts";
+import { Fabric } from "../sim/hw/fabric.ts";
+import { simulate } from "../sim/index.ts";
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { scenario, trn1 } from "./helpers.ts";
+
+function code(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof CcsimError) return e.code;
+    throw e;
+  }
+  throw new Error("no error thrown");
+}
+
+const trn1Json = JSON.parse(readFileSync("devices/trn1.json", "utf8"));
+const minimal = { name: "x", instance: "trn1", ranks: 2, ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }] };
+const n1 = { netIdxAddrs: [], foldN: 1, type: NeighType.LOCAL };
+const place = (over: Partial<ChannelPlacement> = {}): ChannelPlacement => ({ device: 0, topsp: 0, channelId: 0, slot: 0, engines: [0], queue: 15, recvSema: 0, sendSema: 1, complSema: 2, reporter: true, next: n1, prev: n1, initialCredits: 4, ...over });
+const cfg = (over: Partial<ChannelConfig> = {}): ChannelConfig => ({ next: n1, prev: n1, recvSema: 0, sendSema: 0, postSema: 0, dmaComplSema: 0, kringMine: 0, kringPeers: [], bcastM2sTail: 0, bcastS2mTail: 0, bcastMask: 0, channelId: 0, spadSlotIdx: 0, foldN: 1, kangaringIsPrimary: 0, kangaringNumPeers: 0, ...over });
+
+/** A fresh 2-rank all-reduce image (device 0: TopSP 0, channel 0, DMA engines 0 and 1 on queue 15). */
+function image(): ProgramImage {
+  const scn = scenario({ ranks: 2, channels: 1, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
+  return compileProgram(scn, trn1, [0]).image;
+}
+const sim = (img: ProgramImage, spec: DeviceSpec = trn1) => () => simulate(spec, img, { storePayload: false });
+const dv = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.length);
+const q0 = (img: ProgramImage) => img.devices[0]!.queues[0]!;
+const cfg0 = (img: ProgramImage) => dv(img.devices[0]!.topsps[0]!.ringConfig);
+/** Index of the first descriptor on queue 0 of device 0 matching `pred`. */
+function tx(img: ProgramImage, pred: (d: ReturnType<typeof decodeTx>) => boolean): number {
+  const q = q0(img);
+  for (let i = 0; i < q.tx.length / DESC_BYTES; i++) if (pred(decodeTx(q.tx, i * DESC_BYTES))) return i;
+  throw new Error("no such tx descriptor");
+}
+function rx(img: ProgramImage, pred: (d: ReturnType<typeof decodeRx>) => boolean): number {
+  const q = q0(img);
+  for (let i = 0; i < q.rx.length / DESC_BYTES; i++) if (pred(decodeRx(q.rx, i * DESC_BYTES))) return i;
+  throw new Error("no such rx descriptor");
+}
+const isSemaInc = (d: ReturnType<typeof decodeRx>) => {
+  const a = decodeAddress(d.dst);
+  return a.kind === "sema" && a.window === "inc";
+};
+
+describe("scenario and device file errors", () => {
+  it.each([
+    ["SCN1000", () => loadScenario("no/such/file.json")],
+    ["SCN1001", () => parseJson("x.json", "{")],
+    ["SCN1002", () => parseScenario("x.json", { ...minimal, extra: 1 })],
+    ["SCN1003", () => parseScenario("x.json", { ...minimal, ranks: "2" })],
+    ["SCN1004", () => parseScenario("x.json", { name: "x", instance: "trn1", ranks: 2 })],
+    ["SCN1005", () => parseScenario("x.json", { ...minimal, ranks: 0 })],
+    ["SCN1006", () => parseScenario("x.json", { ...minimal, ops: [{ op: "all-reduce", bytes: 6, dtype: "fp32" }] })],
+    ["SCN1007", () => parseScenario("x.json", { ...minimal, algorithm: "tree" })],
+    ["SCN1101", () => parseDeviceSpec("d.json", { ...trn1Json, topsp: { ...trn1Json.topsp, perDevice: 5 } })],
+    ["SCN1102", () => parseDeviceSpec("d.json", { ...trn1Json, sources: {} })],
+    ["SCN1103", () => parseDeviceSpec("d.json", { ...trn1Json, topology: { kind: "table", neighbours: trn1Json.topology.neighbours.slice(1) } })],
+  ])("%s", (c, fn) => expect(code(fn)).toBe(c));
+});
+
+describe("composer errors", () => {
+  const compile = (over: Parameters<typeof scenario>[0], spec: DeviceSpec = trn1) => () => compileProgram(scenario(over), spec, [0]);
+  const op = [{ op: "all-reduce" as const, bytes: 4096, dtype: "fp32" as const, reduce: "sum" as const }];
+  it.each([
+    ["CMP1001", compile({ ranks: 2, replicaGroups: [[0, 1, 2]], ops: op })],
+    ["CMP1002", compile({ ranks: 2, replicaGroups: [[0, 0]], ops: op })],
+    ["CMP1003", compile({ ranks: 2, replicaGroups: [[0]], ops: op })],
+    ["CMP1101", () => planChunks(100, 4, 4, 1)],
+    ["CMP1201", () => resolveAlgorithm(EncOpType.ALLTOALL_V, 8, "ops[0].op")],
+    ["CMP1202", () => resolveAlgorithm(EncOpType.BROADCAST, 8, "ops[0].op")],
+    ["CMP1203", () => resolveAlgorithm(EncOpType.SEND, 8, "ops[0].op")],
+    ["CMP1301", compile({ ranks: 4, nodes: 2, ops: op })],
+    ["CMP1302", compile({ ranks: 6, ranksPerDevice: 3, ops: op })],
+    ["CMP1303", compile({ ranks: 17, ops: op })],
+    ["CMP1304", compile({ ranks: 2, channels: 9, ops: op })],
+    ["CMP1305", compile({ ranks: 2, channels: 4, ops: op }, { ...trn1, topsp: { ...trn1.topsp, semaphores: 6 } })],
+  ])("%s", (c, fn) => expect(code(fn)).toBe(c));
+
+  it("CMP1201 carries the seed's all-to-all message and the rank count", () => {
+    expect(() => resolveAlgorithm(EncOpType.ALLTOALL, 8, "ops[0].op")).toThrow("alltoall cannot be supported without Mesh algorithm, rank_n(8)");
+  });
+});
+
+describe("encode errors", () => {
+  const region = new Uint8Array(ALGO_CONFIG_RING_BYTES);
+  it.each([
+    ["ENC1001", () => field(16, 4, "x", "fmt")],
+    ["ENC1002", () => addr64(-1, "x", "fmt")],
+    ["ENC1003", () => packSpadCtrlEntry({ ...ringEntry(1), algoType: 11 })],
+    ["ENC1101", () => encodeLength(0)],
+    ["ENC1102", () => cceMetaWord(1, 10)],
+    ["ENC1201", () => packSlotEntry({ m2s: 0, s2m: 0, repeat: 0, flags: 0, drainTarget: 0 })],
+    ["ENC1301", () => hbmAddr(32, 0)],
+    ["ENC1302", () => hbmAddr(0, 2 ** 40)],
+    ["ENC1303", () => semaAddr(0, 16, 0, "inc")],
+    ["ENC1304", () => semaAddr(0, 0, 256, "inc")],
+    ["ENC1401", () => packChannelConfig(cfg({ next: { ...n1, netIdxAddrs: [1, 2, 3, 4] } }), region)],
+    ["ENC1402", () => packChannelConfig(cfg({ prev: { ...n1, foldN: 2, type: NeighType.P2P_POD } }), region)],
+    ["ENC1403", () => packChannelConfig(cfg(), new Uint8Array(148))],
+    ["ENC1404", () => packChannelConfig(cfg({ kangaringNumPeers: 2 }), region)],
+    [
+      "ENC1501",
+      () => {
+        const v = new Vring("small", 2);
+        v.addCopy(0, 64, 4);
+        v.addCopy(0, 64, 4);
+        v.addCopy(0, 64, 4);
+      },
+    ],
+    ["ENC1502", () => new Vring("v").addCce(0, 10, [0], 64, 4, 4)],
+    [
+      "ENC1503",
+      () => {
+        const v = new Vring("v");
+        v.addCopy(0, 64, 4);
+        dumpToPringPadded(v, 0, 0, 0);
+      },
+    ],
+    ["ENC1504", () => dumpToPringPadded(new Vring("v"), 2, 1, 0)],
+    ["ENC1601", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place({ channelId: 32, reporter: false }))],
+    [
+      "ENC1602",
+      () => {
+        const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+        b.addChannel(place());
+        b.addChannel(place({ slot: 1, engines: [1] }));
+      },
+    ],
+    [
+      "ENC1603",
+      () => {
+        const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+        b.addChannel(place());
+        b.addChannel(place({ channelId: 1, reporter: false, engines: [1] }));
+      },
+    ],
+    [
+      "ENC1604",
+      () => {
+        const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+        b.addChannel(place());
+        b.addChannel(place({ channelId: 1, slot: 1, reporter: false }));
+      },
+    ],
+    ["ENC1605", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place({ engines: [32] }))],
+    [
+      "ENC1606",
+      () => {
+        const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+        const ch = b.addChannel(place({ engines: [0, 1] }));
+        // A three-source reduce of one element lands on fold 0 only: a (4 tx, 1 rx) deficit on fold 1.
+        ch.reduce([hbmAddr(0, 64), hbmAddr(0, 128), hbmAddr(0, 192)], hbmAddr(0, 256), 4, 0, 10, 4);
+        ch.markStep(0);
+      },
+    ],
+    [
+      "ENC1607",
+      () => {
+        const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+        const ch = b.addChannel(place());
+        for (let i = 0; i < 65535; i++) ch.semaInc(hbmAddr(0, 64));
+        ch.markStep(0);
+      },
+    ],
+    ["ENC1608", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place({ reporter: false }))],
+  ])("%s", (c, fn) => expect(code(fn)).toBe(c));
+});
+
+describe("simulator errors", () => {
+  const setTx = (img: ProgramImage, i: number, off: number, v: number) => dv(q0(img).tx).setUint32(i * DESC_BYTES + off, v >>> 0, true);
+  const setRxDst = (img: ProgramImage, i: number, addr: number) => dv(q0(img).rx).setBigUint64(i * DESC_BYTES + 8, BigInt(addr), true);
+  const dataTx = (d: ReturnType<typeof decodeTx>) => d.kind === "data" && d.length > 4;
+  it.each([
+    ["SIM1001", () => {
+      const k = new Kernel();
+      k.at(5, Prio.WAKE, () => k.at(1, Prio.WAKE, () => {}));
+      k.run();
+    }],
+    ["SIM1002", () => new Kernel().after(-1, Prio.WAKE, () => {})],
+    ["SIM1003", () => {
+      const k = new Kernel();
+      const again = (): void => k.after(0, Prio.WAKE, again);
+      again();
+      k.run(10);
+    }],
+    ["SIM1101", () => cceReduce(1, 10, [new Uint8Array(4), new Uint8Array(4)])],
+    ["SIM1102", () => cceReduce(0, 0, [new Uint8Array(4), new Uint8Array(4)])],
+    ["SIM1103", () => cceReduce(0, 10, [new Uint8Array(3), new Uint8Array(3)])],
+    ["SIM1201", () => new Fabric({ ...trn1, topology: { kind: "table", neighbours: [[], []] } }, 2).route(0, 1)],
+    ["SIM1301", () => {
+      const img = image();
+      cfg0(img).setBigUint64(120, BigInt(0x0fff_e000_0000 + 15 * 0x1000 + 0x38), true); // queue 14's doorbell
+      sim(img)();
+    }],
+    ["SIM1302", () => {
+      const img = image();
+      dv(img.devices[0]!.topsps[0]!.slotSpad[0]!).setUint16(0, 60000, true);
+      sim(img)();
+    }],
+    ["SIM1303", () => {
+      const img = image();
+      setTx(img, 0, 0, decodeTx(q0(img).tx, 0).kind === "data" ? (dv(q0(img).tx).getUint32(0, true) & ~0x03000000) | 0x02000000 : 0);
+      sim(img)();
+    }],
+    ["SIM1304", () => {
+      const img = image();
+      const m = tx(img, (d) => d.kind === "cce");
+      setTx(img, m + 1, 0, dv(q0(img).tx).getUint32((m + 1) * DESC_BYTES, true) | 0x00800000);
+      sim(img)();
+    }],
+    ["SIM1305", () => {
+      const img = image();
+      setTx(img, tx(img, dataTx), 12, 0xffff0000);
+      sim(img)();
+    }],
+    ["SIM1306", () => {
+      const img = image();
+      const i = tx(img, dataTx);
+      setTx(img, i, 0, dv(q0(img).tx).getUint32(i * DESC_BYTES, true) & ~0x08000000);
+      sim(img)();
+    }],
+    ["SIM1307", () => {
+      const img = image();
+      const m = tx(img, (d) => d.kind === "cce");
+      setTx(img, m + 1, 0, (dv(q0(img).tx).getUint32((m + 1) * DESC_BYTES, true) & ~0xffff) | 8);
+      sim(img)();
+    }],
+    ["SIM1308", () => {
+      const img = image();
+      const i = rx(img, (d) => d.length > 4);
+      dv(q0(img).rx).setUint32(i * DESC_BYTES, (dv(q0(img).rx).getUint32(i * DESC_BYTES, true) & ~0xffff) | 2, true);
+      sim(img)();
+    }],
+    ["SIM1309", () => {
+      const img = image();
+      setTx(img, tx(img, dataTx), 12, 0x10000);
+      sim(img)();
+    }],
+    ["SIM1310", () => {
+      const img = image();
+      setRxDst(img, 0, 0x90_0000_0000);
+      sim(img)();
+    }],
+    ["SIM1401", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, topsps: d.topsps.map((t) => ({ ...t, opNum: 2 })) })) })()],
+    ["SIM1402", () => {
+      const img = image();
+      cfg0(img).setBigUint64(56, BigInt(semaAddr(0, 1, 0, "read")), true);
+      sim(img)();
+    }],
+    ["SIM1403", () => {
+      const img = image();
+      img.devices[0]!.topsps[0]!.ctrlSpad[0] = 0;
+      sim(img)();
+    }],
+    ["SIM1404", () => {
+      const img = image();
+      img.devices[0]!.topsps[0]!.ctrlSpad[1] = 1;
+      sim(img)();
+    }],
+    ["SIM1405", () => {
+      const img = image();
+      dv(img.devices[0]!.topsps[0]!.ctrlSpad).setUint32(4, 0, true);
+      sim(img)();
+    }],
+    ["SIM1406", () => {
+      const img = image();
+      img.devices[0]!.topsps[0]!.ringConfig[140] = 5;
+      sim(img)();
+    }],
+    ["SIM1407", () => {
+      const img = image();
+      img.devices[0]!.topsps[0]!.ringConfig[142] = 0;
+      sim(img)();
+    }],
+    ["SIM1408", () => {
+      const img = image();
+      img.devices[0]!.topsps[0]!.ringConfig[141] = 9;
+      sim(img)();
+    }],
+    ["SIM1409", () => {
+      const img = image();
+      const d = img.devices[0]!;
+      const t = d.topsps[0]!;
+      sim({ ...img, devices: [{ ...d, topsps: [{ ...t, slotSpad: [t.slotSpad[0]!.subarray(0, 8)] }] }, ...img.devices.slice(1)] })();
+    }],
+    ["SIM1410", () => {
+      const img = image();
+      dv(img.devices[0]!.topsps[0]!.slotSpad[0]!).setUint16(4, 0, true);
+      sim(img)();
+    }],
+    ["SIM1411", () => {
+      const img = image();
+      const s = img.devices[0]!.topsps[0]!.slotSpad[0]!;
+      dv(s).setUint16(s.length - 4, 2, true);
+      sim(img)();
+    }],
+    ["SIM1501", () => sim({ ...image(), version: 2 as 1 })()],
+    ["SIM1502", () => sim({ ...image(), devices: [{ ...image().devices[0]!, device: 20 }] })()],
+    ["SIM1503", () => {
+      const img = image();
+      setRxDst(img, rx(img, (d) => d.length > 4), hbmAddr(5, 4096));
+      sim(img)();
+    }],
+    ["SIM1504", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, topsps: d.topsps.map((t) => ({ ...t, index: 7 })) })) })()],
+    ["SIM1505", () => {
+      const img = image();
+      const inc = decodeRx(q0(img).rx, rx(img, isSemaInc) * DESC_BYTES).dst;
+      setRxDst(img, rx(img, (d) => d.length > 4), inc);
+      sim(img)();
+    }],
+    ["SIM1506", () => {
+      const img = image();
+      const i = rx(img, isSemaInc);
+      setRxDst(img, i, decodeRx(q0(img).rx, i * DESC_BYTES).dst - 0x800);
+      sim(img)();
+    }],
+    ["SIM1508", () => {
+      const img = image();
+      cfg0(img).setBigUint64(120, BigInt(hbmAddr(0, 64)), true);
+      sim(img)();
+    }],
+    ["SIM1509", () => {
+      const img = image();
+      cfg0(img).setUint32(136, 1 << 20, true);
+      sim(img)();
+    }],
+    ["SIM1510", () => {
+      const img = image();
+      img.devices[0]!.memory.push({ addr: hbmAddr(1, 0), bytes: new Uint8Array(4) });
+      sim(img)();
+    }],
+    ["SIM1511", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, queues: d.queues.map((q) => ({ ...q, engine: 40 })) })) })()],
+    ["SIM1512", () => simulate(trn1, image(), { storePayload: false }).read(semaAddr(0, 0, 0, "read"), 4)],
+  ])("%s", (c, fn) => expect(code(fn)).toBe(c));
+
+  it("an untouched image runs clean (the mutations above are what break it)", () => {
+    expect(simulate(trn1, image(), { storePayload: false }).hang).toBeUndefined();
+  });
+});
+
+describe("the catalogue", () => {
+  it("every error code raised in src/ and sim/ has a test asserting it", () => {
+    const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(`${d}/${f}`).isDirectory() ? walk(`${d}/${f}`) : [`${d}/${f}`]));
+    const raised = new Set([...walk("src"), ...walk("sim")].flatMap((f) => [...readFileSync(f, "utf8").matchAll(/"((?:SCN|CMP|ENC|SIM)\d{4})"/g)].map((m) => m[1]!)));
+    const tests = walk("test").filter((f) => f.endsWith(".test.ts") && f !== "test/errors.test.ts").map((f) => readFileSync(f, "utf8"));
+    tests.push(readFileSync("test/errors.test.ts", "utf8").split('describe("the catalogue"')[0]!);
+    expect([...raised].filter((c) => !tests.some((t) => t.includes(`"${c}"`)))).toEqual([]);
+    expect(raised.size).toBeGreaterThan(80);
+  });
+});
