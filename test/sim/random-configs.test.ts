@@ -25,12 +25,15 @@ describe("random ring configurations", () => {
           reduce: fc.constantFrom("sum" as const, "max" as const, "min" as const),
           elemsPerRank: fc.integer({ min: 1, max: 3000 }),
           seed: fc.integer({ min: 0, max: 1000 }),
+          extra: fc.integer({ min: 0, max: 15 }),
         }),
         (c) => {
           const ranks = c.ranks % c.rpd === 0 ? c.ranks : c.ranks * c.rpd;
           const groups = c.split && ranks % 2 === 0 && ranks >= 4 ? [[...Array(ranks / 2).keys()], [...Array(ranks / 2).keys()].map((i) => i + ranks / 2)] : [[...Array(ranks).keys()]];
           const n = groups[0]!.length;
-          const bytes = c.elemsPerRank * n * dtypeSize(c.dtype);
+          // All-reduce takes any element count: the last block is short (or empty).
+          const elems = c.elemsPerRank * n + (c.op === "all-reduce" ? c.extra % n : 0);
+          const bytes = elems * dtypeSize(c.dtype);
           const scn = scenario({
             ranks,
             ranksPerDevice: c.rpd,
