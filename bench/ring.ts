@@ -9,7 +9,7 @@ const base = loadScenario("scenarios/ring8.json");
 const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
 const rows: string[] = [];
 for (const bytes of sizes.length ? sizes : [64 << 20, 1 << 30]) {
-  const scn = { ...base, check: "none" as const, ops: [{ op: "all-reduce" as const, bytes, dtype: "fp32" as const, reduce: "sum" as const }] };
+  const scn = { ...base, check: "none" as const, ops: [{ op: "all-reduce" as const, bytes, dtype: "fp32" as const, reduce: "sum" as const, stream: 0, priorityClass: 0 }] };
   const t0 = performance.now();
   const { image } = compileProgram(scn, spec, [0]);
   const t1 = performance.now();

@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest";
 import { CcsimError } from "../src/ir/errors.ts";
 import { EncOpType } from "../src/ir/enums.ts";
 import type { DeviceSpec } from "../src/ir/spec.ts";
-import { compileProgram, resolveAlgorithm } from "../src/enc/compile.ts";
+import { compileProgram } from "../src/enc/compile.ts";
+import { dispatch } from "../src/enc/post.ts";
+import { EncAlgType } from "../src/ir/enums.ts";
 import { planChunks } from "../src/enc/chunks.ts";
 import { field, addr64 } from "../src/encd/bits.ts";
 import { packSpadCtrlEntry, ringEntry } from "../src/encd/ccop.ts";
@@ -12,6 +14,7 @@ import { packSlotEntry } from "../src/encd/slot.ts";
 import { hbmAddr, semaAddr, decodeAddress } from "../src/encd/address.ts";
 import { ALGO_CONFIG_RING_BYTES, packChannelConfig, NeighType, type ChannelConfig } from "../src/encd/channel.ts";
 import { Vring, dumpToPringPadded } from "../src/encd/vring.ts";
+import { validateCcops } from "../src/encd/validate.ts";
 import { ProgramBuilder, type ProgramImage, type ChannelPlacement } from "../src/encd/program.ts";
 import { parseDeviceSpec, parseScenario, parseJson } from "../src/scenario/index.ts";
 import { loadScenario } from "../src/cli/load.ts";
@@ -73,6 +76,7 @@ describe("scenario and device file errors", () => {
     ["SCN1005", () => parseScenario("x.json", { ...minimal, ranks: 0 })],
     ["SCN1006", () => parseScenario("x.json", { ...minimal, ops: [{ op: "all-reduce", bytes: 6, dtype: "fp32" }] })],
     ["SCN1007", () => parseScenario("x.json", { ...minimal, algorithm: "tree" })],
+    ["SCN1008", () => parseScenario("x.json", { ...minimal, algorithm: "ring", allowedAlgorithms: ["mesh"] })],
     ["SCN1101", () => parseDeviceSpec("d.json", { ...trn1Json, topsp: { ...trn1Json.topsp, perDevice: 5 } })],
     ["SCN1102", () => parseDeviceSpec("d.json", { ...trn1Json, sources: {} })],
     ["SCN1103", () => parseDeviceSpec("d.json", { ...trn1Json, topology: { kind: "table", neighbours: trn1Json.topology.neighbours.slice(1) } })],
@@ -87,9 +91,9 @@ describe("composer errors", () => {
     ["CMP1002", compile({ ranks: 2, replicaGroups: [[0, 0]], ops: op })],
     ["CMP1003", compile({ ranks: 2, replicaGroups: [[0]], ops: op })],
     ["CMP1101", () => planChunks(100, 4, 4, 1)],
-    ["CMP1201", () => resolveAlgorithm(EncOpType.ALLTOALL_V, 8, "ops[0].op")],
-    ["CMP1202", () => resolveAlgorithm(EncOpType.BROADCAST, 8, "ops[0].op")],
-    ["CMP1203", () => resolveAlgorithm(EncOpType.SEND, 8, "ops[0].op")],
+    ["CMP1201", () => dispatch(EncOpType.ALLTOALL_V, EncAlgType.RING, 8, "ops[0].op")],
+    ["CMP1202", () => dispatch(EncOpType.BROADCAST, EncAlgType.RING, 8, "ops[0].op")],
+    ["CMP1203", () => dispatch(EncOpType.SEND, EncAlgType.RING, 8, "ops[0].op")],
     ["CMP1301", compile({ ranks: 4, nodes: 2, ops: op })],
     ["CMP1302", compile({ ranks: 6, ranksPerDevice: 3, ops: op })],
     ["CMP1303", compile({ ranks: 17, ops: op })],
@@ -98,8 +102,48 @@ describe("composer errors", () => {
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));
 
   it("CMP1201 carries the seed's all-to-all message and the rank count", () => {
-    expect(() => resolveAlgorithm(EncOpType.ALLTOALL, 8, "ops[0].op")).toThrow("alltoall cannot be supported without Mesh algorithm, rank_n(8)");
+    expect(() => dispatch(EncOpType.ALLTOALL, EncAlgType.RING, 8, "ops[0].op")).toThrow("alltoall cannot be supported without Mesh algorithm, rank_n(8)");
   });
+});
+
+describe("signature and cc-op validate errors", () => {
+  const two = () => compileProgram(scenario({ ranks: 2, channels: 1, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0]).image;
+  const withDevice0 = (img: ProgramImage, f: (d: ProgramImage["devices"][number]) => ProgramImage["devices"][number]) => ({ ...img, devices: [f(img.devices[0]!), ...img.devices.slice(1)] });
+  const grow = (b: Uint8Array) => {
+    const out = new Uint8Array(b.length + 16);
+    out.set(b);
+    return out;
+  };
+  it.each([
+    ["CMP1501", () => compileProgram(scenario({ ranks: 2, rankOverrides: [{ rank: 1, op: 0, dtype: "int32" }], ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0])],
+    ["CMP1601", () => {
+      const img = two();
+      img.devices[0]!.topsps[0]!.ctrlSpad[0] = 0;
+      validateCcops(img);
+    }],
+    ["CMP1602", () => {
+      const img = two();
+      img.devices[0]!.topsps[0]!.ringConfig[142] = 3;
+      validateCcops(img);
+    }],
+    ["CMP1603", () => validateCcops(withDevice0(two(), (d) => ({ ...d, queues: [d.queues[0]!, { ...d.queues[1]!, tx: d.queues[1]!.tx.subarray(16) }] })))],
+    ["CMP1604", () => {
+      const img = two();
+      dv(img.devices[0]!.topsps[0]!.slotSpad[0]!).setUint16(0, 0xffff, true);
+      validateCcops(img);
+    }],
+    ["CMP1605", () => {
+      const img = two();
+      const q = img.devices[0]!.queues[0]!;
+      dv(q.rx).setBigUint64(q.rx.length - 8, 4n, true);
+      validateCcops(img);
+    }],
+    ["CMP1606", () => validateCcops(withDevice0(two(), (d) => ({ ...d, queues: d.queues.map((q) => ({ ...q, tx: grow(q.tx), rx: grow(q.rx) })) }))),
+    ],
+    ["CMP1607", () =>
+      validateCcops(withDevice0(two(), (d) => ({ ...d, topsps: d.topsps.map((t) => ({ ...t, opNum: 2, ctrlSpad: new Uint8Array([...t.ctrlSpad, ...t.ctrlSpad]) })) }))),
+    ],
+  ])("%s", (c, fn) => expect(code(fn)).toBe(c));
 });
 
 describe("encode errors", () => {
@@ -170,7 +214,7 @@ describe("encode errors", () => {
         const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
         const ch = b.addChannel(place({ engines: [0, 1] }));
         // A three-source reduce of one element lands on fold 0 only: a (4 tx, 1 rx) deficit on fold 1.
-        ch.reduce([hbmAddr(0, 64), hbmAddr(0, 128), hbmAddr(0, 192)], hbmAddr(0, 256), 4, 0, 10, 4);
+        ch.reduce([hbmAddr(0, 64), hbmAddr(0, 128), hbmAddr(0, 192)], hbmAddr(0, 256), 4, 0, 10, 4, 4096);
         ch.markStep(0);
       },
     ],
@@ -183,6 +227,7 @@ describe("encode errors", () => {
         ch.markStep(0);
       },
     ],
+    ["ENC1609", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place()).reduce([hbmAddr(0, 64), hbmAddr(0, 128)], hbmAddr(0, 256), 8, 0, 10, 4, 6)],
     ["ENC1608", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place({ reporter: false }))],
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));
 });

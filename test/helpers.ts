@@ -2,8 +2,11 @@
 import type { OpSpec, Scenario } from "../src/ir/spec.ts";
 import { loadDevice } from "../src/cli/load.ts";
 
-export function scenario(over: Partial<Scenario> & { ops: readonly OpSpec[] }): Scenario {
+export type LooseOp = Omit<OpSpec, "stream" | "priorityClass"> & Partial<Pick<OpSpec, "stream" | "priorityClass">>;
+
+export function scenario(over: Partial<Omit<Scenario, "ops">> & { ops: readonly LooseOp[] }): Scenario {
   const ranks = over.ranks ?? 8;
+  const { ops, ...rest } = over;
   return {
     name: "test",
     instance: "trn1",
@@ -12,11 +15,14 @@ export function scenario(over: Partial<Scenario> & { ops: readonly OpSpec[] }): 
     nodes: 1,
     replicaGroups: [Array.from({ length: ranks }, (_, i) => i)],
     algorithm: "ring",
+    allowedAlgorithms: [0],
     channels: undefined,
     chunkBytes: undefined,
     seed: 1,
     check: "values",
-    ...over,
+    rankOverrides: [],
+    ...rest,
+    ops: ops.map((o) => ({ stream: 0, priorityClass: 0, ...o })),
   };
 }
 

@@ -4,7 +4,7 @@
 // simulator's CCE model, and compared bit for bit.
 import seedrandom from "seedrandom";
 import { dtypeSize, type Dtype, type ReduceOp } from "../ir/dtypes.ts";
-import type { OpName } from "../ir/spec.ts";
+import type { RingOpName } from "../ir/spec.ts";
 import { InternalError } from "../ir/errors.ts";
 
 /** Largest |integer| exactly representable with the type's significand. */
@@ -138,7 +138,7 @@ function combine(d: Dtype, op: ReduceOp, a: number, b: number): number {
  * Reference outputs per group rank: all-reduce = element-wise reduce of all inputs; all-gather =
  * concatenation of inputs in group-rank order; reduce-scatter = block k of the reduced input.
  */
-export function referenceValues(op: OpName, d: Dtype, reduce: ReduceOp, inputs: readonly (readonly number[])[]): number[][] {
+export function referenceValues(op: RingOpName, d: Dtype, reduce: ReduceOp, inputs: readonly (readonly number[])[]): number[][] {
   const n = inputs.length;
   if (op === "all-gather") {
     const all = inputs.flatMap((x) => [...x]);

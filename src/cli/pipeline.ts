@@ -1,9 +1,10 @@
 // Scenario to verified result: compile each op, load inputs, simulate the emitted bytes, check, report.
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
-import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { CompileError } from "../ir/errors.ts";
+import { isRingOp, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { CompileError, InternalError } from "../ir/errors.ts";
 import { compileProgram, algorithmLabel } from "../enc/compile.ts";
+import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import { decodeAddress } from "../encd/address.ts";
@@ -20,7 +21,9 @@ export interface OpOutcome {
   readonly wallMs: number;
 }
 
-export type RunOutcome = { readonly kind: "done"; readonly ops: readonly OpOutcome[] } | { readonly kind: "hang"; readonly op: number; readonly hang: HangReport; readonly done: readonly OpOutcome[] };
+export type RunOutcome =
+  | { readonly kind: "done"; readonly ops: readonly OpOutcome[]; readonly explain: readonly Explanation[] }
+  | { readonly kind: "hang"; readonly op: number; readonly hang: HangReport; readonly done: readonly OpOutcome[] };
 
 /** Hooks for tests: alter the emitted image before it runs (to show that broken programs are caught). */
 export interface PipelineHooks {
@@ -30,12 +33,19 @@ export interface PipelineHooks {
 /** Run every op of a scenario, each as its own program on a fresh machine (independent timings). */
 export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks = {}): RunOutcome {
   const done: OpOutcome[] = [];
+  let explain: readonly Explanation[] = [];
   for (let i = 0; i < scn.ops.length; i++) {
     const t0 = performance.now();
     const op = scn.ops[i]!;
-    const { image, layout } = compileProgram(scn, spec, [i]);
+    const { image, layout, explain: why, warnings } = compileProgram(scn, spec, [i]);
+    if (i === 0) {
+      explain = why;
+      for (const w of warnings) log.warn(w);
+    }
     const ol = layout.ops[0]!;
     const values = scn.check === "values";
+    if (!isRingOp(op.op)) throw new InternalError(`op ${op.op} compiled although no composer serves it`);
+    const ringOp = op.op;
     if (i === 0) for (const r of layout.rings) if (!r.followsLinks) log.warn({ group: r.group }, "no ring over direct links for this group: non-neighbour hops are routed");
     if (values) {
       const payload = ol.ranks.reduce((n, r) => n + r.input.bytes + r.output.bytes, 0);
@@ -55,7 +65,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
           const rl = ol.ranks.find((r) => r.rank === rank)!;
           return generateValues(scn.seed, i, rank, op.dtype, rl.input.bytes / esize, op.reduce, g.length);
         });
-        const refs = referenceValues(op.op, op.dtype, op.reduce, inputs);
+        const refs = referenceValues(ringOp, op.dtype, op.reduce, inputs);
         g.forEach((rank, k) => {
           const rl = ol.ranks.find((r) => r.rank === rank)!;
           const dev = image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!;
@@ -90,5 +100,5 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     };
     done.push({ row, mismatch, events: res.events, wallMs: performance.now() - t0 });
   }
-  return { kind: "done", ops: done };
+  return { kind: "done", ops: done, explain };
 }

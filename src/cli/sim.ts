@@ -2,12 +2,14 @@
 import pino from "pino";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CcsimError, SimError } from "../ir/errors.ts";
-import type { Scenario } from "../ir/spec.ts";
+import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
+import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { explainScenario } from "../enc/compile.ts";
 import { formatJson, formatTable } from "../report/table.ts";
 import { formatHang } from "../../sim/index.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "./load.ts";
 import { runScenario, type PipelineHooks } from "./pipeline.ts";
+import { explainJson, explainText } from "./explain.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
 
@@ -21,6 +23,9 @@ simulated devices of devices/<instance>.json, and checked against a reference co
 
 options:
   --json               print {"scenario", "results": [...]} instead of the table
+  --explain            show, per op, the comm-init family decision, all six enc_can_post_* gate
+                       verdicts (with the reason for each no), the resolved algorithm and its
+                       printed name, the metaring type, channels and slice sizes (JSON: "explain")
   --check values|none  override the scenario's check mode (none = timing only, no payload bytes)
   --seed N             override the scenario's seed (input values)
   --devices DIR        directory of device presets (default: the project's devices/)
@@ -38,6 +43,7 @@ exit codes: 0 all checks pass, 1 bad input, 2 internal error, 3 a check failed, 
 interface Args {
   scenario: string;
   json: boolean;
+  explain: boolean;
   check: "values" | "none" | undefined;
   seed: number | undefined;
   devices: string;
@@ -49,7 +55,7 @@ class UsageError extends Error {}
 const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 function parseArgs(argv: readonly string[]): Args | "help" {
-  const a: Partial<Args> = { json: false, devices: DEFAULT_DEVICES_DIR, logLevel: "warn" };
+  const a: Partial<Args> = { json: false, explain: false, devices: DEFAULT_DEVICES_DIR, logLevel: "warn" };
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith("--")) throw new UsageError(`${flag} needs a value`);
@@ -63,6 +69,9 @@ function parseArgs(argv: readonly string[]): Args | "help" {
         return "help";
       case "--json":
         a.json = true;
+        break;
+      case "--explain":
+        a.explain = true;
         break;
       case "--check": {
         const v = value(i++, t);
@@ -111,12 +120,13 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return EXIT.OK;
   }
   const log = pino({ level: args.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
-  let scn: Scenario;
+  let scn: Scenario | undefined;
+  let spec: DeviceSpec | undefined;
   try {
     scn = loadScenario(args.scenario);
     if (args.check) scn = { ...scn, check: args.check };
     if (args.seed !== undefined) scn = { ...scn, seed: args.seed };
-    const spec = loadDevice(scn.instance, args.devices, args.scenario);
+    spec = loadDevice(scn.instance, args.devices, args.scenario);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const outcome = runScenario(scn, spec, log, hooks);
     if (outcome.kind === "hang") {
@@ -124,7 +134,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       return EXIT.HANG;
     }
     const rows = outcome.ops.map((o) => o.row);
-    out(args.json ? formatJson(scn.name, rows) : formatTable(rows));
+    if (args.json) out(formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain) : undefined));
+    else out((args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows));
     const failed = outcome.ops.filter((o) => o.mismatch);
     for (const f of failed) {
       const m = f.mismatch!;
@@ -137,6 +148,14 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       return EXIT.INTERNAL;
     }
     if (e instanceof CcsimError) {
+      if (args.explain && scn && spec && e instanceof CompileError) {
+        // Show why the op went where it did, then the refusal.
+        try {
+          err(explainText(scn, explainScenario(scn, spec)));
+        } catch {
+          // The explanation itself needs what the error reports; the error says enough.
+        }
+      }
       // Compile and encode errors come from the scenario's content: name its file.
       err(`ccsim: ${e.file === undefined ? `${args.scenario}: ` : ""}${e.render()}\n`);
       return EXIT.BAD_INPUT;

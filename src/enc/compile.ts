@@ -3,20 +3,16 @@
 import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
+import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type EncdChannel, type ProgramImage } from "../encd/program.ts";
-import { planChunks, type ChunkPlan } from "./chunks.ts";
+import { validateCcops } from "../encd/validate.ts";
+import type { ChunkPlan } from "./chunks.ts";
+import { checkSignatures, postOperations, type EncOperation, type Explanation } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
 import { composeChannelRing, type RankBuffers } from "./ring.ts";
 import { adjacency, deviceRing } from "./topology.ts";
-
-export const OP_TYPE: { readonly [K in OpName]: EncOpType } = {
-  "all-gather": EncOpType.ALLGATHER,
-  "all-reduce": EncOpType.ALLREDUCE,
-  "reduce-scatter": EncOpType.REDUCE_SCATTER,
-};
 
 export interface BufferRef {
   readonly addr: number;
@@ -40,6 +36,7 @@ export interface OpLayout {
   /** Elements as nccom-test counts them (size / element size). */
   readonly count: number;
   readonly plan: readonly ChunkPlan[];
+  readonly operation: EncOperation;
   readonly ranks: readonly RankLayout[];
 }
 
@@ -54,31 +51,21 @@ export interface ProgramLayout {
 export interface CompiledProgram {
   readonly image: ProgramImage;
   readonly layout: ProgramLayout;
-}
-
-/**
- * The op-type dispatch of postOperation: resolve the host algorithm for one op. This slice builds
- * the ring family only; all-to-all needs mesh, broadcast / reduce are unsupported by the runtime.
- */
-export function resolveAlgorithm(opType: EncOpType, rankN: number, path: string): EncAlgType {
-  switch (opType) {
-    case EncOpType.ALLGATHER:
-    case EncOpType.ALLREDUCE:
-    case EncOpType.REDUCE_SCATTER:
-      return EncAlgType.RING;
-    case EncOpType.ALLTOALL:
-    case EncOpType.ALLTOALL_V:
-      throw new CompileError("CMP1201", `alltoall cannot be supported without Mesh algorithm, rank_n(${rankN})`, { path, value: opType });
-    case EncOpType.BROADCAST:
-    case EncOpType.REDUCE:
-      throw new CompileError("CMP1202", `not supported operation (op_type ${opType})`, { path, value: opType });
-    default:
-      throw new CompileError("CMP1203", `op_type ${opType} is not supported yet`, { path, value: opType });
-  }
+  /** postOperation's reasoning for every op of the scenario (per replica group). */
+  readonly explain: readonly Explanation[];
+  /** Things comm init logs (e.g. RDH skipped for want of mesh). */
+  readonly warnings: readonly string[];
 }
 
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
   if (!cond) throw new CompileError(code, message, { path, value });
+}
+
+/** postOperation's reasoning for every op, without composing anything (for --explain when an op is refused). */
+export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Explanation[] {
+  const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
+  const channels = scn.channels ?? spec.ring.defaultChannels;
+  return postOperations({ scn, spec, groups, channels, chunkBytes: scn.chunkBytes ?? spec.ring.chunkBytes }).explain;
 }
 
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */
@@ -95,6 +82,11 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   check(3 * foldN * slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
+  checkSignatures(scn, groups);
+  const chunkBytes = scn.chunkBytes ?? spec.ring.chunkBytes;
+  const posted = postOperations({ scn, spec, groups, channels, chunkBytes });
+  const refused = posted.refused.find((e) => e !== undefined);
+  if (refused) throw refused;
   const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes);
   const adj = adjacency(spec.topology, spec.topology.kind === "ring" ? deviceCount : spec.devices);
 
@@ -147,17 +139,15 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     }
   }
 
-  const chunkBytes = scn.chunkBytes ?? spec.ring.chunkBytes;
   const ops: OpLayout[] = [];
   for (const index of opIndices) {
     const op = scn.ops[index]!;
     const path = `ops[${index}]`;
-    const opType = OP_TYPE[op.op];
-    const algorithm = resolveAlgorithm(opType, groups[0]!.length, `${path}.op`);
+    const operation = posted.operations[index]!;
+    const { opType, alg: algorithm, plans } = operation;
     const esize = dtypeSize(op.dtype);
     const count = op.bytes / esize;
     builder.beginOp();
-    const plans = groups.map((g) => planChunks(opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : count / g.length, chunkBytes, esize, channels));
     const buffers = new Map<number, RankBuffers>();
     const rankLayouts: RankLayout[] = [];
     for (let rank = 0; rank < scn.ranks; rank++) {
@@ -180,7 +170,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         const pn = place(next, c);
         const pp = place(prev, c);
         composeChannelRing(
-          { op, opType, plan: plans[ci.group]!, count, rankN: g.length, bufferSlots: spec.ring.bufferSlots },
+          { op, opType, plan: plans[ci.group]!, count, rankN: g.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes },
           c,
           chans.get(`${rank}/${c}`)!,
           {
@@ -194,9 +184,11 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       }
     }
     builder.endOp();
-    ops.push({ index, spec: op, opType, algorithm, count, plan: plans, ranks: rankLayouts });
+    ops.push({ index, spec: op, opType, algorithm, count, plan: plans, operation, ranks: rankLayouts });
   }
-  return { image: builder.build(), layout: { channels, foldN, rings, ops } };
+  const image = builder.build();
+  validateCcops(image);
+  return { image, layout: { channels, foldN, rings, ops }, explain: posted.explain, warnings: posted.warnings };
 }
 
 /** The algorithm name as nccom-test prints it (lower case). */

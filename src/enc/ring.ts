@@ -43,6 +43,8 @@ export interface RingOpContext {
   readonly count: number;
   readonly rankN: number;
   readonly bufferSlots: number;
+  /** Bytes per CCE packet (the operation's reduce slice). */
+  readonly reduceSliceBytes: number;
 }
 
 type Piece = { lo: number; hi: number };
@@ -78,13 +80,13 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
     chan.markStep(StepFlag.WAIT_CREDIT);
   };
   const recvReduceSend = (k: number, p: Piece): void => {
-    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], slotOf(v.next.chbuf[ch]!, sent++), bytes(p), cce, sdmaDtype, esize);
+    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], slotOf(v.next.chbuf[ch]!, sent++), bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes);
     chan.semaInc(v.nextRecvInc);
     chan.semaInc(v.prevSendInc);
     chan.markStep(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT);
   };
   const recvReduceCopy = (k: number, p: Piece): void => {
-    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], v.me.output + outOff(k, p), bytes(p), cce, sdmaDtype, esize);
+    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], v.me.output + outOff(k, p), bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes);
     chan.semaInc(v.prevSendInc);
     chan.markStep(StepFlag.WAIT_RECV);
   };

@@ -309,9 +309,12 @@ export class EncdChannel {
     });
   }
 
-  /** encd_dma_reduce_copy: dst = op(srcs...) element-wise over `bytes`, in CCE packets. */
-  reduce(srcs: readonly number[], dst: number, bytes: number, op: SdmaCceType, sdmaDtype: number, esize: number): void {
-    const packet = Math.max(32, Math.floor(Math.min(this.builder.params.maxDescriptorBytes, this.builder.params.cceMaxElements * esize) / 32) * 32);
+  /** encd_dma_reduce_copy: dst = op(srcs...) element-wise over `bytes`, in CCE packets of at most `packetBytes`. */
+  reduce(srcs: readonly number[], dst: number, bytes: number, op: SdmaCceType, sdmaDtype: number, esize: number, packetBytes: number): void {
+    if (packetBytes % esize !== 0 || packetBytes > this.builder.params.maxDescriptorBytes || packetBytes < esize) {
+      throw new EncodeError("ENC1609", `CCE packet of ${packetBytes} bytes is not whole ${esize}-byte elements within one descriptor`, { path: "reduce.packet", value: packetBytes });
+    }
+    const packet = packetBytes;
     this.shares(bytes, esize).forEach((s, f) => {
       if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, srcs.map((a) => a + s.off), dst + s.off, s.len, packet));
     });

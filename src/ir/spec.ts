@@ -1,5 +1,6 @@
 // Typed forms of the two input files: a device preset (devices/*.json) and a scenario (scenarios/*.json).
 import type { Dtype, ReduceOp } from "./dtypes.ts";
+import type { EncAlgType, EncOpType } from "./enums.ts";
 
 /** Device-to-device topology: an explicit neighbour table, or a plain ring sized to the devices in use. */
 export type Topology =
@@ -62,12 +63,52 @@ export interface DeviceSpec {
     readonly bufferSlots: number;
     readonly defaultChannels: number;
   };
+  /** What the instance's runtime can build, and the inputs of the admission gates. */
+  readonly collectives: {
+    /** Host algorithms this instance supports (the default allowed set). */
+    readonly supportedAlgorithms: readonly EncAlgType[];
+    /** Physical NeuronCores per logical rank (LNC / vcore_size). */
+    readonly virtualCoreSize: number;
+    /** Largest op (bytes) the full-mesh subtype t1 takes; t0 (one node, two ranks) takes meshMaxBytesTwoRanks. */
+    readonly meshMaxBytes: number;
+    readonly meshMaxBytesTwoRanks: number;
+    /** cc_cce_reduce_prio_pkt_size[priority_class]: CCE packet cap per priority class (5 classes). */
+    readonly cceReducePacketBytes: readonly number[];
+  };
   /** Where every number comes from: dotted field path -> source note or "assumption: ...". */
   readonly sources: Readonly<Record<string, string>>;
 }
 
-export const OP_NAMES = ["all-reduce", "all-gather", "reduce-scatter"] as const;
+/** Scenario names of the 13 enc_op_type values, in enum order. */
+export const OP_NAMES = [
+  "all-gather",
+  "all-reduce",
+  "broadcast",
+  "reduce",
+  "reduce-scatter",
+  "send",
+  "recv",
+  "all-to-all",
+  "permute",
+  "permute-reduce",
+  "permute-implicit",
+  "permute-reduce-implicit",
+  "all-to-all-v",
+] as const;
 export type OpName = (typeof OP_NAMES)[number];
+
+/** The collectives the ring family composes and the checker has references for. */
+export const RING_OP_NAMES = ["all-reduce", "all-gather", "reduce-scatter"] as const;
+export type RingOpName = (typeof RING_OP_NAMES)[number];
+
+export function isRingOp(op: OpName): op is RingOpName {
+  return (RING_OP_NAMES as readonly string[]).includes(op);
+}
+
+/** enc_op_type of each scenario op name (the index in OP_NAMES). */
+export function opTypeOf(op: OpName): EncOpType {
+  return OP_NAMES.indexOf(op) as EncOpType;
+}
 
 export interface OpSpec {
   readonly op: OpName;
@@ -75,11 +116,46 @@ export interface OpSpec {
   readonly bytes: number;
   readonly dtype: Dtype;
   readonly reduce: ReduceOp;
+  /** CC stream the op is posted on (0..3). */
+  readonly stream: number;
+  /** Priority class (0..4): selects the CCE reduce packet size. */
+  readonly priorityClass: number;
 }
 
-export const ALGORITHMS = ["auto", "ring"] as const;
+/** Scenario names of the host algorithms (enc_alg_type 0..10), in enum order. */
+export const ALG_NAMES = [
+  "ring",
+  "hier",
+  "mesh",
+  "kangaring",
+  "single-cycle-ring",
+  "intra-rdh",
+  "single-step-mesh",
+  "inter-rdh",
+  "two-step-pod-mesh",
+  "latency-opt-mesh",
+  "bw-opt-mesh",
+] as const;
+export type AlgName = (typeof ALG_NAMES)[number];
+
+export function algTypeOf(name: AlgName): EncAlgType {
+  return ALG_NAMES.indexOf(name) as EncAlgType;
+}
+
+export const ALGORITHMS = ["auto", ...ALG_NAMES] as const;
 export type AlgorithmChoice = (typeof ALGORITHMS)[number];
 export type CheckMode = "values" | "none";
+
+/** One rank's change to one op's arguments (to show the signature check). */
+export interface RankOverride {
+  readonly rank: number;
+  readonly op: number;
+  readonly bytes?: number;
+  readonly dtype?: Dtype;
+  readonly reduce?: ReduceOp;
+  readonly stream?: number;
+  readonly priorityClass?: number;
+}
 
 export interface Scenario {
   readonly name: string;
@@ -89,6 +165,8 @@ export interface Scenario {
   readonly nodes: number;
   readonly replicaGroups: readonly (readonly number[])[];
   readonly algorithm: AlgorithmChoice;
+  /** Host algorithms the run may use (the runtime's allowed-algorithm switches); undefined = the preset's supported set. */
+  readonly allowedAlgorithms: readonly EncAlgType[] | undefined;
   /** Ring channels; undefined = the device preset's default. */
   readonly channels: number | undefined;
   /** Ring chunk bytes; undefined = the device preset's default. */
@@ -96,4 +174,5 @@ export interface Scenario {
   readonly seed: number;
   readonly check: CheckMode;
   readonly ops: readonly OpSpec[];
+  readonly rankOverrides: readonly RankOverride[];
 }

@@ -1,10 +1,19 @@
 // nccom-test-style result rows: the table and the JSON contract.
 import type { OpName } from "../ir/spec.ts";
 
-/** nccom-test's bus-bandwidth factor for an op over n ranks. */
+/** nccom-test's bus-bandwidth factor for an op over n ranks (nccl-tests' for broadcast / reduce). */
 export function busFactor(op: OpName, n: number): number {
-  if (n <= 1) return 0;
-  return op === "all-reduce" ? (2 * (n - 1)) / n : (n - 1) / n;
+  switch (op) {
+    case "all-reduce":
+      return n <= 1 ? 0 : (2 * (n - 1)) / n;
+    case "all-gather":
+    case "reduce-scatter":
+    case "all-to-all":
+    case "all-to-all-v":
+      return n <= 1 ? 0 : (n - 1) / n;
+    default:
+      return 1;
+  }
 }
 export interface ResultRow {
   readonly op: string;
@@ -36,7 +45,7 @@ export function formatTable(rows: readonly ResultRow[]): string {
   return [line(HEADER), ...cells.map(line), `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
 }
 
-export function formatJson(scenario: string, rows: readonly ResultRow[]): string {
+export function formatJson(scenario: string, rows: readonly ResultRow[], explain?: unknown): string {
   const results = rows.map((r) => ({
     op: r.op,
     bytes: r.bytes,
@@ -49,5 +58,5 @@ export function formatJson(scenario: string, rows: readonly ResultRow[]): string
     busbwGBps: r.busbwGBps,
     check: r.check,
   }));
-  return JSON.stringify({ scenario, results }, null, 2) + "\n";
+  return JSON.stringify(explain === undefined ? { scenario, results } : { scenario, results, explain }, null, 2) + "\n";
 }

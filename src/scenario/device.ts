@@ -1,8 +1,9 @@
 // Loader + validator for device presets (devices/<instance>.json).
-import type { DeviceSpec, Topology } from "../ir/spec.ts";
+import { ALG_NAMES, algTypeOf, type DeviceSpec, type Topology } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "sources"] as const;
+const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "collectives", "sources"] as const;
+const COLLECTIVE_KEYS = ["supportedAlgorithms", "virtualCoreSize", "meshMaxBytes", "meshMaxBytesTwoRanks", "cceReducePacketBytes"] as const;
 
 /** Largest device count the address map's routing bits can name. */
 export const MAX_DEVICES = 32;
@@ -40,6 +41,8 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>
     k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64),
   );
+  const collectives = parseCollectives(r.get("collectives"));
+  numbers.push(...COLLECTIVE_KEYS.map((k) => `collectives.${k}`));
   const sources = r.get("sources");
   const src: Record<string, string> = {};
   for (const k of Object.keys(sources.object())) src[k] = sources.get(k).string();
@@ -61,7 +64,28 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
     hbm,
     link,
     ring,
+    collectives,
     sources: src,
+  };
+}
+
+function parseCollectives(c: Reader): DeviceSpec["collectives"] {
+  c.keys(COLLECTIVE_KEYS);
+  const supported = c.get("supportedAlgorithms").items().map((a) => algTypeOf(a.oneOf(ALG_NAMES)));
+  if (!supported.includes(0)) c.get("supportedAlgorithms").fail("SCN1101", `must include "ring" (the universal fallback)`);
+  const pkt = c.get("cceReducePacketBytes");
+  const sizes = pkt.items().map((x) => {
+    const n = x.int(32, 65536);
+    if (n % 32 !== 0) x.fail("SCN1006", "must be a multiple of 32 bytes");
+    return n;
+  });
+  if (sizes.length !== 5) pkt.fail("SCN1005", `needs one size per priority class (5), got ${sizes.length}`, sizes.length);
+  return {
+    supportedAlgorithms: supported,
+    virtualCoreSize: c.get("virtualCoreSize").int(1, 2),
+    meshMaxBytes: c.get("meshMaxBytes").int(0),
+    meshMaxBytesTwoRanks: c.get("meshMaxBytesTwoRanks").int(0),
+    cceReducePacketBytes: sizes,
   };
 }
 

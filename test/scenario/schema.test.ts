@@ -10,12 +10,14 @@ describe("scenario.schema.json", () => {
     const minimal = { name: "x", instance: "trn1", ranks: 2, ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }] };
     for (const k of Object.keys(schema.properties)) {
       if (["name", "instance", "ranks", "ops"].includes(k)) continue;
-      const sample: Record<string, unknown> = { $schema: "s", description: "d", ranksPerDevice: 1, nodes: 1, replicaGroups: [[0, 1]], algorithm: "ring", channels: 1, chunkBytes: 1024, seed: 1, check: "none" };
+      const sample: Record<string, unknown> = { $schema: "s", description: "d", ranksPerDevice: 1, nodes: 1, replicaGroups: [[0, 1]], algorithm: "ring", allowedAlgorithms: ["ring", "mesh"], channels: 1, chunkBytes: 1024, seed: 1, check: "none", rankOverrides: [{ rank: 1, op: 0, stream: 1 }] };
       expect(() => parseScenario("t.json", { ...minimal, [k]: sample[k] }), k).not.toThrow();
     }
     expect(() => parseScenario("t.json", { ...minimal, extra: 1 })).toThrow(/unknown key "extra"/);
     const opKeys = Object.keys(schema.properties.ops.items.properties);
-    expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce"]);
+    expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce", "stream", "priorityClass"]);
+    expect(schema.properties.ops.items.properties.op.enum).toHaveLength(13);
+    expect(schema.properties.algorithm.enum).toHaveLength(12);
     expect(schema.properties.ops.items.properties.dtype.enum).toEqual(["uint8", "int8", "uint16", "int16", "fp16", "bf16", "uint32", "int32", "fp32"]);
   });
 });

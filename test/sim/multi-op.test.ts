@@ -6,6 +6,7 @@ import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { dtypeSize } from "../../src/ir/dtypes.ts";
 import { simulate } from "../../sim/index.ts";
+import type { RingOpName } from "../../src/ir/spec.ts";
 import { scenario, trn1 } from "../helpers.ts";
 
 describe("multi-op program image", () => {
@@ -27,7 +28,7 @@ describe("multi-op program image", () => {
       const op = scn.ops[i]!;
       const inputs = ol.ranks.map((rl) => generateValues(1, i, rl.rank, op.dtype, rl.input.bytes / dtypeSize(op.dtype), op.reduce, 4));
       ol.ranks.forEach((rl, k) => image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputs[k]!) }));
-      return referenceValues(op.op, op.dtype, op.reduce, inputs);
+      return referenceValues(op.op as RingOpName, op.dtype, op.reduce, inputs);
     });
     const r = simulate(trn1, image, { storePayload: true });
     expect(r.hang).toBeUndefined();

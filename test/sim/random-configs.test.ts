@@ -5,7 +5,7 @@ import fc from "fast-check";
 import pino from "pino";
 import { runScenario } from "../../src/cli/pipeline.ts";
 import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
-import { OP_NAMES } from "../../src/ir/spec.ts";
+import { RING_OP_NAMES } from "../../src/ir/spec.ts";
 import { scenario, trn1 } from "../helpers.ts";
 
 const silent = pino({ level: "silent" });
@@ -21,7 +21,7 @@ describe("random ring configurations", () => {
           channels: fc.integer({ min: 1, max: 4 }),
           chunkBytes: fc.constantFrom(256, 1024, 8192, 65536),
           dtype: fc.constantFrom(...DTYPES),
-          op: fc.constantFrom(...OP_NAMES),
+          op: fc.constantFrom(...RING_OP_NAMES),
           reduce: fc.constantFrom("sum" as const, "max" as const, "min" as const),
           elemsPerRank: fc.integer({ min: 1, max: 3000 }),
           seed: fc.integer({ min: 0, max: 1000 }),

@@ -1,0 +1,46 @@
+// --explain: postOperation's reasoning for every op, as text or as JSON data.
+import { CommType, MetaringType } from "../ir/enums.ts";
+import type { Scenario } from "../ir/spec.ts";
+import type { Explanation } from "../enc/post.ts";
+
+const METARING_NAME = Object.fromEntries(Object.entries(MetaringType).map(([k, v]) => [v, k])) as Record<number, string>;
+const commName = (t: CommType) => (t === CommType.INTER ? "INTER" : "INTRA");
+
+export function explainJson(explain: readonly Explanation[]): unknown[] {
+  return explain.map((e) => ({
+    op: e.op,
+    group: e.group,
+    commInit: {
+      commType: commName(e.commInit.commType),
+      family: e.commInit.family,
+      rdhSkipped: e.commInit.rdhSkipped,
+      allowed: e.commInit.allowed.map((a) => ({ alg: a.alg, name: a.name, allowed: a.verdict.ok, reason: a.verdict.reason })),
+    },
+    gates: e.gates.map((g) => ({ gate: g.gate, feasible: g.verdict.ok, reason: g.verdict.reason })),
+    resolved: e.resolved,
+    metaringType: { value: e.metaringType, name: METARING_NAME[e.metaringType] },
+    channels: e.channels,
+    copySliceBytes: e.copySliceBytes,
+    reduceSliceBytes: e.reduceSliceBytes,
+    pipelineSliceN: e.pipelineSliceN,
+    stream: e.stream,
+    opSlotIdx: e.opSlotIdx,
+  }));
+}
+
+export function explainText(scn: Scenario, explain: readonly Explanation[]): string {
+  const lines: string[] = [];
+  for (const e of explain) {
+    const op = scn.ops[e.op]!;
+    const g = scn.replicaGroups[e.group]!;
+    lines.push(`op ${e.op}: ${op.op} ${op.bytes} B ${op.dtype}, replica group ${e.group} (${g.length} ranks), stream ${e.stream}, op_slot_idx ${e.opSlotIdx}`);
+    const ci = e.commInit;
+    lines.push(`  comm init (${commName(ci.commType)}): ${ci.family === "mesh" ? "mesh path (a mesh-family algorithm is allowed)" : "ring / kangaring path (no mesh-family algorithm allowed)"}${ci.rdhSkipped ? "; RDH skipped (needs mesh)" : ""}`);
+    for (const a of ci.allowed) lines.push(`    ${String(a.alg).padStart(2)} ${a.name.padEnd(16)} ${a.verdict.ok ? "allowed" : "not allowed"}: ${a.verdict.reason}`);
+    lines.push("  enc_can_post_* gates (all six run):");
+    for (const x of e.gates) lines.push(`    ${x.gate.padEnd(17)} ${x.verdict.ok ? "feasible" : "no"}: ${x.verdict.reason}`);
+    lines.push(`  resolved: enc_alg_type ${e.resolved.value} "${e.resolved.name}", metaring_type ${METARING_NAME[e.metaringType]} (${e.metaringType})`);
+    lines.push(`  operation: ${e.channels} channel(s), copy slice ${e.copySliceBytes} B, reduce slice ${e.reduceSliceBytes} B, ${e.pipelineSliceN} pipeline slice(s)`);
+  }
+  return lines.join("\n") + "\n";
+}

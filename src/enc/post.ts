@@ -1,0 +1,290 @@
+// postOperation: validate, run all six enc_can_post_* gates, resolve one enc_alg_type by the fixed
+// precedence, dispatch on the 13 enc_op_type values, and build the operation record.
+import { createHash } from "node:crypto";
+import { SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
+import { CommType, EncAlgType, EncOpType, ENC_ALG_NAME, metaringTypeOf, type MetaringType } from "../ir/enums.ts";
+import { CompileError } from "../ir/errors.ts";
+import { opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } from "./algorithms.ts";
+import { planChunks, type ChunkPlan } from "./chunks.ts";
+
+/** The six feasibility gates, in the order enc_post_operation runs them. */
+export const GATES = ["kangaring", "mesh", "intra_rdh", "inter_rdh", "single_cycle_ring", "hierarchical"] as const;
+export type Gate = (typeof GATES)[number];
+
+/** Enum names (ENC_ALG_*) without the prefix, for messages: the printed names repeat themselves. */
+const ALG_ENUM_NAME = Object.fromEntries(Object.entries(EncAlgType).map(([k, v]) => [v, k])) as Record<number, string>;
+
+const COLLECTIVES: readonly EncOpType[] = [EncOpType.ALLGATHER, EncOpType.ALLREDUCE, EncOpType.REDUCE_SCATTER];
+
+/** The enc_operation analogue: what the composer needs to know about one posted op. */
+export interface EncOperation {
+  readonly index: number;
+  readonly opType: EncOpType;
+  readonly alg: EncAlgType;
+  readonly metaringType: MetaringType;
+  readonly sdmaDtype: number;
+  readonly channelN: number;
+  readonly priorityClass: number;
+  readonly stream: number;
+  /** op_slot_idx: the op's position on its stream (curr_op_slot_idx[stream]). */
+  readonly opSlotIdx: number;
+  /** Bytes per copy slice (a half chunk) and per reduce slice (one CCE packet). */
+  readonly copySliceBytes: number;
+  readonly reduceSliceBytes: number;
+  /** Pipeline slices: chunk groups the ring schedule repeats. */
+  readonly pipelineSliceN: number;
+  /** Chunk plan per replica group (groups may differ in size). */
+  readonly plans: readonly ChunkPlan[];
+}
+
+export interface Explanation {
+  readonly op: number;
+  readonly group: number;
+  readonly commInit: CommInit;
+  readonly gates: readonly { readonly gate: Gate; readonly verdict: Verdict }[];
+  readonly resolved: { readonly value: EncAlgType; readonly name: string };
+  readonly metaringType: MetaringType;
+  readonly channels: number;
+  readonly copySliceBytes: number;
+  readonly reduceSliceBytes: number;
+  readonly pipelineSliceN: number;
+  readonly stream: number;
+  readonly opSlotIdx: number;
+}
+
+export interface Posted {
+  readonly operations: readonly EncOperation[];
+  /** Per op: why the dispatch refused it (undefined = it goes to a composer this build has). */
+  readonly refused: readonly (CompileError | undefined)[];
+  /** posted_ops[stream]: operation indices per stream, in posting order. */
+  readonly postedOps: readonly (readonly number[])[];
+  readonly explain: readonly Explanation[];
+  readonly warnings: readonly string[];
+}
+
+export interface PostInputs {
+  readonly scn: Scenario;
+  readonly spec: DeviceSpec;
+  readonly groups: readonly (readonly number[])[];
+  readonly channels: number;
+  readonly chunkBytes: number;
+}
+
+/** The comm context of one replica group, from the scenario and the preset. */
+export function commContext(inp: PostInputs, group: readonly number[]): CommContext {
+  const { scn, spec } = inp;
+  const allowed = scn.allowedAlgorithms ?? spec.collectives.supportedAlgorithms;
+  const devicesPerNode = scn.ranks / scn.ranksPerDevice / scn.nodes;
+  const nodes = new Set(group.map((r) => Math.floor(Math.floor(r / scn.ranksPerDevice) / devicesPerNode)));
+  return {
+    commType: nodes.size > 1 ? CommType.INTER : CommType.INTRA,
+    rankN: group.length,
+    nodeN: nodes.size,
+    localRankN: group.length / nodes.size,
+    vcoreSize: spec.collectives.virtualCoreSize,
+    multiStream: new Set(scn.ops.map((o) => o.stream)).size > 1,
+    allowedBits: allowedMask(allowed.filter((a) => spec.collectives.supportedAlgorithms.includes(a))),
+    meshSupported: spec.collectives.supportedAlgorithms.includes(EncAlgType.MESH),
+    podEnabled: spec.collectives.supportedAlgorithms.includes(EncAlgType.TWO_STEP_POD_MESH),
+    neuronSwitch: spec.collectives.supportedAlgorithms.includes(EncAlgType.LATENCY_OPT_MESH) || spec.collectives.supportedAlgorithms.includes(EncAlgType.BW_OPT_MESH),
+    srcTargetPairsId: -1,
+    hierarchicalCc: 0,
+    rdhCcMode: allowed.includes(EncAlgType.INTRA_RDH) ? 1 : 0,
+    dbg: 0,
+  };
+}
+
+const ok = (reason: string): Verdict => ({ ok: true, reason });
+const no = (reason: string): Verdict => ({ ok: false, reason });
+
+function familyGate(init: CommInit, alg: EncAlgType, opType: EncOpType, ops: readonly EncOpType[], what: string): Verdict {
+  const a = init.allowed[alg]!.verdict;
+  if (!a.ok) return no(`${ALG_ENUM_NAME[alg]} not allowed: ${a.reason}`);
+  if (!ops.includes(opType)) return no(`${what} does not serve op_type ${opType}`);
+  return ok(a.reason);
+}
+
+/** The six enc_can_post_* gates for one op. All run; none short-circuits another. */
+export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opType: EncOpType, bytes: number): { gate: Gate; verdict: Verdict }[] {
+  const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
+  const mesh = ((): Verdict => {
+    if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
+    const v = familyGate(init, EncAlgType.MESH, opType, [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V], "mesh");
+    if (!v.ok) return v;
+    if (bytes > meshLimit) return no(`${bytes} bytes is above the mesh subtype's op_max_limit (${meshLimit})`);
+    return ok(`${bytes} bytes within op_max_limit ${meshLimit}`);
+  })();
+  return [
+    { gate: "kangaring", verdict: familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring") },
+    { gate: "mesh", verdict: mesh },
+    { gate: "intra_rdh", verdict: familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH") },
+    { gate: "inter_rdh", verdict: familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH") },
+    { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, [EncOpType.ALLREDUCE], "single-cycle ring (all-reduce only)") },
+    { gate: "hierarchical", verdict: familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical") },
+  ];
+}
+
+/**
+ * The fixed precedence over the gates' results:
+ * HIER (only when no flat-ring family is feasible) > INTRA_RDH > MESH > KANGARING > SINGLE_CYCLE_RING > INTER_RDH > RING.
+ */
+export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAlg = false): EncAlgType {
+  if (can.hierarchical && !(can.kangaring || can.mesh || can.single_cycle_ring) && !ringDrvAlg) return EncAlgType.HIER;
+  if (can.intra_rdh) return EncAlgType.INTRA_RDH;
+  if (can.mesh) return EncAlgType.MESH;
+  if (can.kangaring) return EncAlgType.KANGARING;
+  if (can.single_cycle_ring) return EncAlgType.SINGLE_CYCLE_RING;
+  if (can.inter_rdh) return EncAlgType.INTER_RDH;
+  return EncAlgType.RING;
+}
+
+/** Families this build composes. */
+export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING];
+
+function notYet(what: string, path: string, value: unknown): never {
+  throw new CompileError("CMP1203", `${what} is not supported yet`, { path, value });
+}
+
+/**
+ * The 13-case enc_op_type dispatch: route the op to its handler, or fail as the runtime does.
+ * Returns when the op goes to a composer this build has (the ring family).
+ */
+export function dispatch(opType: EncOpType, alg: EncAlgType, rankN: number, path: string): void {
+  const algName = `algorithm ${alg} ${ALG_ENUM_NAME[alg]} ("${ENC_ALG_NAME[alg]}")`;
+  switch (opType) {
+    case EncOpType.ALLGATHER:
+    case EncOpType.ALLREDUCE:
+    case EncOpType.REDUCE_SCATTER:
+      if (!BUILT_ALGORITHMS.includes(alg)) notYet(algName, path, alg);
+      return;
+    case EncOpType.SEND:
+    case EncOpType.RECV:
+      return notYet(`point-to-point op_type ${opType} (send / recv)`, path, opType);
+    case EncOpType.ALLTOALL:
+    case EncOpType.ALLTOALL_V:
+      // Both share one handler, which asserts alg == ENC_ALG_MESH.
+      if (alg !== EncAlgType.MESH) throw new CompileError("CMP1201", `alltoall cannot be supported without Mesh algorithm, rank_n(${rankN})`, { path, value: opType });
+      return notYet(`${algName} for all-to-all`, path, alg);
+    case EncOpType.PERMUTE:
+    case EncOpType.PERMUTE_IMPLICIT:
+      return notYet(`the permute handler (op_type ${opType})`, path, opType);
+    case EncOpType.PERMUTE_REDUCE:
+    case EncOpType.PERMUTE_REDUCE_IMPLICIT:
+      return notYet(`the permute-reduce handler (op_type ${opType})`, path, opType);
+    case EncOpType.BROADCAST:
+    case EncOpType.REDUCE:
+    default:
+      throw new CompileError("CMP1202", `not supported operation (op_type ${opType})`, { path, value: opType });
+  }
+}
+
+/** The arguments a rank posts for op `i`, after its overrides. */
+export function rankOpArgs(scn: Scenario, rank: number, i: number): OpSpec {
+  const o = scn.rankOverrides.find((x) => x.rank === rank && x.op === i);
+  const { rank: _r, op: _o, ...change } = o ?? { rank, op: i };
+  return { ...scn.ops[i]!, ...change };
+}
+
+/** enc_calculate_signature: a 16-byte MD5 over the group's op arguments as this rank posts them. */
+export function opSignature(scn: Scenario, group: number, rank: number): Buffer {
+  const args = scn.ops.map((_, i) => {
+    const a = rankOpArgs(scn, rank, i);
+    return [i, opTypeOf(a.op), a.bytes, SDMA_DTYPE[a.dtype], a.reduce, a.stream, a.priorityClass];
+  });
+  return createHash("md5").update(JSON.stringify({ group, args })).digest();
+}
+
+/** Cross-rank reconciliation of the signatures of every group, before anything runs. */
+export function checkSignatures(scn: Scenario, groups: readonly (readonly number[])[]): void {
+  groups.forEach((g, gi) => {
+    const ref = opSignature(scn, gi, g[0]!);
+    for (const rank of g.slice(1)) {
+      if (!opSignature(scn, gi, rank).equals(ref)) {
+        const op = scn.ops.findIndex((_, i) => JSON.stringify(rankOpArgs(scn, rank, i)) !== JSON.stringify(rankOpArgs(scn, g[0]!, i)));
+        throw new CompileError(
+          "CMP1501",
+          `failed signature check from peer: ${rank}. This is likely caused by a compilation error generating mismatched collectives between the peers (replica group ${gi}, rank ${rank} differs from rank ${g[0]} at op ${op})`,
+          { path: `rankOverrides`, value: { group: gi, rank, op } },
+        );
+      }
+    }
+  });
+}
+
+/**
+ * Post every op of the scenario, in order: gates, precedence, dispatch, operation record. An op the
+ * dispatch refuses is recorded in `refused` (the caller fails on the first), so its explanation is
+ * still there to show.
+ */
+export function postOperations(inp: PostInputs): Posted {
+  const { scn, spec, groups, channels, chunkBytes } = inp;
+  const warnings: string[] = [];
+  const inits = groups.map((g) => {
+    const c = commContext(inp, g);
+    return { c, init: initComm(c, (m) => warnings.push(m)) };
+  });
+  const slot = [0, 0, 0, 0];
+  const postedOps: number[][] = [[], [], [], []];
+  const operations: EncOperation[] = [];
+  const explain: Explanation[] = [];
+  const refused: (CompileError | undefined)[] = scn.ops.map(() => undefined);
+  scn.ops.forEach((op, index) => {
+    const path = `ops[${index}]`;
+    const opType = opTypeOf(op.op);
+    const esize = dtypeSize(op.dtype);
+    const opSlotIdx = slot[op.stream]!++;
+    postedOps[op.stream]!.push(index);
+    let first: EncOperation | undefined;
+    const plans: ChunkPlan[] = [];
+    groups.forEach((g, gi) => {
+      const { c, init } = inits[gi]!;
+      const gates = runGates(init, c, spec, opType, op.bytes);
+      const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
+      const alg = resolveAlgorithm(can);
+      const count = op.bytes / esize;
+      const blockElems = opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : Math.floor(count / g.length);
+      const plan = planChunks(Math.max(1, blockElems), chunkBytes, esize, channels);
+      plans.push(plan);
+      const reduceSliceBytes = Math.max(32, Math.floor(Math.min(spec.dma.maxDescriptorBytes, spec.dma.cceMaxElements * esize, spec.collectives.cceReducePacketBytes[op.priorityClass]!) / 32) * 32);
+      const rec: EncOperation = {
+        index,
+        opType,
+        alg,
+        metaringType: metaringTypeOf(alg),
+        sdmaDtype: SDMA_DTYPE[op.dtype],
+        channelN: channels,
+        priorityClass: op.priorityClass,
+        stream: op.stream,
+        opSlotIdx,
+        copySliceBytes: plan.halfBytes,
+        reduceSliceBytes,
+        pipelineSliceN: plan.groups,
+        plans,
+      };
+      explain.push({
+        op: index,
+        group: gi,
+        commInit: init,
+        gates,
+        resolved: { value: alg, name: ENC_ALG_NAME[alg] },
+        metaringType: rec.metaringType,
+        channels,
+        copySliceBytes: rec.copySliceBytes,
+        reduceSliceBytes,
+        pipelineSliceN: rec.pipelineSliceN,
+        stream: op.stream,
+        opSlotIdx,
+      });
+      try {
+        dispatch(opType, alg, g.length, `${path}.op`);
+      } catch (e) {
+        if (!(e instanceof CompileError)) throw e;
+        refused[index] ??= e;
+      }
+      first ??= rec;
+    });
+    operations.push(first!);
+  });
+  return { operations, refused, postedOps, explain, warnings };
+}

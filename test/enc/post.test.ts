@@ -1,0 +1,292 @@
+// The composer front end as the seed specifies it: comm init, the six-gate battery, the precedence,
+// the 13-case dispatch, the operation record, op signatures, the two algorithm axes, the cc-op
+// validate pass. Each test is named after the seed statement it checks.
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import pino from "pino";
+import { CommType, EncAlgType, EncOpType, EncPattern, ENC_ALG_NAME, MetaringType } from "../../src/ir/enums.ts";
+import { algTypeOf, type AlgName, type OpName } from "../../src/ir/spec.ts";
+import { ccAlgorithmAllowed, initComm, RDH_WITHOUT_MESH, allowedMask, type CommContext } from "../../src/enc/algorithms.ts";
+import { checkSignatures, dispatch, GATES, opSignature, postOperations, resolveAlgorithm, runGates, type Gate } from "../../src/enc/post.ts";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { validateCcops, MUST_INCREMENT } from "../../src/encd/validate.ts";
+import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
+import { decodeTx, DESC_BYTES } from "../../src/encd/udma.ts";
+import { parseScenario } from "../../src/scenario/index.ts";
+import { runScenario } from "../../src/cli/pipeline.ts";
+import { main } from "../../src/cli/sim.ts";
+import { ideal, scenario, trn1, type LooseOp } from "../helpers.ts";
+
+const ctx = (over: Partial<CommContext> = {}): CommContext => ({
+  commType: CommType.INTRA,
+  rankN: 8,
+  nodeN: 1,
+  localRankN: 8,
+  vcoreSize: 1,
+  multiStream: false,
+  allowedBits: allowedMask([...Array(11).keys()] as EncAlgType[]),
+  meshSupported: true,
+  podEnabled: false,
+  neuronSwitch: false,
+  srcTargetPairsId: -1,
+  hierarchicalCc: 0,
+  rdhCcMode: 1,
+  dbg: 0,
+  ...over,
+});
+const algs = (...names: AlgName[]) => names.map(algTypeOf);
+const op = (o: OpName, bytes = 4096): LooseOp => ({ op: o, bytes, dtype: "fp32", reduce: "sum" });
+const auto = (over: Parameters<typeof scenario>[0]) => scenario({ algorithm: "auto", allowedAlgorithms: undefined, ...over });
+const none = { warn: () => {} };
+
+describe("comm init: 'If any MESH-family algorithm is allowed it takes the mesh path; otherwise it falls to RING / KANGARING'", () => {
+  it("polls every enc_alg_type's gate and picks the family", () => {
+    expect(initComm(ctx({ allowedBits: allowedMask(algs("ring", "single-step-mesh")) }), none.warn).family).toBe("mesh");
+    expect(initComm(ctx({ allowedBits: allowedMask(algs("ring", "kangaring")) }), none.warn).family).toBe("ring/kangaring");
+    expect(initComm(ctx(), none.warn).allowed).toHaveLength(11);
+  });
+
+  it("'Detected usage of RDH while mesh is not allowed. RDH construction will be skipped because it depends on Mesh.'", () => {
+    const warnings: string[] = [];
+    const init = initComm(ctx({ allowedBits: allowedMask(algs("ring", "intra-rdh")) }), (m) => warnings.push(m));
+    expect(warnings).toEqual([RDH_WITHOUT_MESH]);
+    expect(RDH_WITHOUT_MESH).toBe("Detected usage of RDH while mesh is not allowed. RDH construction will be skipped because it depends on Mesh.");
+    expect(init.rdhSkipped).toBe(true);
+    expect(init.allowed[EncAlgType.INTRA_RDH]!.verdict.ok).toBe(false);
+  });
+
+  it("logs that line through the run's logger, and the op still runs on the ring", () => {
+    let logged = "";
+    const log = pino({ level: "warn", base: null, timestamp: false }, new Writable({ write: (c, _e, cb) => ((logged += String(c)), cb()) }));
+    const out = runScenario(auto({ ranks: 4, allowedAlgorithms: algs("ring", "intra-rdh"), ops: [op("all-reduce")] }), trn1, log);
+    expect(out.kind).toBe("done");
+    expect(JSON.parse(logged.trim().split("\n")[0]!).msg).toBe(RDH_WITHOUT_MESH);
+  });
+
+  it("a scenario's named algorithm is the only one allowed; the default is what the instance supports", () => {
+    const s = parseScenario("s.json", { name: "x", instance: "trn1", ranks: 2, algorithm: "ring", ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }] });
+    expect(s.allowedAlgorithms).toEqual([EncAlgType.RING]);
+    const a = parseScenario("s.json", { name: "x", instance: "trn1", ranks: 2, ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }] });
+    expect(a.allowedAlgorithms).toBeUndefined();
+    const p = postOperations({ scn: auto({ ranks: 2, ops: [op("all-reduce", 1 << 20)] }), spec: trn1, groups: [[0, 1]], channels: 1, chunkBytes: 65536 });
+    expect(p.explain[0]!.commInit.allowed.filter((x) => x.verdict.ok).map((x) => x.alg)).toContain(EncAlgType.MESH);
+  });
+});
+
+describe("admission gates: 'bit (alg + 11*comm_type) of cc_allowed_alg_types must be set; then the per-alg conditions'", () => {
+  it("the allowed bit comes first", () => {
+    expect(ccAlgorithmAllowed(ctx({ allowedBits: 0n }), EncAlgType.RING).reason).toMatch(/bit 0 of cc_allowed_alg_types is clear/);
+    expect(ccAlgorithmAllowed(ctx({ commType: CommType.INTER, allowedBits: allowedMask([EncAlgType.RING]) }), EncAlgType.RING).ok).toBe(true);
+  });
+  it("KANGARING: (vcore_size == 2 and rank_n > 4) or (vcore_size == 1 and rank_n > 8); intra only; not multi-stream", () => {
+    expect(ccAlgorithmAllowed(ctx({ rankN: 8 }), EncAlgType.KANGARING).ok).toBe(false);
+    expect(ccAlgorithmAllowed(ctx({ rankN: 16 }), EncAlgType.KANGARING).ok).toBe(true);
+    expect(ccAlgorithmAllowed(ctx({ rankN: 5, vcoreSize: 2 }), EncAlgType.KANGARING).ok).toBe(true);
+    expect(ccAlgorithmAllowed(ctx({ rankN: 16, multiStream: true }), EncAlgType.KANGARING).reason).toBe("multi-stream");
+    expect(ccAlgorithmAllowed(ctx({ rankN: 16, commType: CommType.INTER }), EncAlgType.KANGARING).ok).toBe(false);
+  });
+  it("SINGLE_CYCLE_RING: INTER only, node_n > 1, rank_n == node_n; INTER_RDH: rank_n a power of two above 7", () => {
+    expect(ccAlgorithmAllowed(ctx(), EncAlgType.SINGLE_CYCLE_RING).reason).toBe("INTER comm only");
+    expect(ccAlgorithmAllowed(ctx({ commType: CommType.INTER, nodeN: 8, rankN: 8, localRankN: 1 }), EncAlgType.SINGLE_CYCLE_RING).ok).toBe(true);
+    expect(ccAlgorithmAllowed(ctx({ commType: CommType.INTER, nodeN: 8, rankN: 8, localRankN: 1 }), EncAlgType.INTER_RDH).ok).toBe(true);
+    expect(ccAlgorithmAllowed(ctx({ commType: CommType.INTER, nodeN: 6, rankN: 6, localRankN: 1 }), EncAlgType.INTER_RDH).ok).toBe(false);
+  });
+  it("HIER: INTER comm, local_rank_n > 1, node_n * local_rank_n == rank_n; INTRA_RDH needs rdh_cc_mode", () => {
+    expect(ccAlgorithmAllowed(ctx({ commType: CommType.INTER, nodeN: 2, rankN: 16, localRankN: 8 }), EncAlgType.HIER).ok).toBe(true);
+    expect(ccAlgorithmAllowed(ctx({ commType: CommType.INTER, nodeN: 2, rankN: 2, localRankN: 1 }), EncAlgType.HIER).ok).toBe(false);
+    expect(ccAlgorithmAllowed(ctx({ rdhCcMode: 0 }), EncAlgType.INTRA_RDH).reason).toBe("rdh_cc_mode == 0");
+  });
+  it("mesh subtypes' size windows: t1 min(0x8000, per_group); t0 (one node, two ranks) 0x10000000", () => {
+    const init = initComm(ctx(), none.warn);
+    expect(runGates(init, ctx(), trn1, EncOpType.ALLREDUCE, 32768).find((g) => g.gate === "mesh")!.verdict.ok).toBe(true);
+    expect(runGates(init, ctx(), trn1, EncOpType.ALLREDUCE, 32769).find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/above the mesh subtype's op_max_limit \(32768\)/);
+    const two = ctx({ rankN: 2, localRankN: 2 });
+    expect(runGates(initComm(two, none.warn), two, trn1, EncOpType.ALLREDUCE, 1 << 27).find((g) => g.gate === "mesh")!.verdict.ok).toBe(true);
+  });
+});
+
+describe("postOperation: 'every enc_can_post_* gate runs unconditionally before the precedence cascade'", () => {
+  it("all six gates report a verdict for every op, feasible or not", () => {
+    const p = postOperations({ scn: auto({ ranks: 16, ops: [op("all-reduce", 1024), op("all-gather", 1 << 20)] }), spec: trn1, groups: [[...Array(16).keys()]], channels: 1, chunkBytes: 65536 });
+    for (const e of p.explain) expect(e.gates.map((g) => g.gate)).toEqual([...GATES]);
+    // The first op: mesh (small), kangaring (16 ranks) and intra RDH are all feasible at once.
+    const feasible = p.explain[0]!.gates.filter((g) => g.verdict.ok).map((g) => g.gate);
+    expect(feasible).toEqual(["kangaring", "mesh", "intra_rdh"]);
+    expect(p.explain[0]!.resolved).toEqual({ value: EncAlgType.INTRA_RDH, name: "RDH" });
+  }, 0);
+
+  it("'HIER > INTRA_RDH > MESH > KANGARING > SINGLE_CYCLE_RING > INTER_RDH > RING': precedence, not the battery order, decides", () => {
+    const can = (...g: Gate[]) => Object.fromEntries(GATES.map((x) => [x, g.includes(x)])) as Record<Gate, boolean>;
+    expect(resolveAlgorithm(can("kangaring", "mesh"))).toBe(EncAlgType.MESH);
+    expect(resolveAlgorithm(can("kangaring", "inter_rdh"))).toBe(EncAlgType.KANGARING);
+    expect(resolveAlgorithm(can("single_cycle_ring", "inter_rdh"))).toBe(EncAlgType.SINGLE_CYCLE_RING);
+    expect(resolveAlgorithm(can("intra_rdh", "mesh", "kangaring"))).toBe(EncAlgType.INTRA_RDH);
+    expect(resolveAlgorithm(can())).toBe(EncAlgType.RING);
+  });
+
+  it("'hierarchical wins only when no flat-ring family is feasible'", () => {
+    const can = (...g: Gate[]) => Object.fromEntries(GATES.map((x) => [x, g.includes(x)])) as Record<Gate, boolean>;
+    expect(resolveAlgorithm(can("hierarchical"))).toBe(EncAlgType.HIER);
+    expect(resolveAlgorithm(can("hierarchical", "kangaring"))).toBe(EncAlgType.KANGARING);
+    expect(resolveAlgorithm(can("hierarchical", "inter_rdh"))).toBe(EncAlgType.HIER);
+    expect(resolveAlgorithm(can("hierarchical"), true)).toBe(EncAlgType.RING);
+  });
+
+  it("a resolved algorithm that is not built fails with 'not supported yet' naming it, never a silent fallback", () => {
+    expect(() => compileProgram(auto({ ranks: 16, ops: [op("all-reduce", 1024)] }), trn1, [0])).toThrow(/algorithm 5 INTRA_RDH \("RDH"\) is not supported yet/);
+    expect(() => compileProgram(auto({ ranks: 4, allowedAlgorithms: algs("ring", "mesh"), ops: [op("all-reduce", 1024)] }), trn1, [0])).toThrow(/algorithm 2 MESH \("Mesh"\) is not supported yet/);
+    expect(() => compileProgram(auto({ ranks: 16, allowedAlgorithms: algs("ring", "kangaring"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0])).toThrow(/algorithm 3 KANGARING \("Kangaring"\) is not supported yet/);
+    // Where no other family is feasible the cascade's own last rule is the ring.
+    expect(compileProgram(auto({ ranks: 4, allowedAlgorithms: algs("ring", "mesh"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0]).layout.ops[0]!.algorithm).toBe(EncAlgType.RING);
+  });
+});
+
+describe("the 13-case enc_op_type dispatch", () => {
+  it("BROADCAST / REDUCE land on the unsupported default", () => {
+    expect(() => dispatch(EncOpType.BROADCAST, EncAlgType.RING, 8, "p")).toThrow("not supported operation (op_type 2)");
+    expect(() => dispatch(EncOpType.REDUCE, EncAlgType.RING, 8, "p")).toThrow("not supported operation (op_type 3)");
+  });
+  it("ALLTOALL / ALLTOALL_V assert alg == ENC_ALG_MESH: ring-only fails with the seed's message and the rank count", () => {
+    for (const t of [EncOpType.ALLTOALL, EncOpType.ALLTOALL_V]) expect(() => dispatch(t, EncAlgType.RING, 8, "p")).toThrow("alltoall cannot be supported without Mesh algorithm, rank_n(8)");
+    expect(() => dispatch(EncOpType.ALLTOALL_V, EncAlgType.MESH, 8, "p")).toThrow(/MESH \("Mesh"\) for all-to-all is not supported yet/);
+  });
+  it("the implicit permutes alias the explicit handlers: four opcodes onto two composer bodies", () => {
+    const msg = (t: EncOpType) => {
+      try {
+        dispatch(t, EncAlgType.RING, 8, "p");
+      } catch (e) {
+        return (e as Error).message.replace(/\(op_type \d+\)/, "");
+      }
+      return "";
+    };
+    expect(msg(EncOpType.PERMUTE_IMPLICIT)).toBe(msg(EncOpType.PERMUTE));
+    expect(msg(EncOpType.PERMUTE_REDUCE_IMPLICIT)).toBe(msg(EncOpType.PERMUTE_REDUCE));
+    expect(msg(EncOpType.PERMUTE)).not.toBe(msg(EncOpType.PERMUTE_REDUCE));
+    expect(msg(EncOpType.SEND)).toMatch(/point-to-point/);
+    expect(() => dispatch(EncOpType.ALLREDUCE, EncAlgType.RING, 8, "p")).not.toThrow();
+  });
+  it("through the CLI: broadcast, reduce and all-to-all on a ring-only run each exit 1 with the message", () => {
+    for (const [o, m] of [
+      ["broadcast", /not supported operation \(op_type 2\)/],
+      ["reduce", /not supported operation \(op_type 3\)/],
+      ["all-to-all", /alltoall cannot be supported without Mesh algorithm, rank_n\(8\)/],
+    ] as const) {
+      let err = "";
+      const code = main([`test/fixtures/ops/${o}.json`], () => {}, (s) => (err += s));
+      expect(code, o).toBe(1);
+      expect(err).toMatch(m);
+      expect(err).toContain("ops[0].op");
+    }
+  });
+});
+
+describe("the operation record (enc_operation)", () => {
+  it("op_slot_idx from curr_op_slot_idx[stream]; posted ops per stream and overall", () => {
+    const ops = [0, 1, 0, 1, 0].map((stream) => ({ ...op("all-reduce", 8192), stream }));
+    const p = postOperations({ scn: scenario({ ranks: 2, ops }), spec: trn1, groups: [[0, 1]], channels: 2, chunkBytes: 4096 });
+    expect(p.operations.map((o) => [o.stream, o.opSlotIdx])).toEqual([
+      [0, 0],
+      [1, 0],
+      [0, 1],
+      [1, 1],
+      [0, 2],
+    ]);
+    expect(p.postedOps.slice(0, 2)).toEqual([
+      [0, 2, 4],
+      [1, 3],
+    ]);
+    const o = p.operations[0]!;
+    expect(o).toMatchObject({ alg: EncAlgType.RING, metaringType: MetaringType.RING, channelN: 2, priorityClass: 0, sdmaDtype: 10, copySliceBytes: 2048, reduceSliceBytes: 4096, pipelineSliceN: 1 });
+  });
+  it("the priority class picks the CCE reduce packet size, and the emitted packets follow it", () => {
+    const spec = { ...ideal, collectives: { ...ideal.collectives, cceReducePacketBytes: [65536, 32768, 16384, 8192, 4096] } };
+    const scn = scenario({ instance: "ideal", ranks: 2, channels: 1, check: "none", ops: [{ ...op("reduce-scatter", 1 << 20), priorityClass: 2 }] });
+    const { image, layout } = compileProgram(scn, spec, [0]);
+    expect(layout.ops[0]!.operation.reduceSliceBytes).toBe(16384);
+    const q = image.devices[0]!.queues[0]!;
+    const lens = new Set<number>();
+    for (let i = 0; i < q.tx.length / DESC_BYTES; i++) {
+      const d = decodeTx(q.tx, i * DESC_BYTES);
+      if (d.kind === "cce") lens.add(d.length);
+    }
+    expect(Math.max(...lens)).toBe(16384);
+  });
+});
+
+describe("op signature: 'a 16-byte MD5 over the group's enc_op_args, computed in the PARSE state for cross-rank reconciliation'", () => {
+  it("is 16 bytes, equal across a group's ranks, different when one rank's op differs", () => {
+    const scn = scenario({ ranks: 4, ops: [op("all-reduce"), op("all-gather")] });
+    expect(opSignature(scn, 0, 0)).toHaveLength(16);
+    expect(opSignature(scn, 0, 1).equals(opSignature(scn, 0, 3))).toBe(true);
+    const bad = { ...scn, rankOverrides: [{ rank: 2, op: 1, bytes: 8192 }] };
+    expect(opSignature(bad, 0, 2).equals(opSignature(bad, 0, 0))).toBe(false);
+    expect(() => checkSignatures(bad, [[0, 1, 2, 3]])).toThrow(/replica group 0, rank 2 differs from rank 0 at op 1/);
+  });
+  it("a mismatch stops the run before anything runs: exit 1 naming the group, the rank and the op", () => {
+    let out = "";
+    let err = "";
+    const code = main(["test/fixtures/ops/signature-mismatch.json"], (s) => (out += s), (s) => (err += s));
+    expect(code).toBe(1);
+    expect(out).toBe("");
+    expect(err).toMatch(/failed signature check from peer: 5\. This is likely caused by a compilation error generating mismatched collectives between the peers \(replica group 1, rank 5 differs from rank 4 at op 1\)/);
+    expect(err).toContain("[CMP1501]");
+  });
+});
+
+describe("two axes never conflated: 'the emitter packs only the 4-bit device enc_pattern_t into cc_op_entry.algo_type'", () => {
+  it("a ring op's entries carry ENC_PATTERN_RING whatever the host algorithm's value", () => {
+    const { image, layout } = compileProgram(scenario({ ranks: 2, ops: [op("all-reduce")] }), trn1, [0]);
+    expect(layout.ops[0]!.algorithm).toBe(EncAlgType.RING);
+    for (const d of image.devices) for (const t of d.topsps) expect(decodeSpadCtrlEntry(t.ctrlSpad, 0).algoType).toBe(EncPattern.RING);
+    // The printed-name quirks the explanation shows.
+    expect([ENC_ALG_NAME[EncAlgType.SINGLE_CYCLE_RING], ENC_ALG_NAME[EncAlgType.INTRA_RDH], ENC_ALG_NAME[EncAlgType.INTER_RDH], ENC_ALG_NAME[EncAlgType.LATENCY_OPT_MESH]]).toEqual(["Invalid", "RDH", "RDH", "Mesh"]);
+  });
+});
+
+describe("the cc-op validate pass (enc_validate_and_merge_ccops)", () => {
+  const fresh = () => compileProgram(scenario({ ranks: 2, channels: 1, check: "none", ops: [op("all-reduce"), op("all-gather")] }), trn1, [0, 1]).image;
+  it("accepts what the emitter builds, ops merged into one ordered stream per TopSP", () => {
+    const img = fresh();
+    expect(() => validateCcops(img)).not.toThrow();
+    expect(img.devices[0]!.topsps[0]!.opNum).toBe(2);
+  });
+  it(`rejects an op that does not increment its completion semaphore: '${MUST_INCREMENT}'`, () => {
+    const img = fresh();
+    const q = img.devices[0]!.queues[1]!;
+    const last = q.rx.length / DESC_BYTES - 1;
+    new DataView(q.rx.buffer, q.rx.byteOffset).setBigUint64(last * DESC_BYTES + 8, 4n, true);
+    expect(() => validateCcops(img)).toThrow(/^Collective instruction must increment semaphore when done \(dev0.topsp0 channel 0 fold 1, op 1\)$/);
+  });
+  it("rejects folds with unequal descriptor counts", () => {
+    const img = fresh();
+    const d = img.devices[0]!;
+    const q = d.queues[1]!;
+    const cut = { ...img, devices: [{ ...d, queues: [d.queues[0]!, { ...q, tx: q.tx.subarray(16), rx: q.rx.subarray(16) }] }, ...img.devices.slice(1)] };
+    expect(() => validateCcops(cut)).toThrow(/its folds have unequal descriptor counts/);
+  });
+  it("rejects a step whose counts overflow the 16-bit tp_inc counter", () => {
+    const img = fresh();
+    new DataView(img.devices[0]!.topsps[0]!.slotSpad[0]!.buffer).setUint16(0, 0xffff, true);
+    expect(() => validateCcops(img)).toThrow(/overflows the 16-bit tp_inc counter/);
+  });
+});
+
+describe("--explain", () => {
+  it("prints the family decision, six gate verdicts with reasons, the resolved algorithm and the record, and adds 'explain' to --json", () => {
+    let out = "";
+    expect(main(["scenarios/ring8.json", "--explain", "--check", "none"], (s) => (out += s), () => {})).toBe(0);
+    expect(out).toContain("comm init (INTRA): ring / kangaring path (no mesh-family algorithm allowed)");
+    for (const g of GATES) expect(out).toMatch(new RegExp(`\\n    ${g}\\s+no: `));
+    expect(out).toContain('resolved: enc_alg_type 0 "Ring", metaring_type RING (0)');
+    expect(out).toMatch(/operation: 2 channel\(s\), copy slice 131072 B, reduce slice 4096 B, 1 pipeline slice\(s\)/);
+    expect(out).toMatch(/size\(B\)\s+count\(elems\)/);
+    let json = "";
+    main(["scenarios/ring8.json", "--explain", "--json", "--check", "none"], (s) => (json += s), () => {});
+    const j = JSON.parse(json);
+    expect(j.explain).toHaveLength(3);
+    expect(j.explain[0].gates).toHaveLength(6);
+    expect(j.explain[0].resolved).toEqual({ value: 0, name: "Ring" });
+    expect(j.explain[0].commInit.allowed[4]).toMatchObject({ alg: 4, name: "Invalid", allowed: false });
+    expect(Object.keys(JSON.parse((() => { let s = ""; main(["scenarios/ring8.json", "--json", "--check", "none"], (x) => (s += x), () => {}); return s; })()))).toEqual(["scenario", "results"]);
+  });
+});
