@@ -120,4 +120,13 @@ describe("the sim entry point as a process", () => {
     expect(bad.stderr).toMatch(/unknown-dtype.json: ops\[0\].dtype: unknown value "fp64"/);
     expect(bad.stderr).not.toMatch(/\n\s+at /);
   });
+
+  it("RDH allowed without mesh: the seed's line is logged on stderr and the run exits 0 on the ring", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const r = spawnSync("npx", ["tsx", "src/cli/sim.ts", "test/fixtures/ops/rdh-without-mesh.json"], { encoding: "utf8" });
+    expect(r.status).toBe(0);
+    const logs = r.stderr.trim().split("\n").map((l) => JSON.parse(l));
+    expect(logs).toContainEqual({ level: 40, msg: "Detected usage of RDH while mesh is not allowed. RDH construction will be skipped because it depends on Mesh." });
+    expect(r.stdout).toMatch(/ring\s+skipped/);
+  });
 });
