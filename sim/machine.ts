@@ -11,11 +11,14 @@ import { Fabric } from "./hw/fabric.ts";
 import { DeviceMemory } from "./hw/memory.ts";
 import { SemaphoreBlock } from "./hw/semaphore.ts";
 import { Topsp, type TopspHost } from "./hw/topsp.ts";
+import type { TraceSink } from "./trace.ts";
 
 export interface SimOptions {
   /** Keep payload bytes (needed to check values); false = timing only. */
   readonly storePayload: boolean;
   readonly maxEvents?: number;
+  /** An observer of spans and counters (traces). */
+  readonly trace?: TraceSink;
 }
 
 export interface HangWait {
@@ -36,11 +39,13 @@ export interface HangReport {
   readonly pendingDma: readonly string[];
 }
 
-export interface LinkStat {
+/** Bytes moved and time busy, per resource (a link direction, a DMA engine, a device's HBM). */
+export interface ResourceStat {
   readonly name: string;
   readonly bytes: number;
   readonly busyPs: number;
 }
+export type LinkStat = ResourceStat;
 
 export interface SimResult {
   readonly endPs: Tick;
@@ -50,6 +55,8 @@ export interface SimResult {
   readonly hang: HangReport | undefined;
   readonly packets: number;
   readonly links: readonly LinkStat[];
+  readonly engines: readonly ResourceStat[];
+  readonly hbm: readonly ResourceStat[];
   /** Read simulated memory (HBM) back. */
   read(addr: number, len: number): Uint8Array;
 }
@@ -81,14 +88,17 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     if (!b) {
       if (ts >= spec.topsp.perDevice) throw new SimError("SIM1504", `TopSP ${ts} does not exist on ${spec.name}`, { value: ts });
       b = new SemaphoreBlock(kernel, spec.topsp.semaphores, spec.topsp.semaWakePs);
+      if (trace) b.onChange = (sema, value) => trace.sema(d, ts, sema, value, kernel.now);
       m.semas.set(ts, b);
     }
     return b;
   };
 
+  const trace = opts.trace;
   const dmaHost: DmaHost = {
     kernel,
     fabric,
+    trace,
     read: (d, off, len) => dev(d).memory.read(off, len),
     dropped: (d, off, len) => dev(d).memory.dropped(off, len),
     land(addr, bytes, len) {
@@ -110,6 +120,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   };
   const topspHost: TopspHost = {
     kernel,
+    trace,
     mmio(d, addr, value, mask) {
       const a = decodeAddress(addr);
       if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr)} is not a local DMA doorbell`, { value: addr });
@@ -185,13 +196,19 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     opEndPs: opEnd,
     hang,
     packets: [...devices.values()].reduce((n, m) => n + [...m.engines.values()].reduce((k, e) => k + e.packets, 0), 0),
-    links: [...fabric.links.values()].map((l) => ({ name: l.name, bytes: l.bytes, busyPs: l.busyPs })),
+    links: [...fabric.links.values()].map(stat),
+    engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
+    hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
     read(addr, len) {
       const a = decodeAddress(addr);
       if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr)}, which is not HBM`, { value: addr });
       return dev(a.device).memory.read(a.offset, len);
     },
   };
+}
+
+function stat(r: { name: string; bytes: number; busyPs: number }): ResourceStat {
+  return { name: r.name, bytes: r.bytes, busyPs: r.busyPs };
 }
 
 /** Render a hang report as lines for a user. */

@@ -2,7 +2,8 @@
 // round-robin at packet boundaries, one packet at a time; in-engine reduce for CCE packets.
 import { SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
-import { decodeAddress } from "../../src/encd/address.ts";
+import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
+import type { TraceSink } from "../trace.ts";
 import { DESC_BYTES, decodeRx, decodeTx } from "../../src/encd/udma.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
@@ -12,6 +13,7 @@ import { pipeline, type Fabric, type Stage } from "./fabric.ts";
 export interface DmaHost {
   readonly kernel: Kernel;
   readonly fabric: Fabric;
+  readonly trace: TraceSink | undefined;
   /** Read local HBM of `device`. */
   read(device: number, offset: number, len: number): Uint8Array;
   /** True when these bytes are not kept (timing-only payload). */
@@ -204,7 +206,8 @@ export class DmaEngine {
       for (const l of links) stages.push({ res: l, bytes: d.len, fixedPs: 0, latPs: host.fabric.latencyPs });
       const sourceStages = stages.length;
       if (!sameHbm && dst.kind === "hbm") stages.push({ res: host.fabric.hbm[dst.device], bytes: d.len, fixedPs: 0, latPs: 0 });
-      const t = pipeline(Math.max(k.now, engineFree), stages, sourceStages);
+      const trace = host.trace;
+      const t = pipeline(Math.max(k.now, engineFree), stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined);
       engineFree = Math.max(engineFree, t.engineFree);
       // A semaphore write lands after every earlier write of its queue (it signals their completion).
       const land = dst.kind === "sema" ? Math.max(t.land, q.lastLand) : t.land;
@@ -212,6 +215,7 @@ export class DmaEngine {
       const piece = data?.subarray(o, o + d.len);
       o += d.len;
       k.at(land, Prio.LAND, () => host.land(d.addr, piece, d.len));
+      host.trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", d.len, describeAddress(d.addr), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, () => {
       this.busy = false;

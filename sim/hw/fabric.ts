@@ -83,7 +83,7 @@ export interface PacketTiming {
  * the latency accumulated before it, nor before the previous stage's data has arrived. Resources
  * with no rate limit and no fixed cost never contend.
  */
-export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number): PacketTiming {
+export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void): PacketTiming {
   let cs = t0;
   let finish = t0;
   let lat = 0;
@@ -97,6 +97,7 @@ export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: numbe
       cf = cs + own;
       st.res.freeAt = cf;
       st.res.busyPs += own;
+      onBusy?.(st.res, st.bytes, cs, cf);
     }
     if (st.res) st.res.bytes += st.bytes;
     finish = Math.max(cf + cumLat, finish + lat);

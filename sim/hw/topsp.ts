@@ -11,9 +11,11 @@ import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "../
 import type { TopspImage } from "../../src/encd/program.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { SemaphoreBlock } from "./semaphore.ts";
+import type { TraceSink } from "../trace.ts";
 
 export interface TopspHost {
   readonly kernel: Kernel;
+  readonly trace: TraceSink | undefined;
   /** An MMIO write by this core (tail-pointer doorbells, broadcast by `mask`). */
   mmio(device: number, addr: number, value: number, mask: number): void;
   /** A reporter TopSP finished op `op`. */
@@ -62,6 +64,8 @@ export class Topsp {
   /** Index of the op entry being run; entries.length when done. */
   current = -1;
   private activeChannels = 0;
+  private entryStart: Tick = 0;
+  private entryChannels: readonly number[] = [];
   private readonly image: TopspImage;
   private readonly host: TopspHost;
   private readonly timing: TopspTiming;
@@ -127,6 +131,8 @@ export class Topsp {
     for (let c = 0; c < 32; c++) if ((e.channelList >>> c) & 1) ids.push(c);
     if (ids.length === 0) throw new SimError("SIM1405", `${this.name} op ${i}: empty channel_list`, { value: e.channelList });
     this.activeChannels = ids.length;
+    this.entryStart = this.host.kernel.now;
+    this.entryChannels = ids;
     for (const c of ids) {
       let run = this.channels.get(c);
       if (!run) {
@@ -151,7 +157,10 @@ export class Topsp {
       }
       const sema = base + f;
       run.waiting = { sema, role, target };
+      const since = this.host.kernel.now;
       this.semas.waitGe(sema, target, () => {
+        const now = this.host.kernel.now;
+        if (now > since) this.host.trace?.wait(this.device, this.index, run.cfg.channelId, sema, role, target, since, now);
         if (dec > 0) this.semas.write(sema, "dec", dec);
         one(f + 1);
       });
@@ -198,6 +207,7 @@ export class Topsp {
     if (--this.activeChannels > 0) return;
     const i = this.current;
     const e = this.entries[i]!;
+    this.host.trace?.entry(this.device, this.index, i, this.entryChannels, this.entryStart, this.host.kernel.now);
     if (e.reporter) this.host.opDone(i, this.device, this.index, this.host.kernel.now);
     if (e.triggerNext && i + 1 < this.entries.length) this.fetch(i + 1);
     else this.current = this.entries.length;

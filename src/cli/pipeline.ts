@@ -9,25 +9,36 @@ import { compare, generateValues, referenceValues, toBytes, type Mismatch } from
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import { decodeAddress } from "../encd/address.ts";
 import type { ProgramImage } from "../encd/program.ts";
-import { simulate, type HangReport } from "../../sim/index.ts";
+import { simulate, type HangReport, type ResourceStat, type TraceSink } from "../../sim/index.ts";
 
 /** Largest total of input + output bytes over all ranks that a values check will hold in memory. */
 export const MAX_CHECKED_PAYLOAD = 1 << 30;
+
+/** What one op did to the machine's resources (for --stats). */
+export interface OpStats {
+  readonly timePs: number;
+  readonly links: readonly ResourceStat[];
+  readonly engines: readonly ResourceStat[];
+  readonly hbm: readonly ResourceStat[];
+}
 
 export interface OpOutcome {
   readonly row: ResultRow;
   readonly mismatch: Mismatch | undefined;
   readonly events: number;
   readonly wallMs: number;
+  readonly stats: OpStats;
 }
 
 export type RunOutcome =
   | { readonly kind: "done"; readonly ops: readonly OpOutcome[]; readonly explain: readonly Explanation[] }
   | { readonly kind: "hang"; readonly op: number; readonly hang: HangReport; readonly done: readonly OpOutcome[] };
 
-/** Hooks for tests: alter the emitted image before it runs (to show that broken programs are caught). */
 export interface PipelineHooks {
+  /** Tests: alter the emitted image before it runs (to show that broken programs are caught). */
   readonly mutateImage?: (image: ProgramImage, op: number) => void;
+  /** A trace sink for the run of op `op` (labelled for the trace). */
+  readonly trace?: (label: string) => TraceSink;
 }
 
 /** Run every op of a scenario, each as its own program on a fresh machine (independent timings). */
@@ -76,7 +87,8 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     }
     hooks.mutateImage?.(image, i);
     log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
-    const res = simulate(spec, image, { storePayload: values });
+    const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
+    const res = simulate(spec, image, { storePayload: values, ...(trace ? { trace } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     let mismatch: Mismatch | undefined;
@@ -98,7 +110,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
       check: !values ? "skipped" : mismatch ? "fail" : "pass",
     };
-    done.push({ row, mismatch, events: res.events, wallMs: performance.now() - t0 });
+    done.push({ row, mismatch, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm } });
   }
   return { kind: "done", ops: done, explain };
 }

@@ -1,21 +1,28 @@
 // ccsim command line: npm run sim -- <scenario.json> [options]
-import pino from "pino";
+import { renameSync, writeFileSync, unlinkSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import pino from "pino";
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { explainScenario } from "../enc/compile.ts";
-import { formatJson, formatTable } from "../report/table.ts";
+import { formatJson, formatSweepTable, formatTable, nccomJson } from "../report/table.ts";
+import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang } from "../../sim/index.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "./load.ts";
+import { parseArgs, UsageError, type Args } from "./args.ts";
+import { loadDevice, loadScenario } from "./load.ts";
 import { runScenario, type PipelineHooks } from "./pipeline.ts";
 import { explainJson, explainText } from "./explain.ts";
+import { formatStats } from "./stats.ts";
+import { runSweep, withRanks } from "./sweep.ts";
+import { TraceCollector } from "./trace.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
 
 const HELP = `ccsim: compile Neuron collectives to device programs and run the bytes on a simulated machine
 
 usage: npm run sim -- <scenario.json> [options]
+       npm run sim -- <scenario.json> -b MIN -e MAX [-f FACTOR | -i STEP] [sweep options]
 
 Each op of the scenario is composed for the scenario's ranks, emitted as a program image
 (spad_ctrl / cc_op_entry streams, UDMA descriptor rings, TopSP channel configs), executed on the
@@ -28,9 +35,26 @@ options:
                        printed name, the metaring type, channels and slice sizes (JSON: "explain")
   --check values|none  override the scenario's check mode (none = timing only, no payload bytes)
   --seed N             override the scenario's seed (input values)
+  -r, --nworkers N     run on N ranks (one replica group of all of them)
+  --stats              after the results: per-link bytes and busy fraction, the busiest link,
+                       per-engine busy fraction, per-device HBM bytes
+  --trace FILE         write a Chrome / Perfetto trace (open in ui.perfetto.dev): TopSP cores
+                       (cc_op entries, waits), DMA queues (packets), link directions, semaphores
   --devices DIR        directory of device presets (default: the project's devices/)
   --log-level LEVEL    pino log level on stderr: fatal, error, warn (default), info, debug, trace, silent
   -h, --help           this text
+
+sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
+  -b, --minbytes SIZE  smallest size (default 32M)
+  -e, --maxbytes SIZE  largest size (default 32M, or MIN if larger)
+  -f, --stepfactor N   multiply the size by N each step (default 2)
+  -i, --stepbytes SIZE add SIZE each step
+  --op NAME            sweep this op (default: each op of the scenario)
+  -d, --datatype TYPE  element type (default: the scenario op's)
+  --show-algorithm     add the algorithm column
+  --report-to-json-file FILE  write nccom-test's JSON report ({"results": [...]})
+  --plot FILE          draw busbw and time against size (SVG, log axes, one line per op/algorithm)
+  A sweep is timing only unless --check values is given (then values are checked where they fit).
 
 output columns: size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) algorithm check
   time is simulated time in microseconds; GB = 10^9 bytes; busbw = algbw x 2(n-1)/n (all-reduce)
@@ -40,68 +64,25 @@ output columns: size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) algor
 exit codes: 0 all checks pass, 1 bad input, 2 internal error, 3 a check failed, 4 the program hung
 `;
 
-interface Args {
-  scenario: string;
-  json: boolean;
-  explain: boolean;
-  check: "values" | "none" | undefined;
-  seed: number | undefined;
-  devices: string;
-  logLevel: string;
+/** Write a file whole or not at all. */
+function writeAtomic(file: string, text: string): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  try {
+    writeFileSync(tmp, text);
+    renameSync(tmp, file);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // nothing was written
+    }
+    throw new UsageError(`cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
 }
 
-class UsageError extends Error {}
-
-const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
-
-function parseArgs(argv: readonly string[]): Args | "help" {
-  const a: Partial<Args> = { json: false, explain: false, devices: DEFAULT_DEVICES_DIR, logLevel: "warn" };
-  const value = (i: number, flag: string): string => {
-    const v = argv[i + 1];
-    if (v === undefined || v.startsWith("--")) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const t = argv[i]!;
-    switch (t) {
-      case "-h":
-      case "--help":
-        return "help";
-      case "--json":
-        a.json = true;
-        break;
-      case "--explain":
-        a.explain = true;
-        break;
-      case "--check": {
-        const v = value(i++, t);
-        if (v !== "values" && v !== "none") throw new UsageError(`--check must be values or none, not "${v}"`);
-        a.check = v;
-        break;
-      }
-      case "--seed": {
-        const v = value(i++, t);
-        if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new UsageError(`--seed must be a non-negative integer, not "${v}"`);
-        a.seed = Number(v);
-        break;
-      }
-      case "--devices":
-        a.devices = value(i++, t);
-        break;
-      case "--log-level": {
-        const v = value(i++, t);
-        if (!LEVELS.includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(", ")}, not "${v}"`);
-        a.logLevel = v;
-        break;
-      }
-      default:
-        if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
-        if (a.scenario !== undefined) throw new UsageError(`one scenario file at a time (got ${a.scenario} and ${t})`);
-        a.scenario = t;
-    }
-  }
-  if (a.scenario === undefined) throw new UsageError("no scenario file given");
-  return a as Args;
+function progressOn(err: (s: string) => void): ((done: number, total: number, events: number) => void) | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  return (done, total, events) => err(`\rsweep: ${done}/${total} sizes, ${events} simulated events${done === total ? "\n" : ""}`);
 }
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, hooks: PipelineHooks = {}): number {
@@ -126,23 +107,58 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     scn = loadScenario(args.scenario);
     if (args.check) scn = { ...scn, check: args.check };
     if (args.seed !== undefined) scn = { ...scn, seed: args.seed };
+    scn = withRanks(scn, args.ranks);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
-    const outcome = runScenario(scn, spec, log, hooks);
-    if (outcome.kind === "hang") {
-      err(`ccsim: op ${outcome.op} (${scn.ops[outcome.op]!.op}) of ${args.scenario} hung\n${formatHang(outcome.hang).join("\n")}\n`);
-      return EXIT.HANG;
+    const tracer = args.trace ? new TraceCollector() : undefined;
+    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}) };
+    let text: string;
+    let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: NonNullable<import("../check/values.ts").Mismatch> }[];
+    let statsText = "";
+    if (args.sweep) {
+      const res = runSweep(scn, spec, args, log, runHooks, progressOn(err));
+      if (res.kind === "hang") {
+        err(`ccsim: ${res.op.op} ${res.op.bytes} B of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
+        return EXIT.HANG;
+      }
+      const rows = res.points.map((p) => p.outcome.row);
+      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
+      failed = res.points.flatMap((p) => (p.outcome.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
+      if (args.stats) statsText = formatStats(res.points.map((p) => p.outcome));
+      if (args.reportJson) writeAtomic(args.reportJson, nccomJson(rows));
+      if (args.plot) {
+        const series = new Map<string, PlotSeries["points"][number][]>();
+        for (const r of rows) {
+          const key = `${r.op} ${r.dtype} (${r.algorithm})`;
+          series.set(key, [...(series.get(key) ?? []), { bytes: r.bytes, busbwGBps: r.busbwGBps, timeUs: r.timeUs }]);
+        }
+        writeAtomic(args.plot, plotSvg(`${scn.name} on ${spec.name}, ${scn.replicaGroups[0]!.length} ranks`, [...series].map(([label, points]) => ({ label, points }))));
+      }
+    } else {
+      const outcome = runScenario(scn, spec, log, runHooks);
+      if (outcome.kind === "hang") {
+        err(`ccsim: op ${outcome.op} (${scn.ops[outcome.op]!.op}) of ${args.scenario} hung\n${formatHang(outcome.hang).join("\n")}\n`);
+        return EXIT.HANG;
+      }
+      const rows = outcome.ops.map((o) => o.row);
+      if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain) : undefined);
+      else text = (args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows);
+      failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
+      if (args.stats) statsText = formatStats(outcome.ops);
     }
-    const rows = outcome.ops.map((o) => o.row);
-    if (args.json) out(formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain) : undefined));
-    else out((args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows));
-    const failed = outcome.ops.filter((o) => o.mismatch);
+    if (tracer) writeAtomic(args.trace!, tracer.toJson());
+    out(text + (statsText && !args.json ? "\n" + statsText : ""));
+    if (statsText && args.json) err(statsText);
     for (const f of failed) {
-      const m = f.mismatch!;
+      const m = f.mismatch;
       err(`ccsim: check failed for ${f.row.op} ${f.row.bytes} B ${f.row.dtype}: rank ${m.rank}, element ${m.index}: expected ${m.expected}, got ${m.got}\n`);
     }
     return failed.length > 0 ? EXIT.CHECK_FAILED : EXIT.OK;
   } catch (e) {
+    if (e instanceof UsageError) {
+      err(`ccsim: ${e.message}\n`);
+      return EXIT.BAD_INPUT;
+    }
     if (e instanceof SimError) {
       err(`ccsim: internal error: the simulator rejected the emitted program: ${e.render()}\n`);
       return EXIT.INTERNAL;

@@ -60,3 +60,31 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
   }));
   return JSON.stringify(explain === undefined ? { scenario, results } : { scenario, results, explain }, null, 2) + "\n";
 }
+
+const SWEEP_HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"];
+
+/** nccom-test's sweep table: its columns (plus `algorithm` when asked), `#` notes first, the average last. */
+export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, notes: readonly string[] = []): string {
+  const header = showAlgorithm ? [...SWEEP_HEADER, "algorithm"] : SWEEP_HEADER;
+  const cells = rows.map((r) => {
+    const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2)];
+    return showAlgorithm ? [...c, r.algorithm] : c;
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => c.map((x, i) => (i === 2 || i === 6 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join("  ").trimEnd();
+  const avg = rows.length ? rows.reduce((n, r) => n + r.busbwGBps, 0) / rows.length : 0;
+  return [...notes.map((n) => `# ${n}`), line(header), ...cells.map(line), `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
+}
+
+/** nccom-test's --report-to-json-file shape. */
+export function nccomJson(rows: readonly ResultRow[]): string {
+  const results = rows.map((r) => ({
+    "size(B)": r.bytes,
+    "count(elems)": r.count,
+    type: r.dtype,
+    "algbw(GB/s)": r.algbwGBps,
+    "busbw(GB/s)": r.busbwGBps,
+    "time:avg(us)": r.timeUs,
+  }));
+  return JSON.stringify({ results }, null, 2) + "\n";
+}

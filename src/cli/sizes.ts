@@ -1,0 +1,38 @@
+// Sizes as nccom-test accepts them ("2kb", "1MB", "1G", plain bytes) and sweep size lists.
+export class SizeError extends Error {}
+
+const UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
+
+/** Parse `n[k|m|g|t][b|ib]` (case-insensitive, binary multiples) into a whole number of bytes >= 1. */
+export function parseSize(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?$/i.exec(text.trim());
+  if (!m) throw new SizeError(`${flag}: "${text}" is not a size (use bytes, or a number with K, M, G, e.g. 64K, 1MB, 2gb)`);
+  const bytes = Number(m[1]) * UNITS[m[2]!.toLowerCase()]!;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new SizeError(`${flag}: "${text}" is not a whole number of bytes >= 1`);
+  return bytes;
+}
+
+export interface SweepRange {
+  readonly min: number;
+  readonly max: number;
+  /** Multiply by `factor` each step, or add `step` bytes. */
+  readonly factor?: number;
+  readonly step?: number;
+}
+
+/** The sizes of a sweep, min to max inclusive. */
+export function sweepSizes(r: SweepRange): number[] {
+  if (r.min > r.max) throw new SizeError(`minimum size ${r.min} is above the maximum ${r.max}`);
+  if (r.factor !== undefined && r.step !== undefined) throw new SizeError("give a step factor (-f) or a step size (-i), not both");
+  const out: number[] = [];
+  if (r.step !== undefined) {
+    if (!(r.step >= 1)) throw new SizeError(`step size ${r.step} must be at least 1 byte`);
+    for (let s = r.min; s <= r.max; s += r.step) out.push(s);
+  } else {
+    const f = r.factor ?? 2;
+    if (!Number.isInteger(f) || f < 2) throw new SizeError(`step factor ${f} must be an integer >= 2`);
+    for (let s = r.min; s <= r.max; s *= f) out.push(s);
+  }
+  if (out.length > 4096) throw new SizeError(`the sweep has ${out.length} sizes; at most 4096`);
+  return out;
+}

@@ -1,0 +1,68 @@
+// Sweeps like nccom-test: one op (or each op of the scenario) over a range of sizes.
+import type { Logger } from "pino";
+import { dtypeSize } from "../ir/dtypes.ts";
+import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
+import { runScenario, MAX_CHECKED_PAYLOAD, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
+import type { HangReport } from "../../sim/index.ts";
+import type { Args } from "./args.ts";
+import { sweepSizes } from "./sizes.ts";
+
+/** Ops whose size is one block per group rank. */
+const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
+
+export interface SweepPoint {
+  readonly outcome: OpOutcome;
+  /** Values were checked (false: timing only, no payload kept). */
+  readonly checked: boolean;
+}
+
+export type SweepResult =
+  | { readonly kind: "done"; readonly points: readonly SweepPoint[]; readonly notes: readonly string[] }
+  | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport };
+
+/** The scenario with -r applied: that many ranks, one replica group of all of them. */
+export function withRanks(scn: Scenario, ranks: number | undefined): Scenario {
+  if (ranks === undefined || ranks === scn.ranks) return scn;
+  return { ...scn, ranks, replicaGroups: [Array.from({ length: ranks }, (_, i) => i)], rankOverrides: [] };
+}
+
+/** Input + output bytes a values check of `op` at `bytes` holds, over all ranks. */
+function payload(op: OpName, bytes: number, ranks: number, n: number): number {
+  const per = op === "all-gather" ? bytes / n + bytes : op === "reduce-scatter" ? bytes + bytes / n : 2 * bytes;
+  return per * ranks;
+}
+
+export function runSweep(base: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult {
+  const scn = withRanks(base, args.ranks);
+  const sweep = args.sweep!;
+  const n = scn.replicaGroups[0]!.length;
+  const ops: OpSpec[] = args.op
+    ? [{ ...(scn.ops.find((o) => o.op === args.op) ?? { op: args.op, bytes: 0, dtype: "fp32", reduce: "sum", stream: 0, priorityClass: 0 }), ...(args.dtype ? { dtype: args.dtype } : {}) }]
+    : scn.ops.filter((o, i) => scn.ops.findIndex((p) => p.op === o.op) === i).map((o) => ({ ...o, ...(args.dtype ? { dtype: args.dtype } : {}) }));
+  const notes: string[] = [];
+  const plan = ops.flatMap((op) => {
+    const unit = dtypeSize(op.dtype) * (BLOCKED.includes(op.op) ? n : 1);
+    const sizes = [...new Set(sweepSizes({ min: sweep.min, max: sweep.max, ...(sweep.factor !== undefined ? { factor: sweep.factor } : {}), ...(sweep.step !== undefined ? { step: sweep.step } : {}) }).map((s) => Math.floor(s / unit) * unit))];
+    const skipped = sizes.filter((s) => s === 0).length;
+    if (skipped) notes.push(`${op.op} ${op.dtype}: sizes below ${unit} B (element size x ranks) skipped`);
+    return sizes.filter((s) => s > 0).map((bytes) => ({ ...op, bytes }));
+  });
+  const wantValues = (args.check ?? "none") === "values";
+  const points: SweepPoint[] = [];
+  let events = 0;
+  for (const [k, op] of plan.entries()) {
+    const checked = wantValues && payload(op.op, op.bytes, scn.ranks, n) <= MAX_CHECKED_PAYLOAD;
+    const one: Scenario = { ...scn, ops: [op], rankOverrides: [], check: checked ? "values" : "none" };
+    const out = runScenario(one, spec, log, hooks);
+    if (out.kind === "hang") return { kind: "hang", op, hang: out.hang };
+    const o = out.ops[0]!;
+    events += o.events;
+    points.push({ outcome: o, checked });
+    progress?.(k + 1, plan.length, events);
+  }
+  const timed = points.filter((p) => !p.checked);
+  if (!wantValues) notes.push("timing only: no payload bytes kept (--check values compares results where they fit in memory)");
+  else if (timed.length) notes.push(`values checked up to ${Math.max(0, ...points.filter((p) => p.checked).map((p) => p.outcome.row.bytes))} B; timing only above (${timed.length} sizes)`);
+  else notes.push("values checked at every size");
+  return { kind: "done", points, notes };
+}
