@@ -26,6 +26,8 @@ export interface RankLayout {
   readonly device: number;
   readonly input: BufferRef;
   readonly output: BufferRef;
+  /** Receive buffer of each channel. */
+  readonly chbuf: readonly BufferRef[];
 }
 
 export interface OpLayout {
@@ -159,7 +161,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       const output = builder.allocHbm(ci.device, outBytes);
       const chbuf = Array.from({ length: channels }, () => builder.allocHbm(ci.device, spec.ring.bufferSlots * plans[ci.group]!.halfBytes));
       buffers.set(rank, { input, output, chbuf });
-      rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes } });
+      const slotBytes = spec.ring.bufferSlots * plans[ci.group]!.halfBytes;
+      rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes }, chbuf: chbuf.map((addr) => ({ addr, bytes: slotBytes })) });
     }
     for (let rank = 0; rank < scn.ranks; rank++) {
       const ci = info[rank]!;

@@ -1,0 +1,231 @@
+// ccsim disassembler: npm run disasm -- <scenario.json> [--rank R] [--op K] [--json]
+// Decodes a program image with the simulator's own decoders, so it doubles as a check of the emitter.
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CcsimError } from "../ir/errors.ts";
+import { EncPattern, SdmaCceType } from "../ir/enums.ts";
+import { dtypeFromSdma } from "../ir/dtypes.ts";
+import type { DeviceSpec } from "../ir/spec.ts";
+import { compileProgram, type ProgramLayout } from "../enc/compile.ts";
+import { decodeAddress, describeAddress } from "../encd/address.ts";
+import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES } from "../encd/ccop.ts";
+import { decodeChannelConfig, NeighType } from "../encd/channel.ts";
+import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../encd/slot.ts";
+import { DESC_BYTES, decodeRx, decodeTx, isCmeDesc } from "../encd/udma.ts";
+import type { ProgramImage } from "../encd/program.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "./load.ts";
+import { UsageError } from "./args.ts";
+
+const HELP = `ccsim disassembler: print a program image field by field
+
+usage: npm run disasm -- <scenario.json> [--rank R] [--op K] [--json] [--devices DIR]
+
+  --op K       the op (index into the scenario's ops) to compile (default 0)
+  --rank R     only the TopSPs and DMA queues of rank R (default: every device)
+  --json       the same content as data; cc_op_entry keys follow the firmware reflector
+               ("ring": {"channel_list"}, "mesh": {"sema_shift_offset", "sema_mask"})
+  --devices DIR  directory of device presets
+
+Addresses are resolved to rank buffers (input, output, chbuf<c>), the device's constant and pad
+words, semaphores (dev:topsp:sem.window) and DMA doorbells.
+`;
+
+interface Region {
+  readonly start: number;
+  readonly end: number;
+  readonly name: string;
+}
+
+function regions(layout: ProgramLayout, image: ProgramImage): Region[] {
+  const out: Region[] = [];
+  for (const d of image.devices) {
+    const base = d.device * 2 ** 48;
+    out.push({ start: base, end: base + 4, name: `dev${d.device}.const1` }, { start: base + 4, end: base + 8, name: `dev${d.device}.pad` });
+  }
+  for (const op of layout.ops) {
+    for (const r of op.ranks) {
+      out.push({ start: r.input.addr, end: r.input.addr + r.input.bytes, name: `rank${r.rank}.input` });
+      out.push({ start: r.output.addr, end: r.output.addr + r.output.bytes, name: `rank${r.rank}.output` });
+      r.chbuf.forEach((c, i) => out.push({ start: c.addr, end: c.addr + c.bytes, name: `rank${r.rank}.chbuf${i}` }));
+    }
+  }
+  return out;
+}
+
+function namer(rs: readonly Region[]): (addr: number) => string {
+  return (addr) => {
+    if (decodeAddress(addr).kind !== "hbm") return describeAddress(addr);
+    const r = rs.find((x) => addr >= x.start && addr < x.end);
+    return r ? `${r.name}+0x${(addr - r.start).toString(16)}` : describeAddress(addr);
+  };
+}
+
+const CCE = Object.fromEntries(Object.entries(SdmaCceType).map(([k, v]) => [v, k])) as Record<number, string>;
+const NEIGH = Object.fromEntries(Object.entries(NeighType).map(([k, v]) => [v, k])) as Record<number, string>;
+const flagNames = (f: number) => (Object.entries(StepFlag).filter(([, b]) => f & b).map(([k]) => k).join("|") || "-");
+
+export interface DisasmOptions {
+  readonly op: number;
+  readonly rank: number | undefined;
+}
+
+/** The disassembly as data (what --json prints). */
+export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: ProgramLayout, opts: DisasmOptions) {
+  const name = namer(regions(layout, image));
+  const tsPerCore = spec.topsp.perDevice / spec.coresPerDevice;
+  const who = opts.rank === undefined ? undefined : layout.ops[0]!.ranks.find((r) => r.rank === opts.rank);
+  // The rank's NeuronCore: its position among the ranks of its device.
+  const core = who === undefined ? undefined : layout.ops[0]!.ranks.filter((r) => r.device === who.device).map((r) => r.rank).sort((a, b) => a - b).indexOf(who.rank);
+  return image.devices
+    .filter((d) => who === undefined || d.device === who.device)
+    .map((d) => ({
+      device: d.device,
+      ranks: layout.ops[0]!.ranks.filter((r) => r.device === d.device).map((r) => r.rank),
+      topsps: d.topsps
+        .filter((t) => core === undefined || Math.floor(t.index / tsPerCore) === core)
+        .map((t) => {
+          const entries = Array.from({ length: t.opNum }, (_, i) => decodeSpadCtrlEntry(t.ctrlSpad, i * SPAD_CTRL_ENTRY_BYTES));
+          const ids = [...new Set(entries.flatMap((e) => (e.algoType === EncPattern.RING ? [...Array(32).keys()].filter((c) => (e.channelList >>> c) & 1) : [])))];
+          return {
+            index: t.index,
+            op_num: t.opNum,
+            entries: entries.map((e) => ({
+              header: { cc_op: Number(e.ccOp) },
+              algo_type: e.algoType,
+              algo_sub_type: e.algoSubType,
+              trigger_next: Number(e.triggerNext),
+              reporter: Number(e.reporter),
+              ring_wait_complete: Number(e.ringWaitComplete),
+              ring_send_complete: Number(e.ringSendComplete),
+              safe_mode: Number(e.safeMode),
+              unique_tensors: Number(e.uniqueTensors),
+              ring: { channel_list: e.channelList },
+              mesh: { sema_shift_offset: e.semaShiftOffset, sema_mask: e.semaMask },
+            })),
+            channels: ids.map((c) => {
+              const cfg = decodeChannelConfig(t.ringConfig, c);
+              const spad = t.slotSpad[cfg.spadSlotIdx] ?? new Uint8Array(0);
+              return {
+                channel_id: cfg.channelId,
+                next_neigh: { fold_n: cfg.next.foldN, type: NEIGH[cfg.next.type] ?? cfg.next.type },
+                prev_neigh: { fold_n: cfg.prev.foldN, type: NEIGH[cfg.prev.type] ?? cfg.prev.type },
+                recv_sema: describeAddress(cfg.recvSema),
+                send_sema: describeAddress(cfg.sendSema),
+                dma_compl_sema: describeAddress(cfg.dmaComplSema),
+                dma_apb_bcast: { m2s_tail_ptr: describeAddress(cfg.bcastM2sTail), s2m_tail_ptr: describeAddress(cfg.bcastS2mTail), mask: `0x${cfg.bcastMask.toString(16).padStart(8, "0")}` },
+                spad_slot_idx: cfg.spadSlotIdx,
+                fold_n: cfg.foldN,
+                steps: Array.from({ length: spad.length / SLOT_ENTRY_BYTES }, (_, i) => {
+                  const s = decodeSlotEntry(spad, i * SLOT_ENTRY_BYTES);
+                  return { m2s: s.m2s, s2m: s.s2m, repeat: s.repeat, flags: flagNames(s.flags), ...(s.flags & StepFlag.DRAIN_CREDIT ? { drain_target: s.drainTarget } : {}) };
+                }),
+              };
+            }),
+          };
+        }),
+      queues: d.queues
+        .filter((q) => core === undefined || Math.floor(q.engine / spec.dma.enginesPerCore) === core)
+        .map((q) => ({
+          engine: q.engine,
+          queue: q.queue,
+          tx: Array.from({ length: q.tx.length / DESC_BYTES }, (_, i) => {
+            const t = decodeTx(q.tx, i * DESC_BYTES);
+            if (t.kind === "cce") return { kind: "cce", op: CCE[t.op] ?? t.op, dtype: dtypeFromSdma(t.dtype) ?? t.dtype, length: t.length, ring_id: t.ringId, meta_ctrl: `0x${t.metaCtrl.toString(16).padStart(8, "0")}` };
+            const flags = [t.first && "FIRST", t.last && "LAST", t.concat && "CONCAT", t.dmb && "DMB"].filter(Boolean).join("|") || "-";
+            return { kind: isCmeDesc(t.metaCtrl) ? "copy" : "source", length: t.length, flags, ring_id: t.ringId, meta_ctrl: `0x${t.metaCtrl.toString(16).padStart(8, "0")}`, src: name(t.src) };
+          }),
+          rx: Array.from({ length: q.rx.length / DESC_BYTES }, (_, i) => {
+            const r = decodeRx(q.rx, i * DESC_BYTES);
+            return { length: r.length, ring_id: r.ringId, dst: name(r.dst) };
+          }),
+        })),
+    }));
+}
+
+type Disasm = ReturnType<typeof disassemble>;
+
+export function disasmText(title: string, devices: Disasm): string {
+  const l: string[] = [title];
+  for (const d of devices) {
+    l.push(`device ${d.device} (ranks ${d.ranks.join(", ")})`);
+    for (const t of d.topsps) {
+      l.push(`  TopSP ${t.index}: op_num ${t.op_num}`);
+      t.entries.forEach((e, i) => {
+        const view = e.algo_type === EncPattern.RING ? `channel_list=0x${e.ring.channel_list.toString(16).padStart(8, "0")}` : `sema_shift_offset=${e.mesh.sema_shift_offset} sema_mask=0x${e.mesh.sema_mask.toString(16)}`;
+        l.push(`    spad_ctrl[${i}]: cc_op=${e.header.cc_op} algo_type=${e.algo_type}${e.algo_type === EncPattern.RING ? " (RING)" : e.algo_type === EncPattern.MESH ? " (MESH)" : ""} algo_sub_type=${e.algo_sub_type} trigger_next=${e.trigger_next} reporter=${e.reporter} ring_wait_complete=${e.ring_wait_complete} ring_send_complete=${e.ring_send_complete} safe_mode=${e.safe_mode} unique_tensors=${e.unique_tensors} ${view}`);
+      });
+      for (const c of t.channels) {
+        l.push(`    channel ${c.channel_id}: fold_n=${c.fold_n} spad_slot_idx=${c.spad_slot_idx} next{fold_n=${c.next_neigh.fold_n} type=${c.next_neigh.type}} prev{fold_n=${c.prev_neigh.fold_n} type=${c.prev_neigh.type}}`);
+        l.push(`      recv_sema=${c.recv_sema} send_sema=${c.send_sema} dma_compl_sema=${c.dma_compl_sema}`);
+        l.push(`      dma_apb_bcast: m2s_tail_ptr=${c.dma_apb_bcast.m2s_tail_ptr} s2m_tail_ptr=${c.dma_apb_bcast.s2m_tail_ptr} mask=${c.dma_apb_bcast.mask}`);
+        c.steps.forEach((s, i) => l.push(`      step[${i}] m2s=${s.m2s} s2m=${s.s2m} repeat=${s.repeat} ${s.flags}${"drain_target" in s ? ` drain_target=${s.drain_target}` : ""}`));
+      }
+    }
+    for (const q of d.queues) {
+      l.push(`  DMA engine ${q.engine} queue ${q.queue}: ${q.tx.length} TX / ${q.rx.length} RX descriptors`);
+      q.tx.forEach((t, i) =>
+        l.push(
+          t.kind === "cce"
+            ? `    tx[${i}] META cce=${t.op} dtype=${t.dtype} len=${t.length} ring=${t.ring_id} meta_ctrl=${t.meta_ctrl}`
+            : `    tx[${i}] ${t.kind === "copy" ? "DATA" : "SRC "} len=${t.length} ${t.flags} ring=${t.ring_id} meta_ctrl=${t.meta_ctrl} src=${t.src}`,
+        ),
+      );
+      q.rx.forEach((r, i) => l.push(`    rx[${i}] len=${r.length} ring=${r.ring_id} dst=${r.dst}`));
+    }
+  }
+  return l.join("\n") + "\n";
+}
+
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+  let file: string | undefined;
+  let op = 0;
+  let rank: number | undefined;
+  let json = false;
+  let devices = DEFAULT_DEVICES_DIR;
+  try {
+    for (let i = 0; i < argv.length; i++) {
+      const t = argv[i]!;
+      const num = (): number => {
+        const v = argv[++i];
+        if (v === undefined || !/^\d+$/.test(v)) throw new UsageError(`${t} needs a non-negative integer`);
+        return Number(v);
+      };
+      if (t === "-h" || t === "--help") {
+        out(HELP);
+        return 0;
+      } else if (t === "--op") op = num();
+      else if (t === "--rank") rank = num();
+      else if (t === "--json") json = true;
+      else if (t === "--devices") devices = argv[++i] ?? "";
+      else if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
+      else if (file !== undefined) throw new UsageError(`one scenario file at a time (got ${file} and ${t})`);
+      else file = t;
+    }
+    if (file === undefined) throw new UsageError("no scenario file given");
+    const scn = { ...loadScenario(file), check: "none" as const };
+    if (op >= scn.ops.length) throw new UsageError(`--op ${op}: ${file} has ${scn.ops.length} ops`);
+    if (rank !== undefined && rank >= scn.ranks) throw new UsageError(`--rank ${rank}: ${file} has ${scn.ranks} ranks`);
+    const spec = loadDevice(scn.instance, devices, file);
+    const { image, layout } = compileProgram(scn, spec, [op]);
+    const data = disassemble(spec, image, layout, { op, rank });
+    const o = scn.ops[op]!;
+    const title = `${scn.name} op ${op}: ${o.op} ${o.bytes} B ${o.dtype} on ${spec.name}${rank === undefined ? "" : `, rank ${rank}`}`;
+    out(json ? JSON.stringify({ scenario: scn.name, op, ...(rank === undefined ? {} : { rank }), devices: data }, null, 2) + "\n" : disasmText(title, data));
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      err(`ccsim disasm: ${e.message}\n(try --help)\n`);
+      return 1;
+    }
+    if (e instanceof CcsimError) {
+      err(`ccsim disasm: ${e.file === undefined ? `${file}: ` : ""}${e.render()}\n`);
+      return 1;
+    }
+    err(`ccsim disasm: internal error: ${(e as Error).stack ?? String(e)}\n`);
+    return 2;
+  }
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}

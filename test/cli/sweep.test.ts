@@ -1,0 +1,170 @@
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/sim.ts";
+import { main as disasm } from "../../src/cli/disasm.ts";
+import { parseSize, sweepSizes } from "../../src/cli/sizes.ts";
+import { FABRIC_PID } from "../../src/cli/trace.ts";
+import { expectGolden } from "../golden.ts";
+
+function run(args: string[]): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(args, (s) => (out += s), (s) => (err += s));
+  return { code, out, err };
+}
+const tmp = () => mkdtempSync(join(tmpdir(), "ccsim-"));
+
+describe("size-range parser", () => {
+  it("takes bytes and nccom-test's units (binary multiples, any case, optional b / ib)", () => {
+    expect(["64", "1K", "2kb", "1MB", "1G", "1.5K", "3 mib", "1gb"].map((s) => parseSize(s, "-b"))).toEqual([64, 1024, 2048, 1 << 20, 1 << 30, 1536, 3 << 20, 1 << 30]);
+  });
+  it("rejects what is not a whole positive size", () => {
+    for (const bad of ["abc", "0", "1.3", "-5", "1X", ""]) expect(() => parseSize(bad, "-b"), bad).toThrow(/-b/);
+  });
+  it("builds geometric (-f) and arithmetic (-i) ranges, and rejects bad ones", () => {
+    expect(sweepSizes({ min: 1024, max: 1 << 30, factor: 4 })).toHaveLength(11);
+    expect(sweepSizes({ min: 1024, max: 4096, step: 1024 })).toEqual([1024, 2048, 3072, 4096]);
+    expect(() => sweepSizes({ min: 2048, max: 1024 })).toThrow(/above the maximum/);
+    expect(() => sweepSizes({ min: 1, max: 2, factor: 1 })).toThrow(/integer >= 2/);
+    expect(() => sweepSizes({ min: 1, max: 2, factor: 2, step: 1 })).toThrow(/not both/);
+  });
+  it("bad ranges on the command line exit 1", () => {
+    expect(run(["scenarios/ring8.json", "-b", "2K", "-e", "1K"])).toMatchObject({ code: 1, err: expect.stringMatching(/-b 2048 is above -e 1024/) });
+    expect(run(["scenarios/ring8.json", "-b", "1K", "-f", "1"])).toMatchObject({ code: 1, err: expect.stringMatching(/-f must be an integer >= 2/) });
+    expect(run(["scenarios/ring8.json", "-b", "lots"])).toMatchObject({ code: 1, err: expect.stringMatching(/"lots" is not a size/) });
+    expect(run(["scenarios/ring8.json", "-b", "1K", "-f", "2", "-i", "1K"])).toMatchObject({ code: 1, err: expect.stringMatching(/not both/) });
+    expect(run(["scenarios/ring8.json", "--plot", "x.svg"])).toMatchObject({ code: 1, err: expect.stringMatching(/--plot draws a sweep/) });
+  });
+});
+
+describe("sweeps", () => {
+  it("golden: nccom-test's columns, the algorithm column, the closing average, and the JSON report", () => {
+    const dir = tmp();
+    const report = join(dir, "r.json");
+    const r = run(["scenarios/ring8.json", "-b", "64K", "-e", "1M", "-f", "4", "--op", "all-gather", "--show-algorithm", "--report-to-json-file", report]);
+    expect(r.code).toBe(0);
+    expect(r.err).toBe(""); // no progress when stderr is not a terminal
+    expectGolden("sweep-ring8-all-gather.txt", r.out);
+    expectGolden("sweep-ring8-all-gather.json", readFileSync(report, "utf8"));
+    const j = JSON.parse(readFileSync(report, "utf8"));
+    expect(Object.keys(j.results[0])).toEqual(["size(B)", "count(elems)", "type", "algbw(GB/s)", "busbw(GB/s)", "time:avg(us)"]);
+    expect(r.out).toMatch(/# timing only/);
+  });
+  it("checks values where asked and says so; -d and -r override the scenario", () => {
+    const r = run(["scenarios/ring8.json", "-b", "4K", "-e", "16K", "--op", "reduce-scatter", "-d", "bf16", "-r", "4", "--check", "values"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("# values checked at every size");
+    expect(r.out).toContain("# ring8 on trn1: 4 ranks per group");
+    const rows = r.out.split("\n").filter((l) => /^\s+\d/.test(l));
+    expect(rows.map((l) => l.trim().split(/\s+/).slice(0, 3))).toEqual([
+      ["4096", "2048", "bf16"],
+      ["8192", "4096", "bf16"],
+      ["16384", "8192", "bf16"],
+    ]);
+  });
+});
+
+describe("--trace", () => {
+  it("writes Chrome trace events that parse, are well formed and ordered, with core, queue, link and semaphore tracks", () => {
+    const file = join(tmp(), "t.json");
+    expect(run(["scenarios/ring8.json", "--check", "none", "--trace", file]).code).toBe(0);
+    const t = JSON.parse(readFileSync(file, "utf8"));
+    const ev = t.traceEvents as { name: string; ph: string; ts: number; dur?: number; pid: number; tid?: number; args?: Record<string, unknown> }[];
+    for (const e of ev) {
+      expect(typeof e.name).toBe("string");
+      expect(["X", "C", "M"]).toContain(e.ph);
+      expect(Number.isFinite(e.ts) && e.ts >= 0).toBe(true);
+      expect(Number.isInteger(e.pid)).toBe(true);
+      if (e.ph === "X") expect(e.dur! >= 0 && Number.isInteger(e.tid)).toBe(true);
+      if (e.ph === "C") expect(typeof e.args!.value).toBe("number");
+    }
+    const body = ev.filter((e) => e.ph !== "M");
+    for (let i = 1; i < body.length; i++) expect(body[i]!.ts).toBeGreaterThanOrEqual(body[i - 1]!.ts);
+    const threads = ev.filter((e) => e.name === "thread_name").map((e) => String(e.args!.name));
+    expect(threads).toContain("TopSP 0");
+    expect(threads.some((n) => /^DMA \d+ queue 15$/.test(n))).toBe(true);
+    expect(ev.some((e) => e.pid === FABRIC_PID && e.ph === "X")).toBe(true);
+    expect(body.some((e) => e.ph === "X" && e.name.includes("cc_op 0"))).toBe(true);
+    expect(body.some((e) => e.ph === "X" && e.name.startsWith("wait sem"))).toBe(true);
+    expect(body.some((e) => e.ph === "C")).toBe(true);
+  });
+});
+
+describe("--stats", () => {
+  it("prints per-link bytes and busy fraction, the busiest link, engines and HBM per op", () => {
+    const r = run(["scenarios/ring8.json", "--check", "none", "--stats"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/stats: all-reduce 4194304 B fp32 \(\d+\.\d+ us\)/);
+    expect(r.out).toMatch(/busiest link: link \d+->\d+, \d+ B, busy \d+\.\d%/);
+    expect(r.out).toMatch(/links used: 16 of 64 directions/);
+    expect(r.out).toContain("HBM per device:");
+    expect(r.out).toMatch(/dev0\.dma0\s+\d+ B\s+busy\s+\d+\.\d%/);
+  });
+});
+
+describe("--plot", () => {
+  it("writes a valid SVG with one labelled series per op and algorithm", () => {
+    const file = join(tmp(), "p.svg");
+    expect(run(["scenarios/ring8.json", "-b", "16K", "-e", "256K", "-f", "4", "--plot", file]).code).toBe(0);
+    const svg = readFileSync(file, "utf8");
+    expect(wellFormed(svg)).toBe(true);
+    const series = [...svg.matchAll(/data-series="([^"]+)"/g)].map((m) => m[1]);
+    // Two panels (busbw, time), one line per series in each.
+    expect(series).toEqual(["all-reduce fp32 (ring)", "all-gather bf16 (ring)", "reduce-scatter int32 (ring)", "all-reduce fp32 (ring)", "all-gather bf16 (ring)", "reduce-scatter int32 (ring)"]);
+    expect(svg).toContain(">all-gather bf16 (ring)</text>");
+  });
+  it("writes nothing when the run fails", () => {
+    const file = join(tmp(), "p.svg");
+    expect(run(["test/fixtures/bad/unknown-dtype.json", "-b", "16K", "--plot", file]).code).toBe(1);
+    expect(existsSync(file)).toBe(false);
+  });
+});
+
+describe("disassembler", () => {
+  const dis = (args: string[]) => {
+    let out = "";
+    let err = "";
+    const code = disasm(args, (s) => (out += s), (s) => (err += s));
+    return { code, out, err };
+  };
+  it("golden: ring8 op 1, rank 0, decoded field by field", () => {
+    const r = dis(["scenarios/ring8.json", "--rank", "0", "--op", "1"]);
+    expect(r.code).toBe(0);
+    expectGolden("disasm-ring8-op1-rank0.txt", r.out);
+    expect(r.out).toContain("spad_ctrl[0]: cc_op=1 algo_type=0 (RING)");
+    expect(r.out).toMatch(/rx\[\d+\] len=4 ring=1 dst=dev1:topsp0:sem0\.inc/);
+  });
+  it("--json uses the firmware reflector's keys for cc_op_entry", () => {
+    const j = JSON.parse(dis(["scenarios/ring8.json", "--rank", "0", "--json"]).out);
+    const e = j.devices[0].topsps[0].entries[0];
+    expect(e.ring).toEqual({ channel_list: 1 });
+    expect(Object.keys(e.mesh)).toEqual(["sema_shift_offset", "sema_mask"]);
+    expect(j.devices[0].queues[0].tx.some((t: { kind: string; op?: string }) => t.kind === "cce" && t.op === "ADD")).toBe(true);
+  });
+  it("bad arguments exit 1", () => {
+    expect(dis(["scenarios/ring8.json", "--op", "9"])).toMatchObject({ code: 1, err: expect.stringMatching(/has 3 ops/) });
+    expect(dis([])).toMatchObject({ code: 1 });
+    expect(dis(["--help"]).out).toContain("usage: npm run disasm");
+  });
+});
+
+/** A small XML well-formedness check: balanced, properly nested tags with quoted attributes. */
+function wellFormed(xml: string): boolean {
+  const stack: string[] = [];
+  const body = xml.replace(/^<\?xml[^?]*\?>\s*/, "");
+  const re = /<(\/?)([A-Za-z][\w:-]*)((?:\s+[\w:-]+="[^"<]*")*)\s*(\/?)>|<|>/g;
+  let m: RegExpExecArray | null;
+  let last = 0;
+  while ((m = re.exec(body))) {
+    if (/[<>]/.test(body.slice(last, m.index))) return false;
+    last = re.lastIndex;
+    if (m[0] === "<" || m[0] === ">") return false;
+    const [, close, name, , self] = m;
+    if (close) {
+      if (stack.pop() !== name) return false;
+    } else if (!self) stack.push(name!);
+  }
+  return stack.length === 0 && !/[<>]/.test(body.slice(last));
+}
