@@ -5,7 +5,7 @@ import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
 import { decodeAddress, describeAddress } from "../src/encd/address.ts";
 import type { ProgramImage } from "../src/encd/program.ts";
-import { Kernel } from "./kernel/kernel.ts";
+import { Kernel, Prio } from "./kernel/kernel.ts";
 import { DmaEngine, DmaQueue, type DmaHost } from "./hw/dma.ts";
 import { Fabric } from "./hw/fabric.ts";
 import { DeviceMemory } from "./hw/memory.ts";
@@ -133,6 +133,14 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     },
     opDone(op, _d, _ts, t) {
       opEnd[op] = Math.max(opEnd[op] ?? 0, t);
+    },
+    signal(from, addr, value) {
+      const a = decodeAddress(addr);
+      if (a.kind !== "sema" || a.window === "read") throw new SimError("SIM1513", `dev${from}: core signal to ${describeAddress(addr)}, which is not a semaphore write window`, { value: addr });
+      const apply = () => semaBlock(a.device, a.topsp).write(a.sema, a.window as "set" | "inc" | "dec", value);
+      const hops = a.device === from ? 0 : fabric.route(from, a.device).length;
+      if (hops === 0) apply();
+      else kernel.after(hops * fabric.latencyPs, Prio.LAND, apply);
     },
   };
 

@@ -15,6 +15,7 @@ import { hbmAddr, semaAddr, decodeAddress } from "../src/encd/address.ts";
 import { ALGO_CONFIG_RING_BYTES, packChannelConfig, NeighType, type ChannelConfig } from "../src/encd/channel.ts";
 import { Vring, dumpToPringPadded } from "../src/encd/vring.ts";
 import { validateCcops } from "../src/encd/validate.ts";
+import { packMeshEvent } from "../src/encd/mesh.ts";
 import { ProgramBuilder, type ProgramImage, type ChannelPlacement } from "../src/encd/program.ts";
 import { parseDeviceSpec, parseScenario, parseJson } from "../src/scenario/index.ts";
 import { loadScenario } from "../src/cli/load.ts";
@@ -93,7 +94,7 @@ describe("composer errors", () => {
     ["CMP1101", () => planChunks(100, 4, 4, 1)],
     ["CMP1201", () => dispatch(EncOpType.ALLTOALL_V, EncAlgType.RING, 8, "ops[0].op")],
     ["CMP1202", () => dispatch(EncOpType.BROADCAST, EncAlgType.RING, 8, "ops[0].op")],
-    ["CMP1203", () => dispatch(EncOpType.SEND, EncAlgType.RING, 8, "ops[0].op")],
+    ["CMP1203", () => dispatch(EncOpType.ALLREDUCE, EncAlgType.KANGARING, 8, "ops[0].op")],
     ["CMP1301", compile({ ranks: 4, nodes: 2, ops: op })],
     ["CMP1302", compile({ ranks: 6, ranksPerDevice: 3, ops: op })],
     ["CMP1303", compile({ ranks: 17, ops: op })],
@@ -142,6 +143,45 @@ describe("signature and cc-op validate errors", () => {
     ],
     ["CMP1607", () =>
       validateCcops(withDevice0(two(), (d) => ({ ...d, topsps: d.topsps.map((t) => ({ ...t, opNum: 2, ctrlSpad: new Uint8Array([...t.ctrlSpad, ...t.ctrlSpad]) })) }))),
+    ],
+  ])("%s", (c, fn) => expect(code(fn)).toBe(c));
+});
+
+describe("mesh errors", () => {
+  const meshImage = () => compileProgram(scenario({ ranks: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.MESH], channels: 1, check: "none", ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0]).image;
+  const noLeg = { m2sTail: 0, s2mTail: 0, mask: 0 };
+  const ev = { legs: [noLeg, noLeg] as const, directTrigger: [0, 0, 0] as const, waitSema: 0, waitVal: 0, eventType: 0, dmaTrigger: false, directTriggerOn: false, waitEvent: false };
+  it.each([
+    ["ENC1701", () => packMeshEvent(ev, new Uint8Array(80), 1)],
+    [
+      "ENC1702",
+      () => {
+        const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+        const m = b.addMesh({ device: 0, topsp: 0, engines: [0], queue: 15, complSema: 3 });
+        for (let i = 0; i < 51; i++) m.event(0);
+      },
+    ],
+    ["CMP1306", () => compileProgram(scenario({ ranks: 4, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.MESH], channels: 8, ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0])],
+    [
+      "SIM1412",
+      () => {
+        const img = meshImage();
+        const d = img.devices[0]!;
+        const t = d.topsps[0]!;
+        const slots = [...t.slotSpad];
+        slots[16] = new Uint8Array(0);
+        sim({ ...img, devices: [{ ...d, topsps: [{ ...t, slotSpad: slots }, ...d.topsps.slice(1)] }, ...img.devices.slice(1)] })();
+      },
+    ],
+    [
+      "SIM1513",
+      () => {
+        const img = meshImage();
+        const m = dv(img.devices[0]!.topsps[0]!.meshConfig);
+        m.setBigUint64(0x28, BigInt(hbmAddr(0, 64)), true);
+        m.setUint8(0x4e, 1);
+        sim(img)();
+      },
     ],
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));
 });
@@ -319,6 +359,12 @@ describe("simulator errors", () => {
       sim(img)();
     }],
     ["SIM1404", () => {
+      const img = image();
+      img.devices[0]!.topsps[0]!.ctrlSpad[1] = 2;
+      sim(img)();
+    }],
+    ["SIM1413", () => {
+      // A MESH entry on a program with no mesh tape walks empty events to the end of the tape.
       const img = image();
       img.devices[0]!.topsps[0]!.ctrlSpad[1] = 1;
       sim(img)();

@@ -8,7 +8,8 @@ import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
 import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES, type DecodedSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "../../src/encd/slot.ts";
-import type { TopspImage } from "../../src/encd/program.ts";
+import { MESH_SLOT, type TopspImage } from "../../src/encd/program.ts";
+import { decodeMeshEvent, MESH_EVENT_BYTES, MeshEventType } from "../../src/encd/mesh.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
@@ -20,6 +21,8 @@ export interface TopspHost {
   mmio(device: number, addr: number, value: number, mask: number): void;
   /** A reporter TopSP finished op `op`. */
   opDone(op: number, device: number, topsp: number, t: Tick): void;
+  /** A core's signal store to a semaphore window, local or on another device. */
+  signal(device: number, addr: number, value: number): void;
 }
 
 export interface TopspTiming {
@@ -64,6 +67,12 @@ export class Topsp {
   /** Index of the op entry being run; entries.length when done. */
   current = -1;
   private activeChannels = 0;
+  /** Mesh runtime context: event_index, and the cursor into the mesh step stream. */
+  private eventIndex = 0;
+  private meshCursor = 0;
+  private meshRepeatLeft = 0;
+  private meshEntry: SlotEntry | undefined;
+  private meshWaiting: WaitState | undefined;
   private entryStart: Tick = 0;
   private entryChannels: readonly number[] = [];
   private readonly image: TopspImage;
@@ -126,7 +135,13 @@ export class Topsp {
   private runEntry(i: number): void {
     const e = this.entries[i]!;
     if (!e.ccOp) throw new SimError("SIM1403", `${this.name} op ${i}: header.cc_op is 0`, { value: i });
-    if (e.algoType !== EncPattern.RING) throw new SimError("SIM1404", `${this.name} op ${i}: algo_type ${e.algoType} is not supported by this device model (RING only)`, { value: e.algoType });
+    if (e.algoType === EncPattern.MESH) {
+      this.entryStart = this.host.kernel.now;
+      this.entryChannels = [];
+      this.meshStep(e);
+      return;
+    }
+    if (e.algoType !== EncPattern.RING) throw new SimError("SIM1404", `${this.name} op ${i}: algo_type ${e.algoType} is not a device pattern this model runs (RING 0, MESH 1)`, { value: e.algoType });
     const ids: number[] = [];
     for (let c = 0; c < 32; c++) if ((e.channelList >>> c) & 1) ids.push(c);
     if (ids.length === 0) throw new SimError("SIM1405", `${this.name} op ${i}: empty channel_list`, { value: e.channelList });
@@ -203,8 +218,64 @@ export class Topsp {
     });
   }
 
+  /** The next step of the mesh step stream: the counts one DMA leg hands to its queues. */
+  private meshCounts(): SlotEntry {
+    if (this.meshRepeatLeft === 0) {
+      const spad = this.image.slotSpad[MESH_SLOT];
+      if (!spad || this.meshCursor + SLOT_ENTRY_BYTES > spad.length) throw new SimError("SIM1412", `${this.name}: a mesh DMA leg has no step left in slot ${MESH_SLOT}`, { value: this.meshCursor });
+      this.meshEntry = decodeSlotEntry(spad, this.meshCursor);
+      this.meshCursor += SLOT_ENTRY_BYTES;
+      this.meshRepeatLeft = this.meshEntry.repeat;
+    }
+    this.meshRepeatLeft--;
+    return this.meshEntry!;
+  }
+
+  /**
+   * Step the mesh tape from event_index: wait (event_wait_sema >= wait_val << sema_shift_offset,
+   * consumed), fire the DMA legs, signal the direct triggers with 1 << sema_shift_offset, advance;
+   * the op ends at its FUNCTION_BARRIER_LAST_COLL event.
+   */
+  private meshStep(entry: DecodedSpadCtrlEntry): void {
+    const cap = this.image.meshConfig.length / MESH_EVENT_BYTES;
+    if (this.eventIndex >= cap) throw new SimError("SIM1413", `${this.name}: the mesh tape ends (${cap} events) before FUNCTION_BARRIER_LAST_COLL`, { value: this.eventIndex });
+    const ev = decodeMeshEvent(this.image.meshConfig, this.eventIndex);
+    const shift = entry.semaShiftOffset & 31;
+    const fire = (): void =>
+      this.busy(this.timing.stepIssuePs, () => {
+        if (ev.dmaTrigger) {
+          for (const leg of ev.legs) {
+            if (leg.mask === 0) continue;
+            const c = this.meshCounts();
+            if (c.s2m > 0) this.host.mmio(this.device, leg.s2mTail, c.s2m, leg.mask);
+            if (c.m2s > 0) this.host.mmio(this.device, leg.m2sTail, c.m2s, leg.mask);
+          }
+        }
+        if (ev.directTriggerOn) for (const a of ev.directTrigger) if (a !== 0) this.host.signal(this.device, a, 2 ** shift);
+        this.eventIndex++;
+        if (ev.eventType === MeshEventType.FUNCTION_BARRIER_LAST_COLL) this.entryDone();
+        else this.meshStep(entry);
+      });
+    if (!ev.waitEvent) return fire();
+    const sema = this.localSema(ev.waitSema, `mesh event ${this.eventIndex} wait`);
+    const target = ev.waitVal * 2 ** shift;
+    const since = this.host.kernel.now;
+    this.meshWaiting = { sema, role: `mesh event ${this.eventIndex}`, target };
+    this.semas.waitGe(sema, target, () => {
+      this.meshWaiting = undefined;
+      const now = this.host.kernel.now;
+      if (now > since) this.host.trace?.wait(this.device, this.index, -1, sema, `mesh event ${this.eventIndex}`, target, since, now);
+      this.semas.write(sema, "dec", target);
+      fire();
+    });
+  }
+
   private channelDone(): void {
     if (--this.activeChannels > 0) return;
+    this.entryDone();
+  }
+
+  private entryDone(): void {
     const i = this.current;
     const e = this.entries[i]!;
     this.host.trace?.entry(this.device, this.index, i, this.entryChannels, this.entryStart, this.host.kernel.now);
@@ -215,6 +286,8 @@ export class Topsp {
 
   /** Channels still waiting, for the hang report. */
   waits(): { channel: number; wait: WaitState; value: number }[] {
-    return [...this.channels.values()].filter((r) => r.waiting).map((r) => ({ channel: r.cfg.channelId, wait: r.waiting!, value: this.semas.values[r.waiting!.sema]! }));
+    const ring = [...this.channels.values()].filter((r) => r.waiting).map((r) => ({ channel: r.cfg.channelId, wait: r.waiting!, value: this.semas.values[r.waiting!.sema]! }));
+    const mesh = this.meshWaiting ? [{ channel: -1, wait: this.meshWaiting, value: this.semas.values[this.meshWaiting.sema]! }] : [];
+    return [...ring, ...mesh];
   }
 }

@@ -188,3 +188,35 @@ export function compare(d: Dtype, rank: number, expected: readonly number[], got
   }
   return undefined;
 }
+
+/** all-to-all: rank j's output is block j of every rank's input, in rank order. */
+export function referenceAllToAll(inputs: readonly (readonly number[])[]): number[][] {
+  const n = inputs.length;
+  return inputs.map((_, j) => inputs.flatMap((x) => x.slice((j * x.length) / n, ((j + 1) * x.length) / n)));
+}
+
+/** all-to-all-v: `counts[i][j]` elements from i to j; rank j's output concatenates them by source. */
+export function referenceAllToAllV(inputs: readonly (readonly number[])[], counts: readonly (readonly number[])[]): number[][] {
+  return inputs.map((_, j) =>
+    inputs.flatMap((x, i) => {
+      let start = 0;
+      for (let k = 0; k < j; k++) start += counts[i]![k]!;
+      return x.slice(start, start + counts[i]![j]!);
+    }),
+  );
+}
+
+/** permute (and send / recv): the target's output is the source's input; permute-reduce reduces it with the target's own. */
+export function referencePermute(d: Dtype, reduce: ReduceOp | undefined, inputs: ReadonlyMap<number, readonly number[]>, pairs: readonly (readonly [number, number])[]): Map<number, number[]> {
+  const out = new Map<number, number[]>();
+  for (const [src, dst] of pairs) {
+    const a = inputs.get(src)!;
+    out.set(dst, reduce === undefined ? [...a] : a.map((v, k) => combineValues(d, reduce, inputs.get(dst)![k]!, v)));
+  }
+  return out;
+}
+
+/** One element of the reduction in the element type's arithmetic. */
+export function combineValues(d: Dtype, op: ReduceOp, a: number, b: number): number {
+  return combine(d, op, a, b);
+}

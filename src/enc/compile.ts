@@ -6,12 +6,13 @@ import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { semaAddr } from "../encd/address.ts";
-import { ProgramBuilder, type EncdChannel, type ProgramImage } from "../encd/program.ts";
+import { ProgramBuilder, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, postOperations, type EncOperation, type Explanation } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
-import { composeChannelRing, type RankBuffers } from "./ring.ts";
+import { composeChannelPermute, composeChannelRing, type RankBuffers } from "./ring.ts";
+import { composeMesh, meshBlock, type MeshRank } from "./mesh.ts";
 import { adjacency, deviceRing } from "./topology.ts";
 
 export interface BufferRef {
@@ -141,6 +142,28 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     }
   }
 
+  // Mesh programs are built on first use: TopSP 0 of the rank's core, the engines the ring channels
+  // leave free, four semaphores after the ring channels'.
+  const meshBase = 3 * foldN * slotsPerTopsp;
+  const meshPlace = (rank: number) => ({
+    topsp: info[rank]!.core * tsPerCore,
+    semas: { handshake: meshBase, data: meshBase + 1, data2: meshBase + 2, compl: meshBase + 3 },
+  });
+  const meshPrograms = new Map<number, MeshProgram>();
+  const meshProgram = (rank: number): MeshProgram => {
+    let m = meshPrograms.get(rank);
+    if (!m) {
+      const ci = info[rank]!;
+      const first = ci.core * spec.dma.enginesPerCore + channels * foldN;
+      const free = spec.dma.enginesPerCore - channels * foldN;
+      const peers = Math.max(1, groups[ci.group]!.length - 1);
+      if (free < 1) throw new CompileError("CMP1306", `mesh needs a DMA engine the ${channels} ring channels x ${foldN} folds do not use`, { path: "channels", value: channels });
+      const engines = Array.from({ length: Math.min(free, peers) }, (_, k) => first + k);
+      m = builder.addMesh({ device: ci.device, topsp: meshPlace(rank).topsp, engines, queue: spec.dma.collectiveQueue, complSema: meshPlace(rank).semas.compl });
+      meshPrograms.set(rank, m);
+    }
+    return m;
+  };
   const ops: OpLayout[] = [];
   for (const index of opIndices) {
     const op = scn.ops[index]!;
@@ -150,40 +173,73 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const esize = dtypeSize(op.dtype);
     const count = op.bytes / esize;
     builder.beginOp();
-    const buffers = new Map<number, RankBuffers>();
+    const buffers = new Map<number, RankBuffers & { scratch: number }>();
     const rankLayouts: RankLayout[] = [];
     for (let rank = 0; rank < scn.ranks; rank++) {
       const ci = info[rank]!;
       const n = groups[ci.group]!.length;
-      const inBytes = opType === EncOpType.ALLGATHER ? op.bytes / n : op.bytes;
-      const outBytes = opType === EncOpType.REDUCE_SCATTER ? op.bytes / n : op.bytes;
+      const { inBytes, outBytes } = bufferBytes(op, opType, n, ci.groupRank);
       const input = builder.allocHbm(ci.device, inBytes);
       const output = builder.allocHbm(ci.device, outBytes);
-      const chbuf = Array.from({ length: channels }, () => builder.allocHbm(ci.device, spec.ring.bufferSlots * plans[ci.group]!.halfBytes));
-      buffers.set(rank, { input, output, chbuf });
       const slotBytes = spec.ring.bufferSlots * plans[ci.group]!.halfBytes;
+      const chbuf = algorithm === EncAlgType.MESH ? [] : Array.from({ length: channels }, () => builder.allocHbm(ci.device, slotBytes));
+      const scratch = algorithm === EncAlgType.MESH && (opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER) ? builder.allocHbm(ci.device, n * meshSlotBytes(op, opType, n)) : 0;
+      buffers.set(rank, { input, output, chbuf, scratch });
       rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes }, chbuf: chbuf.map((addr) => ({ addr, bytes: slotBytes })) });
     }
-    for (let rank = 0; rank < scn.ranks; rank++) {
-      const ci = info[rank]!;
-      const g = groups[ci.group]!;
-      for (let c = 0; c < channels; c++) {
-        const { ring, i, next, prev } = ringPos(ci.group, c, rank);
-        const na = Array.from({ length: ring.length }, (_, j) => info[ring[(i + j) % ring.length]!]!.groupRank);
-        const pn = place(next, c);
-        const pp = place(prev, c);
-        composeChannelRing(
-          { op, opType, plan: plans[ci.group]!, count, rankN: g.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes },
-          c,
-          chans.get(`${rank}/${c}`)!,
-          {
-            na,
-            me: buffers.get(rank)!,
-            next: buffers.get(next)!,
-            nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
-            prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
-          },
-        );
+    if (algorithm === EncAlgType.MESH) {
+      groups.forEach((g) => {
+        const ranks = g.map((rank): MeshRank => {
+          const ci = info[rank]!;
+          const b = buffers.get(rank)!;
+          return { groupRank: ci.groupRank, device: ci.device, topsp: meshPlace(rank).topsp, semas: meshPlace(rank).semas, input: b.input, output: b.output, scratch: b.scratch };
+        });
+        g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes: operation.reduceSliceBytes }, ranks[k]!, meshProgram(rank)));
+      });
+    } else if (op.pairs) {
+      const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
+      const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
+      const reduce = opType === EncOpType.PERMUTE_REDUCE || opType === EncOpType.PERMUTE_REDUCE_IMPLICIT;
+      for (let rank = 0; rank < scn.ranks; rank++) {
+        const t = targetOf.get(rank);
+        const src = sourceOf.get(rank);
+        for (let c = 0; c < channels; c++) {
+          const pt = t === undefined ? undefined : place(t, c);
+          const ps = src === undefined ? undefined : place(src, c);
+          composeChannelPermute(
+            { op, channels, pieceBytes: plans[info[rank]!.group]!.halfBytes, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes, reduce },
+            c,
+            chans.get(`${rank}/${c}`)!,
+            {
+              me: buffers.get(rank)!,
+              target: t === undefined ? undefined : { buffers: buffers.get(t)!, recvInc: semaAddr(info[t]!.device, pt!.topsp, pt!.recv, "inc"), self: t === rank },
+              source: src === undefined ? undefined : { sendInc: semaAddr(info[src]!.device, ps!.topsp, ps!.send, "inc"), self: src === rank },
+            },
+          );
+        }
+      }
+    } else {
+      for (let rank = 0; rank < scn.ranks; rank++) {
+        const ci = info[rank]!;
+        const g = groups[ci.group]!;
+        for (let c = 0; c < channels; c++) {
+          const { ring, i, next, prev } = ringPos(ci.group, c, rank);
+          const na = Array.from({ length: ring.length }, (_, j) => info[ring[(i + j) % ring.length]!]!.groupRank);
+          const pn = place(next, c);
+          const pp = place(prev, c);
+          composeChannelRing(
+            { op, opType, plan: plans[ci.group]!, count, rankN: g.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes },
+            c,
+            chans.get(`${rank}/${c}`)!,
+            {
+              na,
+              me: buffers.get(rank)!,
+              next: buffers.get(next)!,
+              nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
+              prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
+            },
+          );
+        }
       }
     }
     builder.endOp();
@@ -197,4 +253,26 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
 /** The algorithm name as nccom-test prints it (lower case). */
 export function algorithmLabel(alg: EncAlgType): string {
   return encAlgorithmName(alg).toLowerCase();
+}
+
+/** Input and output bytes of one rank for an op (group of n ranks). */
+export function bufferBytes(op: OpSpec, opType: EncOpType, n: number, groupRank: number): { inBytes: number; outBytes: number } {
+  switch (opType) {
+    case EncOpType.ALLGATHER:
+      return { inBytes: op.bytes / n, outBytes: op.bytes };
+    case EncOpType.REDUCE_SCATTER:
+      return { inBytes: op.bytes, outBytes: op.bytes / n };
+    case EncOpType.ALLTOALL_V: {
+      const c = op.counts!;
+      return { inBytes: c[groupRank]!.reduce((a, b) => a + b, 0), outBytes: c.reduce((a, row) => a + row[groupRank]!, 0) };
+    }
+    default:
+      return { inBytes: op.bytes, outBytes: op.bytes };
+  }
+}
+
+/** Bytes of one mesh scratch slot: the largest block a peer sends this rank. */
+function meshSlotBytes(op: OpSpec, opType: EncOpType, n: number): number {
+  const esize = dtypeSize(op.dtype);
+  return opType === EncOpType.REDUCE_SCATTER ? op.bytes / n : meshBlock(op.bytes / esize, n, 0, esize).len;
 }

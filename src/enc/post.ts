@@ -140,7 +140,7 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
 }
 
 /** Families this build composes. */
-export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING];
+export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.MESH];
 
 function notYet(what: string, path: string, value: unknown): never {
   throw new CompileError("CMP1203", `${what} is not supported yet`, { path, value });
@@ -160,18 +160,24 @@ export function dispatch(opType: EncOpType, alg: EncAlgType, rankN: number, path
       return;
     case EncOpType.SEND:
     case EncOpType.RECV:
-      return notYet(`point-to-point op_type ${opType} (send / recv)`, path, opType);
+      // The ring family's p2p_channel.
+      if (alg !== EncAlgType.RING) notYet(`${algName} for point-to-point`, path, alg);
+      return;
     case EncOpType.ALLTOALL:
     case EncOpType.ALLTOALL_V:
       // Both share one handler, which asserts alg == ENC_ALG_MESH.
       if (alg !== EncAlgType.MESH) throw new CompileError("CMP1201", `alltoall cannot be supported without Mesh algorithm, rank_n(${rankN})`, { path, value: opType });
-      return notYet(`${algName} for all-to-all`, path, alg);
+      return;
     case EncOpType.PERMUTE:
     case EncOpType.PERMUTE_IMPLICIT:
-      return notYet(`the permute handler (op_type ${opType})`, path, opType);
+      // PERMUTE_IMPLICIT shares the permute handler.
+      if (alg !== EncAlgType.RING) notYet(`${algName} in the permute handler`, path, alg);
+      return;
     case EncOpType.PERMUTE_REDUCE:
     case EncOpType.PERMUTE_REDUCE_IMPLICIT:
-      return notYet(`the permute-reduce handler (op_type ${opType})`, path, opType);
+      // The explicit and implicit permute-reduce share one handler.
+      if (alg !== EncAlgType.RING) notYet(`${algName} in the permute-reduce handler`, path, alg);
+      return;
     case EncOpType.BROADCAST:
     case EncOpType.REDUCE:
     default:

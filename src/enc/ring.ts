@@ -126,3 +126,77 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
   chan.markEnd();
 }
 
+
+/** The source/target neighbourhood of one rank on one channel for a pairs op (permute, send/recv). */
+export interface PairView {
+  readonly me: RankBuffers;
+  /** Where this rank sends (undefined: it sends nothing); `self` when it is its own target. */
+  readonly target: { readonly buffers: RankBuffers; readonly recvInc: number; readonly self: boolean } | undefined;
+  /** Who sends to this rank (undefined: nobody). */
+  readonly source: { readonly sendInc: number; readonly self: boolean } | undefined;
+}
+
+export interface PairOpContext {
+  readonly op: OpSpec;
+  readonly channels: number;
+  /** Bytes of one receive-buffer slot (pieces of a permute-reduce). */
+  readonly pieceBytes: number;
+  readonly bufferSlots: number;
+  readonly reduceSliceBytes: number;
+  /** Permute-reduce: the receiver reduces the incoming buffer with its own input. */
+  readonly reduce: boolean;
+}
+
+/**
+ * permute_channel / p2p_channel: channel `ch` moves its share of the buffer from each source to
+ * its target. A plain permute (or send / recv) writes straight into the target's output and signals
+ * it; a permute-reduce streams pieces through the target's receive slots (with credits), the target
+ * reducing each with its own input. Sends and receives alternate piece by piece, so a cycle of
+ * pairs cannot deadlock on credits.
+ */
+export function composeChannelPermute(ctx: PairOpContext, ch: number, chan: EncdChannel, v: PairView): void {
+  const { op } = ctx;
+  const esize = dtypeSize(op.dtype);
+  const elems = op.bytes / esize;
+  const per = Math.ceil(elems / ctx.channels);
+  const lo = Math.min(ch * per, elems) * esize;
+  const hi = Math.min(ch * per + per, elems) * esize;
+  const t = v.target;
+  const s = v.source;
+  if (!ctx.reduce) {
+    if (t) {
+      chan.copy(v.me.input + lo, (t.self ? v.me.output : t.buffers.output) + lo, hi - lo, esize);
+      if (!t.self) chan.semaInc(t.recvInc);
+      chan.markStep(0);
+    }
+    if (s && !s.self) chan.markStep(StepFlag.WAIT_RECV);
+    chan.markEnd();
+    return;
+  }
+  const cce = REDUCE_TO_CCE[op.reduce];
+  const sdma = SDMA_DTYPE[op.dtype];
+  const piece = Math.max(esize, Math.floor(ctx.pieceBytes / esize) * esize);
+  let sent = 0;
+  let received = 0;
+  for (let off = lo; off < hi || (off === lo && lo === hi); off += piece) {
+    const len = Math.min(piece, hi - off);
+    if (t && t.self) {
+      chan.reduce([v.me.input + off, v.me.input + off], v.me.output + off, len, cce, sdma, esize, ctx.reduceSliceBytes);
+      chan.markStep(0);
+    } else {
+      if (t) {
+        chan.copy(v.me.input + off, t.buffers.chbuf[ch]! + (sent++ % ctx.bufferSlots) * ctx.pieceBytes, len, esize);
+        chan.semaInc(t.recvInc);
+        chan.markStep(StepFlag.WAIT_CREDIT);
+      }
+      if (s) {
+        chan.reduce([v.me.chbuf[ch]! + (received++ % ctx.bufferSlots) * ctx.pieceBytes, v.me.input + off], v.me.output + off, len, cce, sdma, esize, ctx.reduceSliceBytes);
+        chan.semaInc(s.sendInc);
+        chan.markStep(StepFlag.WAIT_RECV);
+      }
+    }
+    if (lo === hi) break;
+  }
+  chan.markStep(StepFlag.DRAIN_CREDIT, ctx.bufferSlots);
+  chan.markEnd();
+}

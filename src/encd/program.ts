@@ -6,13 +6,14 @@
 // must fit the 16-bit tp_inc fields, and the step becomes one spad_slot_entry (identical neighbours
 // merge into one entry with a repeat count). markEnd appends, per fold, the completion-semaphore
 // write, then a LAST_SYNC step. endOp writes one cc_op_entry per TopSP naming its channels.
-import { EncPattern, SdmaCceType } from "../ir/enums.ts";
+import { EncAlgMeshType, EncPattern, SdmaCceType } from "../ir/enums.ts";
 import { EncodeError, InternalError, assert } from "../ir/errors.ts";
 import { packChannelConfig, ALGO_CONFIG_RING_BYTES, MAX_CHANNELS, type RingNeighbor } from "./channel.ts";
 import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } from "./ccop.ts";
 import { hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
 import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
 import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
+import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
 
 export interface TopspImage {
   readonly index: number;
@@ -23,6 +24,8 @@ export interface TopspImage {
   readonly ringConfig: Uint8Array;
   /** Slot scratchpads indexed by spad_slot_idx: each a stream of spad_slot_entry steps. */
   readonly slotSpad: readonly Uint8Array[];
+  /** The mesh event tape (80-byte records, the per-arch device capacity), after the ring region. */
+  readonly meshConfig: Uint8Array;
 }
 
 export interface QueueImage {
@@ -84,6 +87,19 @@ export interface ChannelPlacement {
 
 const TP_INC_MAX = 0xffff;
 
+/** Slot scratchpad of a TopSP's mesh step stream (the DMA counts its event legs hand over). */
+export const MESH_SLOT = 16;
+
+interface TopspState {
+  ctrl: CcOpEntry[];
+  ringConfig: Uint8Array;
+  slots: Map<number, Uint8Array[]>;
+  channels: Set<number>;
+  mesh: MeshEvent[];
+  /** The op index of the last mesh event appended (-1: none). */
+  meshOp: number;
+}
+
 interface DeviceState {
   alloc: number;
   constAddr: number;
@@ -92,7 +108,7 @@ interface DeviceState {
   payload: { addr: number; bytes: number }[];
   semaphores: { topsp: number; sema: number; value: number }[];
   vrings: Map<string, { engine: number; queue: number; vring: Vring }>;
-  topsps: Map<number, { ctrl: CcOpEntry[]; ringConfig: Uint8Array; slots: Map<number, Uint8Array[]>; channels: Set<number> }>;
+  topsps: Map<number, TopspState>;
 }
 
 export class ProgramBuilder {
@@ -155,7 +171,7 @@ export class ProgramBuilder {
     const d = this.dev(p.device);
     let ts = d.topsps.get(p.topsp);
     if (!ts) {
-      ts = { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set() };
+      ts = this.newTopsp();
       d.topsps.set(p.topsp, ts);
     }
     if (ts.channels.has(p.channelId)) {
@@ -165,16 +181,7 @@ export class ProgramBuilder {
     ts.channels.add(p.channelId);
     const steps: Uint8Array[] = [];
     ts.slots.set(p.slot, steps);
-    let mask = 0;
-    const vrings = p.engines.map((engine) => {
-      const key = `${engine}/${p.queue}`;
-      if (d.vrings.has(key)) throw new EncodeError("ENC1604", `DMA engine ${engine} queue ${p.queue} of device ${p.device} is already bound`, { path: "channel.engines", value: engine });
-      const entry = { engine, queue: p.queue, vring: new Vring(`dev${p.device}_eng${engine}_q${p.queue}`) };
-      d.vrings.set(key, entry);
-      if (engine >= 32) throw new EncodeError("ENC1605", `DMA engine ${engine} does not fit the 32-bit broadcast mask`, { path: "channel.engines", value: engine });
-      mask = (mask | (1 << engine)) >>> 0;
-      return entry.vring;
-    });
+    const { vrings, mask } = this.bindVrings(d, p.device, p.engines, p.queue);
     packChannelConfig(
       {
         next: p.next,
@@ -203,19 +210,89 @@ export class ProgramBuilder {
     return ch;
   }
 
+  private newTopsp(): TopspState {
+    return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1 };
+  }
+
+  private bindVrings(d: DeviceState, device: number, engines: readonly number[], queue: number): { vrings: Vring[]; mask: number } {
+    let mask = 0;
+    const vrings = engines.map((engine) => {
+      const key = `${engine}/${queue}`;
+      if (d.vrings.has(key)) throw new EncodeError("ENC1604", `DMA engine ${engine} queue ${queue} of device ${device} is already bound`, { path: "channel.engines", value: engine });
+      if (engine >= 32) throw new EncodeError("ENC1605", `DMA engine ${engine} does not fit the 32-bit broadcast mask`, { path: "channel.engines", value: engine });
+      const entry = { engine, queue, vring: new Vring(`dev${device}_eng${engine}_q${queue}`) };
+      d.vrings.set(key, entry);
+      mask = (mask | (1 << engine)) >>> 0;
+      return entry.vring;
+    });
+    return { vrings, mask };
+  }
+
+  /**
+   * A rank's mesh program on one TopSP: DMA engines whose queues the event legs advance together,
+   * a step stream (slot MESH_SLOT) holding each leg's descriptor counts, and the event tape.
+   */
+  addMesh(p: MeshPlacement): MeshProgram {
+    const d = this.dev(p.device);
+    let ts = d.topsps.get(p.topsp);
+    if (!ts) {
+      ts = this.newTopsp();
+      d.topsps.set(p.topsp, ts);
+    }
+    if (ts.slots.has(MESH_SLOT)) throw new EncodeError("ENC1603", `slot ${MESH_SLOT} of TopSP ${p.topsp} is taken`, { path: "mesh.slot", value: MESH_SLOT });
+    const steps: Uint8Array[] = [];
+    ts.slots.set(MESH_SLOT, steps);
+    const { vrings, mask } = this.bindVrings(d, p.device, p.engines, p.queue);
+    const placement: ChannelPlacement = {
+      device: p.device,
+      topsp: p.topsp,
+      channelId: -1,
+      slot: MESH_SLOT,
+      engines: p.engines,
+      queue: p.queue,
+      recvSema: p.complSema,
+      sendSema: p.complSema,
+      complSema: p.complSema,
+      reporter: true,
+      next: { netIdxAddrs: [], foldN: p.engines.length, type: 0 },
+      prev: { netIdxAddrs: [], foldN: p.engines.length, type: 0 },
+      initialCredits: 0,
+    };
+    const dma = new EncdChannel(this, placement, vrings, steps, d.constAddr, d.padAddr);
+    const leg: DmaLeg = { m2sTail: tailDoorbellAddr(p.device, undefined, p.queue, "m2s"), s2mTail: tailDoorbellAddr(p.device, undefined, p.queue, "s2m"), mask };
+    const state = ts;
+    return new MeshProgram(dma, leg, (e) => {
+      if (state.mesh.length >= maxMeshEvents(this.params.arch)) {
+        throw new EncodeError("ENC1702", `TopSP ${p.topsp} of device ${p.device} needs more than the ${maxMeshEvents(this.params.arch)} mesh events arch ${this.params.arch} holds`, { path: "mesh.events", value: state.mesh.length + 1 });
+      }
+      state.mesh.push(e);
+      state.meshOp = this.opIndex;
+    });
+  }
+
   beginOp(): void {
     this.opIndex++;
   }
 
-  /** Close the current op: one cc_op_entry per TopSP, listing the channels that ran it. */
+  get currentOp(): number {
+    return this.opIndex;
+  }
+
+  /**
+   * Close the current op: one cc_op_entry per TopSP that took part — RING naming the channels that
+   * ran it, or MESH for a mesh event tape (one kind per TopSP per op).
+   */
   endOp(): void {
     for (const [device, d] of this.devices) {
       for (const [index, ts] of d.topsps) {
-        const active = this.channels.filter((c) => c.placement.device === device && c.placement.topsp === index);
-        if (active.length === 0) continue;
-        for (const c of active) {
-          if (c.endedOps !== this.opIndex + 1) throw new InternalError(`channel ${c.placement.channelId} on dev${device} topsp${index} did not end op ${this.opIndex}`);
+        const active = this.channels.filter((c) => c.placement.device === device && c.placement.topsp === index && c.lastEndedOp === this.opIndex);
+        const mesh = ts.meshOp === this.opIndex;
+        if (active.length > 0 && mesh) throw new InternalError(`dev${device} topsp${index} ran both ring channels and a mesh tape in op ${this.opIndex}`);
+        if (mesh) {
+          ts.ctrl.push({ ...ringEntry(0), algoType: EncPattern.MESH, algoSubType: EncAlgMeshType.FULL_MESH, reporter: true, semaShiftOffset: 0, semaMask: 0xffff });
+          continue;
         }
+        if (active.length === 0) continue;
         const channelList = active.reduce((m, c) => (m | (1 << c.placement.channelId)) >>> 0, 0);
         const reporter = active.some((c) => c.placement.reporter);
         ts.ctrl.push(ringEntry(channelList, { reporter, algoType: EncPattern.RING }));
@@ -238,7 +315,9 @@ export class ProgramBuilder {
           ts.ctrl.forEach((e, i) => ctrlSpad.set(packSpadCtrlEntry({ ...e, triggerNext: i < ts.ctrl.length - 1 }), i * SPAD_CTRL_ENTRY_BYTES));
           const maxSlot = Math.max(-1, ...ts.slots.keys());
           const slotSpad = Array.from({ length: maxSlot + 1 }, (_, s) => concat(ts.slots.get(s) ?? []));
-          return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad };
+          const meshConfig = new Uint8Array(maxMeshEvents(this.params.arch) * MESH_EVENT_BYTES);
+          ts.mesh.forEach((e, i) => packMeshEvent(e, meshConfig, i));
+          return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig };
         });
       devices.push({ device, topsps, queues, memory: d.memory, payload: d.payload, semaphores: d.semaphores });
     }
@@ -269,6 +348,8 @@ export class EncdChannel {
   private readonly rx: number[];
   private lastEntry: SlotEntry | undefined;
   endedOps = 0;
+  /** The op index this channel last ended (-1: none). */
+  lastEndedOp = -1;
 
   constructor(builder: ProgramBuilder, p: ChannelPlacement, folds: readonly Vring[], steps: Uint8Array[], constAddr: number, padAddr: number) {
     this.builder = builder;
@@ -377,5 +458,69 @@ export class EncdChannel {
     this.markStep(StepFlag.LAST_SYNC);
     this.lastEntry = undefined;
     this.endedOps++;
+    this.lastEndedOp = this.builder.currentOp;
+  }
+
+  /** A copy on fold `f` only (mesh programs give each destination its own engine). */
+  copyOn(f: number, src: number, dst: number, bytes: number): void {
+    if (bytes > 0) this.count(f, this.fold(f).addCopy(src, dst, bytes));
+  }
+
+  /** A reduce on fold `f` only. */
+  reduceOn(f: number, srcs: readonly number[], dst: number, bytes: number, op: SdmaCceType, sdmaDtype: number, packetBytes: number): void {
+    if (bytes > 0) this.count(f, this.fold(f).addCce(op, sdmaDtype, srcs, dst, bytes, packetBytes));
+  }
+
+  /** A semaphore increment by the word at `valueAddr` (default: the constant 1) on fold `f` only. */
+  semaIncOn(f: number, incAddr: number, valueAddr = this.constAddr): void {
+    this.count(f, this.fold(f).addSemaphoreWrite(valueAddr, incAddr));
+  }
+
+  private fold(f: number): Vring {
+    const v = this.folds[f];
+    if (!v) throw new InternalError(`fold ${f} of a ${this.folds.length}-fold DMA set`);
+    return v;
+  }
+}
+
+/** Where a rank's mesh program lives. */
+export interface MeshPlacement {
+  readonly device: number;
+  readonly topsp: number;
+  readonly engines: readonly number[];
+  readonly queue: number;
+  /** The completion semaphore every engine increments at the end of an op. */
+  readonly complSema: number;
+}
+
+/** A rank's mesh event tape under construction, with the DMA set its legs drive. */
+export class MeshProgram {
+  readonly dma: EncdChannel;
+  readonly leg: DmaLeg;
+  private readonly push: (e: MeshEvent) => void;
+  constructor(dma: EncdChannel, leg: DmaLeg, push: (e: MeshEvent) => void) {
+    this.dma = dma;
+    this.leg = leg;
+    this.push = push;
+  }
+
+  /**
+   * One event: optional wait (semaphore READ address >= waitVal), optional DMA leg (the descriptors
+   * emitted on `dma` since the last leg become one step), optional direct semaphore triggers.
+   */
+  event(type: number, o: { wait?: { sema: number; value: number }; dma?: boolean; direct?: readonly number[] } = {}): void {
+    if (o.dma) this.dma.markStep(0);
+    const direct = o.direct ?? [];
+    if (direct.length > 3) throw new InternalError(`a mesh event has 3 direct triggers, not ${direct.length}`);
+    this.push({
+      legs: [o.dma ? this.leg : NO_LEG, NO_LEG],
+      directTrigger: [direct[0] ?? 0, direct[1] ?? 0, direct[2] ?? 0],
+      waitSema: o.wait?.sema ?? 0,
+      waitVal: o.wait?.value ?? 0,
+      eventType: type,
+      dmaTrigger: o.dma ?? false,
+      directTriggerOn: direct.length > 0,
+      waitEvent: o.wait !== undefined,
+    });
   }
 }

@@ -120,6 +120,10 @@ export interface OpSpec {
   readonly stream: number;
   /** Priority class (0..4): selects the CCE reduce packet size. */
   readonly priorityClass: number;
+  /** all-to-all-v: bytes rank i sends to rank j, per group rank (n x n). */
+  readonly counts?: readonly (readonly number[])[];
+  /** permute / send / recv: [source, target] global ranks (each at most once on each side). */
+  readonly pairs?: readonly (readonly [number, number])[];
 }
 
 /** Scenario names of the host algorithms (enc_alg_type 0..10), in enum order. */

@@ -4,7 +4,9 @@ import { ALG_NAMES, ALGORITHMS, OP_NAMES, algTypeOf, type OpName, type OpSpec, t
 import { Reader } from "./reader.ts";
 
 const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "channels", "chunkBytes", "seed", "check", "ops", "rankOverrides"] as const;
-const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass"] as const;
+const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
+/** Ops driven by source/target pairs. */
+const PAIR_OPS: readonly OpName[] = ["send", "recv", "permute", "permute-reduce", "permute-implicit", "permute-reduce-implicit"];
 const OVERRIDE_KEYS = ["rank", "op", "bytes", "dtype", "reduce", "stream", "priorityClass"] as const;
 /** Ops whose size must split into one block per group rank. */
 const BLOCKED_OPS: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
@@ -57,7 +59,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const opItems = opsR.items();
   if (opItems.length === 0) opsR.fail("SCN1005", "must list at least one op");
   const groupSizes = [...new Set(replicaGroups.map((g) => g.length))];
-  const ops = opItems.map((o) => parseOp(o, groupSizes));
+  const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
   return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, channels, chunkBytes, seed, check, ops, rankOverrides };
 }
@@ -72,7 +74,7 @@ function checkBytes(bytesR: Reader, op: OpName, bytes: number, dtype: OpSpec["dt
   }
 }
 
-function parseOp(o: Reader, groupSizes: readonly number[]): OpSpec {
+function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpec {
   o.keys(OP_KEYS);
   const op = o.get("op").oneOf(OP_NAMES);
   const dtype = o.get("dtype").oneOf(DTYPES);
@@ -84,7 +86,50 @@ function parseOp(o: Reader, groupSizes: readonly number[]): OpSpec {
   checkBytes(bytesR, op, bytes, dtype, groupSizes);
   const stream = o.opt("stream")?.int(0, MAX_STREAMS - 1) ?? 0;
   const priorityClass = o.opt("priorityClass")?.int(0, PRIORITY_CLASSES - 1) ?? 0;
-  return { op, bytes, dtype, reduce, stream, priorityClass };
+  const out: OpSpec = { op, bytes, dtype, reduce, stream, priorityClass };
+  const countsR = o.opt("counts");
+  if (op === "all-to-all-v") {
+    if (!countsR) o.fail("SCN1004", `all-to-all-v needs "counts": an n x n matrix of bytes rank i sends to rank j`, undefined, `${o.path}.counts`);
+    if (groupSizes.length !== 1) countsR.fail("SCN1005", "all-to-all-v needs every replica group to have the same size");
+    const n = groupSizes[0]!;
+    const rows = countsR.items();
+    if (rows.length !== n) countsR.fail("SCN1005", `needs ${n} rows (one per group rank), got ${rows.length}`, rows.length);
+    const esize = dtypeSize(dtype);
+    const counts = rows.map((row) => {
+      const cells = row.items();
+      if (cells.length !== n) row.fail("SCN1005", `needs ${n} entries, got ${cells.length}`, cells.length);
+      return cells.map((c) => {
+        const v = c.int(0);
+        if (v % esize !== 0) c.fail("SCN1006", `must be a multiple of the ${dtype} element size (${esize} bytes)`);
+        return v;
+      });
+    });
+    return { ...out, counts };
+  }
+  if (countsR) countsR.fail("SCN1005", `only all-to-all-v takes counts`);
+  const pairsR = o.opt("pairs");
+  if (PAIR_OPS.includes(op)) {
+    if (!pairsR) o.fail("SCN1004", `${op} needs "pairs": [[source, target], ...]`, undefined, `${o.path}.pairs`);
+    const seenSrc = new Set<number>();
+    const seenDst = new Set<number>();
+    const pairs = pairsR.items().map((p) => {
+      const items = p.items();
+      const a = items[0];
+      const b = items[1];
+      if (!a || !b || items.length !== 2) return p.fail("SCN1005", "a pair is [source, target]");
+      const src = a.int(0, ranks - 1);
+      const dst = b.int(0, ranks - 1);
+      if (seenSrc.has(src)) a.fail("SCN1005", `rank ${src} sends twice`);
+      if (seenDst.has(dst)) b.fail("SCN1005", `rank ${dst} receives twice`);
+      seenSrc.add(src);
+      seenDst.add(dst);
+      return [src, dst] as const;
+    });
+    if (pairs.length === 0) pairsR.fail("SCN1005", "needs at least one pair");
+    return { ...out, pairs };
+  }
+  if (pairsR) pairsR.fail("SCN1005", `only send, recv and the permute ops take pairs`);
+  return out;
 }
 
 function parseOverride(o: Reader, ranks: number, ops: readonly OpSpec[], groupSizes: readonly number[]): RankOverride {

@@ -14,10 +14,10 @@ function fresh(): ProgramImage {
 const run = (img: ProgramImage) => () => simulate(trn1, img, { storePayload: false });
 
 describe("malformed images", () => {
-  it("a MESH cc_op_entry is reported as unsupported by the ring device model", () => {
+  it("an algo_type that is not a device pattern is refused", () => {
     const img = fresh();
-    img.devices[0]!.topsps[0]!.ctrlSpad[1] = 0x01;
-    expect(run(img)).toThrow(/algo_type 1 is not supported/);
+    img.devices[0]!.topsps[0]!.ctrlSpad[1] = 0x02;
+    expect(run(img)).toThrow(/algo_type 2 is not a device pattern/);
   });
   it("an entry without header.cc_op", () => {
     const img = fresh();

@@ -1,0 +1,166 @@
+// The mesh composer (enc_alg_mesh, full-mesh subtype): every rank exchanges directly with every
+// other; the schedule is an event tape per rank (handshake -> broadcast -> reduce -> sync), each
+// event's DMA leg a set of descriptors spread over the rank's mesh engines, one destination per engine.
+import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
+import { EncOpType } from "../ir/enums.ts";
+import type { OpSpec } from "../ir/spec.ts";
+import { semaAddr } from "../encd/address.ts";
+import { MeshEventType } from "../encd/mesh.ts";
+import type { MeshProgram } from "../encd/program.ts";
+
+/** Semaphore ids of a rank's mesh program on its TopSP. */
+export interface MeshSemas {
+  readonly handshake: number;
+  readonly data: number;
+  readonly data2: number;
+  readonly compl: number;
+}
+
+export interface MeshRank {
+  readonly groupRank: number;
+  readonly device: number;
+  readonly topsp: number;
+  readonly semas: MeshSemas;
+  readonly input: number;
+  readonly output: number;
+  /** One block per group rank (reduce-scatter and all-reduce land peers' blocks here). */
+  readonly scratch: number;
+}
+
+export interface MeshOpContext {
+  readonly op: OpSpec;
+  readonly opType: EncOpType;
+  /** Ranks in the group, by group rank. */
+  readonly ranks: readonly MeshRank[];
+  readonly count: number;
+  readonly reduceSliceBytes: number;
+}
+
+/** Byte range [off, off+len) of block k when `total` bytes split into n blocks of whole elements (the last may be short). */
+export function meshBlock(totalElems: number, n: number, k: number, esize: number): { off: number; len: number } {
+  const per = Math.ceil(totalElems / n);
+  const start = Math.min(k * per, totalElems);
+  const end = Math.min(start + per, totalElems);
+  return { off: start * esize, len: (end - start) * esize };
+}
+
+/** all-to-all-v displacements: where rank i's data for rank j starts in i's input and in j's output. */
+export function a2avOffsets(counts: readonly (readonly number[])[], i: number, j: number): { send: number; recv: number } {
+  let send = 0;
+  for (let k = 0; k < j; k++) send += counts[i]![k]!;
+  let recv = 0;
+  for (let k = 0; k < i; k++) recv += counts[k]![j]!;
+  return { send, recv };
+}
+
+export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram): void {
+  const { op, opType, ranks } = ctx;
+  const n = ranks.length;
+  const i = me.groupRank;
+  const esize = dtypeSize(op.dtype);
+  const engines = prog.dma.foldN;
+  const peers = ranks.filter((r) => r.groupRank !== i);
+  const foldOf = (k: number) => k % engines;
+  const inc = (r: MeshRank, sema: number) => semaAddr(r.device, r.topsp, sema, "inc");
+  const read = (sema: number) => semaAddr(me.device, me.topsp, sema, "read");
+  const dma = prog.dma;
+  const cce = REDUCE_TO_CCE[op.reduce];
+  const sdma = SDMA_DTYPE[op.dtype];
+
+  prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
+  // Handshake: tell every peer its writes into this rank may start.
+  peers.forEach((p, k) => dma.semaIncOn(foldOf(k), inc(p, p.semas.handshake)));
+  prog.event(MeshEventType.LOCAL_HNDSHK, { dma: true });
+
+  const block = (k: number) => meshBlock(ctx.count, n, k, esize);
+  const handshakes = { sema: read(me.semas.handshake), value: n - 1 };
+  switch (opType) {
+    case EncOpType.ALLGATHER: {
+      // Own input into own output block, then into every peer's output block i.
+      const mine = op.bytes / n;
+      dma.copyOn(0, me.input, me.output + i * mine, mine);
+      peers.forEach((p, k) => {
+        dma.copyOn(foldOf(k), me.input, p.output + i * mine, mine);
+        dma.semaIncOn(foldOf(k), inc(p, p.semas.data));
+      });
+      prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
+      finish(n - 1, me.semas.data);
+      return;
+    }
+    case EncOpType.ALLTOALL:
+    case EncOpType.ALLTOALL_V: {
+      const part = (to: number) =>
+        opType === EncOpType.ALLTOALL ? { send: to * (op.bytes / n), recv: i * (op.bytes / n), len: op.bytes / n } : { ...a2avOffsets(op.counts!, i, to), len: op.counts![i]![to]! };
+      const self = part(i);
+      dma.copyOn(0, me.input + self.send, me.output + self.recv, self.len);
+      peers.forEach((p, k) => {
+        const x = part(p.groupRank);
+        dma.copyOn(foldOf(k), me.input + x.send, p.output + x.recv, x.len);
+        dma.semaIncOn(foldOf(k), inc(p, p.semas.data));
+      });
+      prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
+      finish(n - 1, me.semas.data);
+      return;
+    }
+    case EncOpType.REDUCE_SCATTER:
+    case EncOpType.ALLREDUCE: {
+      // Step 1: block k of the input goes to rank k's scratch slot i.
+      const blockBytes = (k: number) => (opType === EncOpType.REDUCE_SCATTER ? { off: k * (op.bytes / n), len: op.bytes / n } : block(k));
+      peers.forEach((p, k) => {
+        const b = blockBytes(p.groupRank);
+        dma.copyOn(foldOf(k), me.input + b.off, p.scratch + i * slotBytes(ctx), b.len);
+        dma.semaIncOn(foldOf(k), inc(p, p.semas.data));
+      });
+      prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
+      // Step 2: reduce own block with the n-1 received ones (one N-read, 1-write CCE per share).
+      const mineB = blockBytes(i);
+      const out = opType === EncOpType.REDUCE_SCATTER ? me.output : me.output + mineB.off;
+      const srcs = [me.input + mineB.off, ...peers.map((p) => me.scratch + p.groupRank * slotBytes(ctx))];
+      const shares = share(mineB.len, esize, engines);
+      shares.forEach((s, f) => {
+        if (srcs.length === 1) dma.copyOn(f, srcs[0]! + s.off, out + s.off, s.len);
+        else dma.reduceOn(f, srcs.map((a) => a + s.off), out + s.off, s.len, cce, sdma, ctx.reduceSliceBytes);
+      });
+      if (opType === EncOpType.REDUCE_SCATTER) {
+        prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: n - 1 }, dma: true });
+        finish(0, me.semas.data2);
+        return;
+      }
+      // All-reduce step 3: each engine sends its share of the reduced block to every peer.
+      shares.forEach((s, f) =>
+        peers.forEach((p) => {
+          dma.copyOn(f, out + s.off, p.output + mineB.off + s.off, s.len);
+          dma.semaIncOn(f, inc(p, p.semas.data2));
+        }),
+      );
+      prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: n - 1 }, dma: true });
+      finish((n - 1) * engines, me.semas.data2);
+      return;
+    }
+    default:
+      throw new Error(`mesh composer has no schedule for op_type ${opType}`);
+  }
+
+  /** SYNC: wait for `expect` arrivals on `sema`, then every engine signals completion; the last event waits for all of them. */
+  function finish(expect: number, sema: number): void {
+    for (let f = 0; f < engines; f++) dma.semaIncOn(f, semaAddr(me.device, me.topsp, me.semas.compl, "inc"));
+    prog.event(MeshEventType.SYNC, { ...(expect > 0 ? { wait: { sema: read(sema), value: expect } } : {}), dma: true });
+    prog.event(MeshEventType.FUNCTION_BARRIER_LAST_COLL, { wait: { sema: read(me.semas.compl), value: engines } });
+  }
+}
+
+/** Bytes of one scratch slot: the largest block. */
+export function slotBytes(ctx: MeshOpContext): number {
+  const esize = dtypeSize(ctx.op.dtype);
+  return ctx.opType === EncOpType.REDUCE_SCATTER ? ctx.op.bytes / ctx.ranks.length : meshBlock(ctx.count, ctx.ranks.length, 0, esize).len;
+}
+
+function share(bytes: number, esize: number, parts: number): { off: number; len: number }[] {
+  const elems = bytes / esize;
+  const per = Math.ceil(elems / parts);
+  return Array.from({ length: parts }, (_, f) => {
+    const a = Math.min(f * per, elems);
+    const b = Math.min(a + per, elems);
+    return { off: a * esize, len: (b - a) * esize };
+  });
+}
