@@ -112,6 +112,8 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
     const v = familyGate(init, EncAlgType.MESH, opType, [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V], "mesh");
     if (!v.ok) return v;
+    // The subtype windows are the collectives' op_max_limit; all-to-all has no other home than mesh.
+    if (!COLLECTIVES.includes(opType)) return ok("all-to-all is served by mesh at any size");
     if (bytes > meshLimit) return no(`${bytes} bytes is above the mesh subtype's op_max_limit (${meshLimit})`);
     return ok(`${bytes} bytes within op_max_limit ${meshLimit}`);
   })();
