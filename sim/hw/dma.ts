@@ -204,7 +204,8 @@ export class DmaEngine {
       const sameHbm = links.length === 0 && dst.kind === "hbm";
       stages.push({ res: srcHbm, bytes: share + (sameHbm ? d.len : 0), fixedPs: 0, latPs: 0 });
       for (const l of links) stages.push({ res: l, bytes: d.len, fixedPs: 0, latPs: host.fabric.latencyPs });
-      const sourceStages = stages.length;
+      // The engine is free once its data is on the first link; later hops buffer and forward.
+      const sourceStages = links.length > 0 ? stages.length - links.length + 1 : stages.length;
       if (!sameHbm && dst.kind === "hbm") stages.push({ res: host.fabric.hbm[dst.device], bytes: d.len, fixedPs: 0, latPs: 0 });
       const trace = host.trace;
       const t = pipeline(Math.max(k.now, engineFree), stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined);

@@ -77,8 +77,8 @@ export interface PacketTiming {
 
 /**
  * Timing of one packet through its stages. Contention is resolved on a latency-free timeline: each
- * resource serves its share of bytes (plus fixed cost) first come first served, from the moment the
- * previous stage began serving (cut-through), and is then free for other transfers. The data
+ * resource serves its share of bytes (plus fixed cost) in the earliest free slot from the moment the
+ * previous stage began serving (cut-through), and is free for other transfers outside that slot. The data
  * timeline adds the propagation delays: a stage finishes no earlier than its own service end plus
  * the latency accumulated before it, nor before the previous stage's data has arrived. Resources
  * with no rate limit and no fixed cost never contend.
@@ -93,9 +93,8 @@ export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: numbe
     const own = st.fixedPs + (st.res ? transferPs(st.bytes, st.res.rate) : 0);
     let cf = cs;
     if (st.res && own > 0) {
-      cs = Math.max(cs, st.res.freeAt);
+      cs = st.res.reserve(cs, own, t0);
       cf = cs + own;
-      st.res.freeAt = cf;
       st.res.busyPs += own;
       onBusy?.(st.res, st.bytes, cs, cf);
     }

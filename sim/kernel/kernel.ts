@@ -85,7 +85,11 @@ export class Kernel {
   }
 }
 
-/** A resource used first come, first served: `freeAt` is when it can take the next piece of work. */
+/**
+ * A resource that serves one piece of work at a time. `freeAt` is the end of its last booking; a
+ * booking may also fill an earlier idle gap (`reserve`), so work booked for the future does not
+ * block work that could run now.
+ */
 export class Resource {
   readonly name: string;
   /** Bytes per second; 0 = no limit. */
@@ -93,8 +97,36 @@ export class Resource {
   freeAt: Tick = 0;
   busyPs = 0;
   bytes = 0;
+  /** Booked intervals, sorted and disjoint, as [start0, end0, start1, end1, ...]. */
+  private readonly booked: number[] = [];
   constructor(name: string, rate: number) {
     this.name = name;
     this.rate = rate;
+  }
+
+  /** Book `dur` at the earliest time >= `earliest` that is free; bookings ending before `now` are forgotten. */
+  reserve(earliest: Tick, dur: Tick, now: Tick): Tick {
+    const b = this.booked;
+    let drop = 0;
+    while (drop < b.length && b[drop + 1]! <= now) drop += 2;
+    if (drop) b.splice(0, drop);
+    let start = earliest;
+    let i = 0;
+    for (; i < b.length; i += 2) {
+      if (start + dur <= b[i]!) break;
+      if (start < b[i + 1]!) start = b[i + 1]!;
+    }
+    const end = start + dur;
+    // Insert [start, end) before index i, merging with touching neighbours.
+    const mergePrev = i >= 2 && b[i - 1] === start;
+    const mergeNext = i < b.length && b[i] === end;
+    if (mergePrev && mergeNext) {
+      b[i - 1] = b[i + 1]!;
+      b.splice(i, 2);
+    } else if (mergePrev) b[i - 1] = end;
+    else if (mergeNext) b[i] = start;
+    else b.splice(i, 0, start, end);
+    this.freeAt = Math.max(this.freeAt, end);
+    return start;
   }
 }
