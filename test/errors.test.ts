@@ -253,8 +253,9 @@ describe("encode errors", () => {
       () => {
         const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
         const ch = b.addChannel(place({ engines: [0, 1] }));
-        // A three-source reduce of one element lands on fold 0 only: a (4 tx, 1 rx) deficit on fold 1.
-        ch.reduce([hbmAddr(0, 64), hbmAddr(0, 128), hbmAddr(0, 192)], hbmAddr(0, 256), 4, 0, 10, 4, 4096);
+        // A 200-source reduce of one element lands on fold 0 only: fold 1's (201 tx, 1 rx) deficit
+        // would need two reduce-shaped pads but has room for one.
+        ch.reduce(Array(200).fill(hbmAddr(0, 64)), hbmAddr(0, 256), 4, 0, 10, 4, 4096);
         ch.markStep(0);
       },
     ],

@@ -420,15 +420,24 @@ export class EncdChannel {
     this.folds.forEach((v, f) => {
       const dTx = maxTx - (this.tx[f] ?? 0);
       const dRx = maxRx - (this.rx[f] ?? 0);
-      const cce = (dTx - dRx) / 2;
-      if (!Number.isInteger(cce) || cce < 0 || cce > dRx) {
+      // Each pad is one RX; a reduce-shaped pad with s sources adds s extra TX (s >= 2).
+      const sources: number[] = [];
+      let extra = dTx - dRx;
+      while (extra > 0) {
+        let k = Math.min(extra, 128);
+        if (extra - k === 1) k--;
+        if (k < 2) break;
+        sources.push(k);
+        extra -= k;
+      }
+      if (extra !== 0 || sources.length > dRx) {
         throw new EncodeError("ENC1606", `fold ${f} cannot be padded: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
           path: `channel${this.placement.channelId}.fold${f}`,
           value: { dTx, dRx },
         });
       }
-      for (let i = 0; i < cce; i++) this.count(f, v.addCceNoop(this.padAddr));
-      for (let i = cce; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
+      for (const k of sources) this.count(f, v.addCceNoop(this.padAddr, k));
+      for (let i = sources.length; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
     });
     const m2s = this.tx[0] ?? 0;
     const s2m = this.rx[0] ?? 0;

@@ -116,9 +116,9 @@ export class Vring {
     return this.addCopy(valueAddr, semaAddr, WORD_BYTES);
   }
 
-  /** A reduce-shaped no-op: a 4-byte CCE ADD of the pad word onto itself (1 + 2 TX, 1 RX descriptors). */
-  addCceNoop(padAddr: number): DescCounts {
-    return this.addCce(SdmaCceType.ADD, SDMA_UINT32, [padAddr, padAddr], padAddr, WORD_BYTES, WORD_BYTES);
+  /** A reduce-shaped no-op: a 4-byte CCE ADD of the pad word onto itself (1 + `sources` TX, 1 RX descriptors). */
+  addCceNoop(padAddr: number, sources = 2): DescCounts {
+    return this.addCce(SdmaCceType.ADD, SDMA_UINT32, Array(sources).fill(padAddr), padAddr, WORD_BYTES, WORD_BYTES);
   }
 
   /** A no-op: a 4-byte self-copy; costs engine time, moves nothing useful. */
