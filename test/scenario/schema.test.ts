@@ -15,7 +15,7 @@ describe("scenario.schema.json", () => {
     }
     expect(() => parseScenario("t.json", { ...minimal, extra: 1 })).toThrow(/unknown key "extra"/);
     const opKeys = Object.keys(schema.properties.ops.items.properties);
-    expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce", "stream", "priorityClass"]);
+    expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"]);
     expect(schema.properties.ops.items.properties.op.enum).toHaveLength(13);
     expect(schema.properties.algorithm.enum).toHaveLength(12);
     expect(schema.properties.ops.items.properties.dtype.enum).toEqual(["uint8", "int8", "uint16", "int16", "fp16", "bf16", "uint32", "int32", "fp32"]);
