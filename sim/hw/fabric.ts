@@ -1,6 +1,6 @@
 // Device-to-device links (one resource per direction) with hop-by-hop routing, and the
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
-import { topologyAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
+import { routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { transferPs, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
@@ -12,11 +12,12 @@ export class Fabric {
   readonly latencyPs: number;
 
   constructor(spec: DeviceSpec, deviceCount: number) {
-    const adj = topologyAdjacency(spec.topology, deviceCount);
+    const adj = routingAdjacency(spec.topology, deviceCount);
     for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));
     this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
     this.latencyPs = spec.link.latencyPs;
-    // nextHop[src][dst]: first hop of a shortest path (breadth first, lowest id first: deterministic).
+    // nextHop[src][dst]: first hop of a shortest path, breadth first in the preset's routing order
+    // (dimension order on a torus), so the choice is deterministic.
     this.nextHop = adj.map((_, src) => {
       const first = adj.map(() => -1);
       const seen = adj.map(() => false);

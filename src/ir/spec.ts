@@ -4,7 +4,12 @@ import type { EncAlgType, EncOpType } from "./enums.ts";
 
 /** Device-to-device topology: an explicit neighbour table, or a plain ring sized to the devices in use. */
 export type Topology =
-  | { readonly kind: "table"; readonly neighbours: readonly (readonly number[])[] }
+  | {
+      readonly kind: "table";
+      readonly neighbours: readonly (readonly number[])[];
+      /** Columns of the table in the order routing prefers them (dimension-order routing); default: by device id. */
+      readonly routeOrder?: readonly number[];
+    }
   | { readonly kind: "ring" };
 
 /**
@@ -18,6 +23,18 @@ export function topologyAdjacency(topology: Topology, deviceCount: number): numb
     );
   }
   return topology.neighbours.map((row) => [...new Set(row)].sort((a, b) => a - b));
+}
+
+/**
+ * The links in the order routing tries them: a table's columns in `routeOrder` (so shortest paths
+ * take one dimension before the next), otherwise by device id.
+ */
+export function routingAdjacency(topology: Topology, deviceCount: number): number[][] {
+  if (topology.kind === "table" && topology.routeOrder) {
+    const order = topology.routeOrder;
+    return topology.neighbours.map((row) => [...new Set(order.map((c) => row[c]!).filter((d) => d !== undefined))]);
+  }
+  return topologyAdjacency(topology, deviceCount);
 }
 
 export interface DeviceSpec {

@@ -27,6 +27,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   numbers.push("arch", "devices", "coresPerDevice");
   const topology = parseTopology(r.get("topology"), devices);
   if (topology.kind === "table") numbers.push("topology.neighbours");
+  if (topology.kind === "table" && topology.routeOrder) numbers.push("topology.routeOrder");
   const topsp = section("topsp", ["perDevice", "semaphores", "entryDecodePs", "stepIssuePs", "semaWakePs"] as const, (k, f) =>
     k === "perDevice" ? f.int(1, 16) : k === "semaphores" ? f.int(1, 256) : f.int(0),
   );
@@ -95,7 +96,7 @@ function parseTopology(t: Reader, devices: number): Topology {
     t.keys(["kind"]);
     return { kind };
   }
-  t.keys(["kind", "neighbours"]);
+  t.keys(["kind", "neighbours", "routeOrder"]);
   const rows = t.get("neighbours").items();
   if (rows.length !== devices) t.get("neighbours").fail("SCN1103", `has ${rows.length} rows, expected one per device (${devices})`, rows.length);
   const neighbours = rows.map((row, d) =>
@@ -110,5 +111,10 @@ function parseTopology(t: Reader, devices: number): Topology {
       if (!neighbours[n]?.includes(d)) rows[d]!.items()[i]!.fail("SCN1103", `link ${d}->${n} has no reverse link ${n}->${d}`);
     }),
   );
-  return { kind, neighbours };
+  const orderR = t.opt("routeOrder");
+  if (!orderR) return { kind, neighbours };
+  const width = Math.max(...neighbours.map((r) => r.length));
+  const routeOrder = orderR.items().map((c) => c.int(0, width - 1));
+  if (new Set(routeOrder).size !== width || routeOrder.length !== width) orderR.fail("SCN1103", `must list each of the ${width} table columns once`, routeOrder);
+  return { kind, neighbours, routeOrder };
 }

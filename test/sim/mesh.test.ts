@@ -126,3 +126,14 @@ describe("random mesh configurations", () => {
     );
   });
 });
+
+describe("routing", () => {
+  it("takes shortest paths in dimension order on the trn1 torus (X, then Y)", () => {
+    const f = new Fabric(trn1, 16);
+    expect(f.route(0, 5).map((l) => l.name)).toEqual(["link 0->1", "link 1->5"]);
+    // Two hops each way in both dimensions: X first (left before right on ties), then Y (up before down).
+    expect(f.route(0, 10).map((l) => l.name)).toEqual(["link 0->3", "link 3->2", "link 2->14", "link 14->10"]);
+    expect(f.route(0, 3).map((l) => l.name)).toEqual(["link 0->3"]); // the torus wrap
+    expect(f.route(7, 7)).toEqual([]);
+  });
+});
