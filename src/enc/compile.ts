@@ -12,7 +12,7 @@ import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, postOperations, type EncOperation, type Explanation } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
 import { composeChannelPermute, composeChannelRing, type RankBuffers } from "./ring.ts";
-import { composeMesh, meshBlock, type MeshRank } from "./mesh.ts";
+import { composeMesh, meshSlotBytes, type MeshRank } from "./mesh.ts";
 import { adjacency, deviceRing } from "./topology.ts";
 
 export interface BufferRef {
@@ -269,10 +269,4 @@ export function bufferBytes(op: OpSpec, opType: EncOpType, n: number, groupRank:
     default:
       return { inBytes: op.bytes, outBytes: op.bytes };
   }
-}
-
-/** Bytes of one mesh scratch slot: the largest block a peer sends this rank. */
-function meshSlotBytes(op: OpSpec, opType: EncOpType, n: number): number {
-  const esize = dtypeSize(op.dtype);
-  return opType === EncOpType.REDUCE_SCATTER ? op.bytes / n : meshBlock(op.bytes / esize, n, 0, esize).len;
 }

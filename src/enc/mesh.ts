@@ -149,10 +149,14 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
   }
 }
 
-/** Bytes of one scratch slot: the largest block. */
-export function slotBytes(ctx: MeshOpContext): number {
-  const esize = dtypeSize(ctx.op.dtype);
-  return ctx.opType === EncOpType.REDUCE_SCATTER ? ctx.op.bytes / ctx.ranks.length : meshBlock(ctx.count, ctx.ranks.length, 0, esize).len;
+/** Bytes of one mesh scratch slot: the largest block a peer sends a rank. */
+export function meshSlotBytes(op: OpSpec, opType: EncOpType, n: number): number {
+  const esize = dtypeSize(op.dtype);
+  return opType === EncOpType.REDUCE_SCATTER ? op.bytes / n : meshBlock(op.bytes / esize, n, 0, esize).len;
+}
+
+function slotBytes(ctx: MeshOpContext): number {
+  return meshSlotBytes(ctx.op, ctx.opType, ctx.ranks.length);
 }
 
 function share(bytes: number, esize: number, parts: number): { off: number; len: number }[] {
