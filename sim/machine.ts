@@ -3,7 +3,7 @@
 import type { DeviceSpec } from "../src/ir/spec.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
-import { decodeAddress, describeAddress } from "../src/encd/address.ts";
+import { decodeAddress, describeAddress, ENGINES_PER_SENG } from "../src/encd/address.ts";
 import type { ProgramImage } from "../src/encd/program.ts";
 import { Kernel, Prio } from "./kernel/kernel.ts";
 import { DmaEngine, DmaQueue, type DmaHost } from "./hw/dma.ts";
@@ -124,7 +124,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     mmio(d, addr, value, mask) {
       const a = decodeAddress(addr);
       if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr)} is not a local DMA doorbell`, { value: addr });
-      const targets = a.engine === undefined ? [...Array(32).keys()].filter((e) => (mask >>> e) & 1) : [a.engine];
+      const targets = a.engine === undefined ? [...Array(ENGINES_PER_SENG).keys()].filter((e) => (mask >>> e) & 1).map((e) => a.seng * ENGINES_PER_SENG + e) : [a.engine];
       for (const e of targets) {
         const engine = dev(d).engines.get(e);
         if (!engine) throw new SimError("SIM1509", `dev${d}: doorbell for DMA engine ${e}, which has no queues`, { value: e });

@@ -247,7 +247,7 @@ describe("encode errors", () => {
         b.addChannel(place({ channelId: 1, slot: 1, reporter: false }));
       },
     ],
-    ["ENC1605", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place({ engines: [32] }))],
+    ["ENC1605", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place({ engines: [31, 32] }))],
     [
       "ENC1606",
       () => {

@@ -4,7 +4,8 @@
 //  bit  47     TopSP bank select (TopSP index > 7)
 //  local map   [0, 0x80_0000_0000)                 HBM
 //              0x0FFF_F000_0000 + e*0x40000        DMA engine e registers (M2S; S2M at +0x20000)
-//              0x0FFF_E000_0000                    DMA APB broadcast block (same layout, engines by mask)
+//              0x0FFF_E000_0000 + s*0x40000         DMA APB broadcast block of SENG s (same layout;
+//                                                  engines s*32 + bit, by mask)
 //              0x82_8000_0000 + (idx&7)<<30        TopSP idx: semaphores READ +0x1000, SET +0x1400,
 //                                                  INC +0x1800, DEC +0x1C00, 4 bytes each
 import { EncodeError } from "../ir/errors.ts";
@@ -23,6 +24,12 @@ export const SEMAPHORES_PER_TOPSP = 256;
 export const DMA_APB_BASE = 0x0fff_f000_0000;
 export const DMA_BCAST_BASE = 0x0fff_e000_0000;
 export const DMA_ENGINE_STRIDE = 0x40000;
+/** DMA engines an APB broadcast mask addresses: one SENG's (V3: 2 NeuronCores x 16). */
+export const ENGINES_PER_SENG = 32;
+/** Broadcast blocks, one per SENG, this far apart. */
+export const DMA_BCAST_SENG_STRIDE = 0x40000;
+const MAX_SENGS = 8;
+const MAX_ENGINES = 256;
 export const DMA_S2M_OFFSET = 0x20000;
 export const DMA_QUEUE_STRIDE = 0x1000;
 export const DMA_TAIL_INC = 0x38;
@@ -52,16 +59,16 @@ export function semaAddr(device: number, topsp: number, sema: number, window: Se
   return deviceBits(device) + (topsp > 7 ? SP_BANK : 0) + SP_BASE + (topsp & 7) * SP_TILE + win + 4 * sema;
 }
 
-/** Address of a queue's tail-pointer-increment doorbell; `engine` undefined = the APB broadcast block. */
-export function tailDoorbellAddr(device: number, engine: number | undefined, queue: number, dir: "m2s" | "s2m"): number {
-  const base = engine === undefined ? DMA_BCAST_BASE : DMA_APB_BASE + engine * DMA_ENGINE_STRIDE;
+/** Address of a queue's tail-pointer-increment doorbell; `engine` undefined = SENG `seng`'s APB broadcast block. */
+export function tailDoorbellAddr(device: number, engine: number | undefined, queue: number, dir: "m2s" | "s2m", seng = 0): number {
+  const base = engine === undefined ? DMA_BCAST_BASE + seng * DMA_BCAST_SENG_STRIDE : DMA_APB_BASE + engine * DMA_ENGINE_STRIDE;
   return deviceBits(device) + base + (dir === "s2m" ? DMA_S2M_OFFSET : 0) + (queue + 1) * DMA_QUEUE_STRIDE + DMA_TAIL_INC;
 }
 
 export type DecodedAddress =
   | { readonly kind: "hbm"; readonly device: number; readonly offset: number }
   | { readonly kind: "sema"; readonly device: number; readonly topsp: number; readonly sema: number; readonly window: SemaWindow }
-  | { readonly kind: "doorbell"; readonly device: number; readonly engine: number | undefined; readonly queue: number; readonly dir: "m2s" | "s2m" }
+  | { readonly kind: "doorbell"; readonly device: number; readonly engine: number | undefined; readonly seng: number; readonly queue: number; readonly dir: "m2s" | "s2m" }
   | { readonly kind: "unmapped"; readonly device: number; readonly offset: number };
 
 export function decodeAddress(addr: number): DecodedAddress {
@@ -81,14 +88,16 @@ export function decodeAddress(addr: number): DecodedAddress {
   }
   if (bank === 0) {
     for (const [base, isBcast] of [[DMA_APB_BASE, false], [DMA_BCAST_BASE, true]] as const) {
-      const span = isBcast ? DMA_ENGINE_STRIDE : 64 * DMA_ENGINE_STRIDE;
+      const stride = isBcast ? DMA_BCAST_SENG_STRIDE : DMA_ENGINE_STRIDE;
+      const span = (isBcast ? MAX_SENGS : MAX_ENGINES) * stride;
       if (l47 >= base && l47 < base + span) {
-        const engine = isBcast ? undefined : Math.floor((l47 - base) / DMA_ENGINE_STRIDE);
-        let rel = l47 - base - (engine ?? 0) * DMA_ENGINE_STRIDE;
+        const block = Math.floor((l47 - base) / stride);
+        let rel = l47 - base - block * stride;
         const dir = rel >= DMA_S2M_OFFSET ? "s2m" : "m2s";
         if (dir === "s2m") rel -= DMA_S2M_OFFSET;
         if (rel % DMA_QUEUE_STRIDE === DMA_TAIL_INC && rel >= DMA_QUEUE_STRIDE) {
-          return { kind: "doorbell", device, engine, queue: Math.floor(rel / DMA_QUEUE_STRIDE) - 1, dir };
+          const queue = Math.floor(rel / DMA_QUEUE_STRIDE) - 1;
+          return isBcast ? { kind: "doorbell", device, engine: undefined, seng: block, queue, dir } : { kind: "doorbell", device, engine: block, seng: Math.floor(block / ENGINES_PER_SENG), queue, dir };
         }
       }
     }
@@ -104,7 +113,7 @@ export function describeAddress(addr: number): string {
     case "sema":
       return `dev${d.device}:topsp${d.topsp}:sem${d.sema}.${d.window}`;
     case "doorbell":
-      return `dev${d.device}:${d.engine === undefined ? "bcast" : "dma" + d.engine}:q${d.queue}.${d.dir}`;
+      return `dev${d.device}:${d.engine === undefined ? `bcast${d.seng ? d.seng : ""}` : "dma" + d.engine}:q${d.queue}.${d.dir}`;
     case "unmapped":
       return `dev${d.device}:unmapped+0x${d.offset.toString(16)}`;
   }

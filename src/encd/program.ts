@@ -10,7 +10,7 @@ import { EncAlgMeshType, EncPattern, SdmaCceType } from "../ir/enums.ts";
 import { EncodeError, InternalError, assert } from "../ir/errors.ts";
 import { packChannelConfig, ALGO_CONFIG_RING_BYTES, MAX_CHANNELS, type RingNeighbor } from "./channel.ts";
 import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } from "./ccop.ts";
-import { hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
+import { ENGINES_PER_SENG, hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
 import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
 import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
@@ -181,7 +181,7 @@ export class ProgramBuilder {
     ts.channels.add(p.channelId);
     const steps: Uint8Array[] = [];
     ts.slots.set(p.slot, steps);
-    const { vrings, mask } = this.bindVrings(d, p.device, p.engines, p.queue);
+    const { vrings, mask, seng } = this.bindVrings(d, p.device, p.engines, p.queue);
     packChannelConfig(
       {
         next: p.next,
@@ -192,8 +192,8 @@ export class ProgramBuilder {
         dmaComplSema: semaAddr(p.device, p.topsp, p.complSema, "read"),
         kringMine: 0,
         kringPeers: [],
-        bcastM2sTail: tailDoorbellAddr(p.device, undefined, p.queue, "m2s"),
-        bcastS2mTail: tailDoorbellAddr(p.device, undefined, p.queue, "s2m"),
+        bcastM2sTail: tailDoorbellAddr(p.device, undefined, p.queue, "m2s", seng),
+        bcastS2mTail: tailDoorbellAddr(p.device, undefined, p.queue, "s2m", seng),
         bcastMask: mask,
         channelId: p.channelId,
         spadSlotIdx: p.slot,
@@ -214,18 +214,22 @@ export class ProgramBuilder {
     return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1 };
   }
 
-  private bindVrings(d: DeviceState, device: number, engines: readonly number[], queue: number): { vrings: Vring[]; mask: number } {
+  /** Bind one vring per engine; the engines must share a SENG, whose broadcast mask names them. */
+  private bindVrings(d: DeviceState, device: number, engines: readonly number[], queue: number): { vrings: Vring[]; mask: number; seng: number } {
     let mask = 0;
+    const seng = Math.floor((engines[0] ?? 0) / ENGINES_PER_SENG);
     const vrings = engines.map((engine) => {
       const key = `${engine}/${queue}`;
       if (d.vrings.has(key)) throw new EncodeError("ENC1604", `DMA engine ${engine} queue ${queue} of device ${device} is already bound`, { path: "channel.engines", value: engine });
-      if (engine >= 32) throw new EncodeError("ENC1605", `DMA engine ${engine} does not fit the 32-bit broadcast mask`, { path: "channel.engines", value: engine });
+      if (Math.floor(engine / ENGINES_PER_SENG) !== seng) {
+        throw new EncodeError("ENC1605", `DMA engine ${engine} is not in SENG ${seng}: one broadcast mask names engines of one SENG`, { path: "channel.engines", value: engine });
+      }
       const entry = { engine, queue, vring: new Vring(`dev${device}_eng${engine}_q${queue}`) };
       d.vrings.set(key, entry);
-      mask = (mask | (1 << engine)) >>> 0;
+      mask = (mask | (1 << (engine % ENGINES_PER_SENG))) >>> 0;
       return entry.vring;
     });
-    return { vrings, mask };
+    return { vrings, mask, seng };
   }
 
   /**
@@ -242,7 +246,7 @@ export class ProgramBuilder {
     if (ts.slots.has(MESH_SLOT)) throw new EncodeError("ENC1603", `slot ${MESH_SLOT} of TopSP ${p.topsp} is taken`, { path: "mesh.slot", value: MESH_SLOT });
     const steps: Uint8Array[] = [];
     ts.slots.set(MESH_SLOT, steps);
-    const { vrings, mask } = this.bindVrings(d, p.device, p.engines, p.queue);
+    const { vrings, mask, seng } = this.bindVrings(d, p.device, p.engines, p.queue);
     const placement: ChannelPlacement = {
       device: p.device,
       topsp: p.topsp,
@@ -259,7 +263,7 @@ export class ProgramBuilder {
       initialCredits: 0,
     };
     const dma = new EncdChannel(this, placement, vrings, steps, d.constAddr, d.padAddr);
-    const leg: DmaLeg = { m2sTail: tailDoorbellAddr(p.device, undefined, p.queue, "m2s"), s2mTail: tailDoorbellAddr(p.device, undefined, p.queue, "s2m"), mask };
+    const leg: DmaLeg = { m2sTail: tailDoorbellAddr(p.device, undefined, p.queue, "m2s", seng), s2mTail: tailDoorbellAddr(p.device, undefined, p.queue, "s2m", seng), mask };
     const state = ts;
     return new MeshProgram(dma, leg, (e) => {
       if (state.mesh.length >= maxMeshEvents(this.params.arch)) {

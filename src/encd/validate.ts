@@ -2,7 +2,7 @@
 // it reads the emitted bytes back and rejects programs the device could not run to completion.
 import { CompileError } from "../ir/errors.ts";
 import { EncPattern } from "../ir/enums.ts";
-import { decodeAddress, semaAddr } from "./address.ts";
+import { decodeAddress, ENGINES_PER_SENG, semaAddr } from "./address.ts";
 import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES } from "./ccop.ts";
 import { decodeChannelConfig } from "./channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "./slot.ts";
@@ -38,7 +38,9 @@ export function validateCcops(image: ProgramImage): void {
       for (const c of channels) {
         const cfg = decodeChannelConfig(t.ringConfig, c);
         const spad = t.slotSpad[cfg.spadSlotIdx] ?? new Uint8Array(0);
-        const folds = [...Array(32).keys()].filter((e) => (cfg.bcastMask >>> e) & 1);
+        const bc = decodeAddress(cfg.bcastM2sTail);
+        const seng = bc.kind === "doorbell" ? bc.seng : 0;
+        const folds = [...Array(ENGINES_PER_SENG).keys()].filter((e) => (cfg.bcastMask >>> e) & 1).map((e) => seng * ENGINES_PER_SENG + e);
         const rings = folds.map((e) => queues.get(e));
         if (rings.some((q) => !q) || folds.length !== cfg.foldN) fail("CMP1602", `${where} channel ${c}: fold_n ${cfg.foldN} but ${rings.filter(Boolean).length} DMA rings`, `${where}.channel${c}`, folds);
         const fq = rings as QueueImage[];

@@ -24,6 +24,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   };
   const devices = r.get("devices").int(1, MAX_DEVICES);
   const coresPerDevice = r.get("coresPerDevice").int(1, 8);
+  if (32 % Math.min(32, r.get("dma").get("enginesPerCore").int(1, 32)) !== 0) r.get("dma").get("enginesPerCore").fail("SCN1101", "must divide 32 (a SENG's broadcast mask)");
   numbers.push("arch", "devices", "coresPerDevice");
   const topology = parseTopology(r.get("topology"), devices);
   if (topology.kind === "table") numbers.push("topology.neighbours");
@@ -36,7 +37,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
     k === "enginesPerCore" ? f.int(1, 32) : k === "queuesPerEngine" ? f.int(1, 16) : k === "maxDescriptorBytes" ? f.int(4, 65536) : k === "cceMaxElements" ? f.int(1, 1 << 20) : f.int(0),
   );
   if (dma.collectiveQueue >= dma.queuesPerEngine) r.get("dma").get("collectiveQueue").fail("SCN1101", `must be below queuesPerEngine (${dma.queuesPerEngine})`);
-  if (dma.enginesPerCore * coresPerDevice > 32) r.get("dma").get("enginesPerCore").fail("SCN1101", "engines per device must be at most 32 (the broadcast mask is 32 bits)");
+  if (dma.enginesPerCore * coresPerDevice > 256) r.get("dma").get("enginesPerCore").fail("SCN1101", "engines per device must be at most 256 (the DMA register map)");
   const hbm = section("hbm", ["bytesPerSecond"] as const, (_k, f) => f.int(0));
   const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (_k, f) => f.int(0));
   const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>

@@ -78,8 +78,10 @@ describe("address map", () => {
     expect(a).toBe(0x82_8000_0000 + (1 << 30) + 0x1800 + 20);
     expect(decodeAddress(semaAddr(3, 9, 255, "dec"))).toEqual({ kind: "sema", device: 3, topsp: 9, sema: 255, window: "dec" });
     expect(decodeAddress(hbmAddr(7, 0x1234))).toEqual({ kind: "hbm", device: 7, offset: 0x1234 });
-    expect(decodeAddress(tailDoorbellAddr(2, undefined, 15, "s2m"))).toEqual({ kind: "doorbell", device: 2, engine: undefined, queue: 15, dir: "s2m" });
-    expect(decodeAddress(tailDoorbellAddr(2, 17, 3, "m2s"))).toEqual({ kind: "doorbell", device: 2, engine: 17, queue: 3, dir: "m2s" });
+    expect(decodeAddress(tailDoorbellAddr(2, undefined, 15, "s2m"))).toEqual({ kind: "doorbell", device: 2, engine: undefined, seng: 0, queue: 15, dir: "s2m" });
+    expect(decodeAddress(tailDoorbellAddr(2, undefined, 15, "m2s", 3))).toEqual({ kind: "doorbell", device: 2, engine: undefined, seng: 3, queue: 15, dir: "m2s" });
+    expect(decodeAddress(tailDoorbellAddr(2, 17, 3, "m2s"))).toEqual({ kind: "doorbell", device: 2, engine: 17, seng: 0, queue: 3, dir: "m2s" });
+    expect(decodeAddress(tailDoorbellAddr(2, 100, 15, "s2m"))).toEqual({ kind: "doorbell", device: 2, engine: 100, seng: 3, queue: 15, dir: "s2m" });
     expect(() => semaAddr(0, 0, 256, "read")).toThrow(/semaphore 256/);
     expect(() => hbmAddr(32, 0)).toThrow(/device 32/);
   });
