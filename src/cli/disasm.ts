@@ -72,7 +72,10 @@ export interface DisasmOptions {
 /** The disassembly as data (what --json prints). */
 export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: ProgramLayout, opts: DisasmOptions) {
   const name = namer(regions(layout, image));
-  const tsPerCore = spec.topsp.perDevice / spec.coresPerDevice;
+  // A rank's TopSPs and engines: virtualCoreSize physical cores' worth.
+  const vcore = spec.collectives.virtualCoreSize;
+  const tsPerRank = (spec.topsp.perDevice / spec.coresPerDevice) * vcore;
+  const enginesPerRank = spec.dma.enginesPerCore * vcore;
   const who = opts.rank === undefined ? undefined : layout.ops[0]!.ranks.find((r) => r.rank === opts.rank);
   // The rank's NeuronCore: its position among the ranks of its device.
   const core = who === undefined ? undefined : layout.ops[0]!.ranks.filter((r) => r.device === who.device).map((r) => r.rank).sort((a, b) => a - b).indexOf(who.rank);
@@ -82,7 +85,7 @@ export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: Progr
       device: d.device,
       ranks: layout.ops[0]!.ranks.filter((r) => r.device === d.device).map((r) => r.rank),
       topsps: d.topsps
-        .filter((t) => core === undefined || Math.floor(t.index / tsPerCore) === core)
+        .filter((t) => core === undefined || Math.floor(t.index / tsPerRank) === core)
         .map((t) => {
           const entries = Array.from({ length: t.opNum }, (_, i) => decodeSpadCtrlEntry(t.ctrlSpad, i * SPAD_CTRL_ENTRY_BYTES));
           const ids = [...new Set(entries.flatMap((e) => (e.algoType === EncPattern.RING ? [...Array(32).keys()].filter((c) => (e.channelList >>> c) & 1) : [])))];
@@ -124,7 +127,7 @@ export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: Progr
           };
         }),
       queues: d.queues
-        .filter((q) => core === undefined || Math.floor(q.engine / spec.dma.enginesPerCore) === core)
+        .filter((q) => core === undefined || Math.floor(q.engine / enginesPerRank) === core)
         .map((q) => ({
           engine: q.engine,
           queue: q.queue,

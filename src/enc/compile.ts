@@ -74,14 +74,18 @@ export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Expla
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */
 export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
   check(scn.nodes === 1, "CMP1301", "multi-node scenarios (nodes > 1) are not supported yet", "nodes", scn.nodes);
-  check(scn.ranksPerDevice <= spec.coresPerDevice, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device`, "ranksPerDevice", scn.ranksPerDevice);
+  // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
+  const vcore = spec.collectives.virtualCoreSize;
+  const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
+  check(scn.ranksPerDevice <= ranksPerDeviceMax, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device, ${ranksPerDeviceMax} rank(s) at logical core size ${vcore}`, "ranksPerDevice", scn.ranksPerDevice);
   const deviceCount = scn.ranks / scn.ranksPerDevice;
   check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
   const channels = scn.channels ?? spec.ring.defaultChannels;
   const foldN = spec.ring.foldN;
-  check(channels * foldN <= spec.dma.enginesPerCore, "CMP1304", `${channels} channels x ${foldN} folds need more DMA engines than the ${spec.dma.enginesPerCore} per core`, "channels", channels);
-  const tsPerCore = spec.topsp.perDevice / spec.coresPerDevice;
-  const slotsPerTopsp = Math.ceil(channels / tsPerCore);
+  const enginesPerRank = spec.dma.enginesPerCore * vcore;
+  check(channels * foldN <= enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds need more DMA engines than the ${enginesPerRank} per rank`, "channels", channels);
+  const tsPerRank = (spec.topsp.perDevice / spec.coresPerDevice) * vcore;
+  const slotsPerTopsp = Math.ceil(channels / tsPerRank);
   check(3 * foldN * slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
@@ -103,10 +107,10 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements });
   const place = (rank: number, c: number) => {
     const ci = info[rank]!;
-    const slot = Math.floor(c / tsPerCore);
+    const slot = Math.floor(c / tsPerRank);
     // Per channel: foldN recv-count, foldN send-credit and foldN completion semaphores.
     const base = 3 * foldN * slot;
-    return { topsp: ci.core * tsPerCore + (c % tsPerCore), slot, recv: base, send: base + foldN, compl: base + 2 * foldN };
+    return { topsp: ci.core * tsPerRank + (c % tsPerRank), slot, recv: base, send: base + foldN, compl: base + 2 * foldN };
   };
   const neighbor = (a: CommInfo, b: CommInfo) => ({ netIdxAddrs: [], foldN, type: a.device === b.device ? NeighType.LOCAL : NeighType.P2P });
   const ringPos = (gi: number, c: number, rank: number) => {
@@ -128,7 +132,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           topsp: p.topsp,
           channelId: c,
           slot: p.slot,
-          engines: Array.from({ length: foldN }, (_, f) => ci.core * spec.dma.enginesPerCore + c * foldN + f),
+          engines: Array.from({ length: foldN }, (_, f) => ci.core * enginesPerRank + c * foldN + f),
           queue: spec.dma.collectiveQueue,
           recvSema: p.recv,
           sendSema: p.send,
@@ -146,7 +150,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   // leave free, four semaphores after the ring channels'.
   const meshBase = 3 * foldN * slotsPerTopsp;
   const meshPlace = (rank: number) => ({
-    topsp: info[rank]!.core * tsPerCore,
+    topsp: info[rank]!.core * tsPerRank,
     semas: { handshake: meshBase, data: meshBase + 1, data2: meshBase + 2, compl: meshBase + 3 },
   });
   const meshPrograms = new Map<number, MeshProgram>();
@@ -154,8 +158,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     let m = meshPrograms.get(rank);
     if (!m) {
       const ci = info[rank]!;
-      const first = ci.core * spec.dma.enginesPerCore + channels * foldN;
-      const free = spec.dma.enginesPerCore - channels * foldN;
+      const first = ci.core * enginesPerRank + channels * foldN;
+      const free = Math.min(enginesPerRank, 32 - ((ci.core * enginesPerRank) % 32)) - channels * foldN;
       const peers = Math.max(1, groups[ci.group]!.length - 1);
       if (free < 1) throw new CompileError("CMP1306", `mesh needs a DMA engine the ${channels} ring channels x ${foldN} folds do not use`, { path: "channels", value: channels });
       const engines = Array.from({ length: Math.min(free, peers) }, (_, k) => first + k);

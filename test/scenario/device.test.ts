@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseDeviceSpec } from "../../src/scenario/index.ts";
 
@@ -19,7 +19,7 @@ describe("device presets", () => {
     const noSource = { ...rest, sources: { ...sources, "link.latencyPs": undefined } };
     delete noSource.sources["link.latencyPs"];
     expect(() => parseDeviceSpec("d.json", noSource)).toThrow(/no source given for "link.latencyPs"/);
-    for (const f of ["devices/trn1.json", "devices/ideal.json"]) {
+    for (const f of readdirSync("devices").map((x) => `devices/${x}`)) {
       const s = parseDeviceSpec(f, JSON.parse(readFileSync(f, "utf8")));
       expect(Object.values(s.sources).every((v) => v.length > 10)).toBe(true);
     }
@@ -30,5 +30,37 @@ describe("device presets", () => {
     bad.topology.neighbours[0][0] = 2;
     expect(() => parseDeviceSpec("d.json", bad)).toThrow(/link 0->2 has no reverse link/);
     expect(() => parseDeviceSpec("d.json", { ...trn1, turbo: true })).toThrow(/unknown key "turbo"/);
+  });
+});
+
+describe("presets beyond trn1", () => {
+  it("trn2 at logical core size 2: a rank is two physical cores, with their TopSPs and one SENG's 32 engines", async () => {
+    const { compileProgram } = await import("../../src/enc/compile.ts");
+    const { loadDevice } = await import("../../src/cli/load.ts");
+    const { decodeChannelConfig } = await import("../../src/encd/channel.ts");
+    const { decodeAddress } = await import("../../src/encd/address.ts");
+    const { scenario } = await import("../helpers.ts");
+    const trn2 = loadDevice("trn2");
+    const { image } = compileProgram(scenario({ instance: "trn2", ranks: 8, ranksPerDevice: 4, channels: 2, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn2, [0]);
+    const d0 = image.devices[0]!;
+    expect(d0.topsps.map((t) => t.index)).toEqual([0, 1, 4, 5, 8, 9, 12, 13]);
+    const t4 = d0.topsps.find((t) => t.index === 4)!;
+    const cfg = decodeChannelConfig(t4.ringConfig, 0);
+    expect(decodeAddress(cfg.bcastM2sTail)).toMatchObject({ kind: "doorbell", seng: 1 });
+    expect(cfg.bcastMask).toBe(0b11);
+    expect(d0.queues.map((q) => q.engine).filter((e) => e >= 32 && e < 64)).toEqual([32, 33, 34, 35]);
+    expect(() => compileProgram(scenario({ instance: "trn2", ranks: 10, ranksPerDevice: 5, ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn2, [0])).toThrow(/4 rank\(s\) at logical core size 2/);
+  });
+
+  it("inf2-24xl is a line: the ring's closing hop is routed back through the line", async () => {
+    const { compileProgram } = await import("../../src/enc/compile.ts");
+    const { loadDevice } = await import("../../src/cli/load.ts");
+    const { Fabric } = await import("../../sim/hw/fabric.ts");
+    const { scenario } = await import("../helpers.ts");
+    const inf2 = loadDevice("inf2-24xl");
+    const { layout } = compileProgram(scenario({ instance: "inf2-24xl", ranks: 6, channels: 1, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), inf2, [0]);
+    expect(layout.rings[0]!.followsLinks).toBe(false);
+    expect(layout.rings[0]!.channels[0]).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(new Fabric(inf2, 6).route(5, 0).map((l) => l.name)).toEqual(["link 5->4", "link 4->3", "link 3->2", "link 2->1", "link 1->0"]);
   });
 });
