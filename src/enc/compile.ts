@@ -13,6 +13,7 @@ import { checkSignatures, postOperations, type EncOperation, type Explanation } 
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
 import { composeChannelPermute, composeChannelRing, type RankBuffers } from "./ring.ts";
 import { composeMesh, meshSlotBytes, type MeshRank } from "./mesh.ts";
+import { composeRdh, rdhStepSemas, type RdhRank } from "./rdh.ts";
 import { adjacency, deviceRing } from "./topology.ts";
 
 export interface BufferRef {
@@ -86,7 +87,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   check(channels * foldN <= enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds need more DMA engines than the ${enginesPerRank} per rank`, "channels", channels);
   const tsPerRank = (spec.topsp.perDevice / spec.coresPerDevice) * vcore;
   const slotsPerTopsp = Math.ceil(channels / tsPerRank);
-  check(3 * foldN * slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+  // Ring channels' semaphores, then the mesh / RDH program's (handshake, data, data2, completion, RDH steps).
+  const meshSemas = 4 + rdhStepSemas(2 ** Math.floor(Math.log2(Math.max(...scn.replicaGroups.map((g) => g.length)))));
+  check(3 * foldN * slotsPerTopsp + meshSemas <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
   checkSignatures(scn, groups);
@@ -186,12 +189,24 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       const input = builder.allocHbm(ci.device, inBytes);
       const output = builder.allocHbm(ci.device, outBytes);
       const slotBytes = spec.ring.bufferSlots * plans[ci.group]!.halfBytes;
-      const chbuf = algorithm === EncAlgType.MESH ? [] : Array.from({ length: channels }, () => builder.allocHbm(ci.device, slotBytes));
-      const scratch = algorithm === EncAlgType.MESH && (opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER) ? builder.allocHbm(ci.device, n * meshSlotBytes(op, opType, n)) : 0;
+      const chbuf = algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH ? [] : Array.from({ length: channels }, () => builder.allocHbm(ci.device, slotBytes));
+      const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
+      // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
+      const scratch = reduces && (algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH) ? builder.allocHbm(ci.device, (algorithm === EncAlgType.MESH ? n : 2 * n) * meshSlotBytes(op, opType, n)) : 0;
       buffers.set(rank, { input, output, chbuf, scratch });
       rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes }, chbuf: chbuf.map((addr) => ({ addr, bytes: slotBytes })) });
     }
-    if (algorithm === EncAlgType.MESH) {
+    if (algorithm === EncAlgType.INTRA_RDH) {
+      groups.forEach((g) => {
+        const ranks = g.map((rank): RdhRank => {
+          const ci = info[rank]!;
+          const b = buffers.get(rank)!;
+          const m = meshPlace(rank);
+          return { groupRank: ci.groupRank, device: ci.device, topsp: m.topsp, handshake: m.semas.handshake, local: m.semas.data, stepSema: m.semas.compl + 1, compl: m.semas.compl, input: b.input, output: b.output, scratch: b.scratch };
+        });
+        g.forEach((rank, k) => composeRdh({ op, opType, ranks, count, reduceSliceBytes: operation.reduceSliceBytes }, ranks[k]!, meshProgram(rank), `${path}.op`));
+      });
+    } else if (algorithm === EncAlgType.MESH) {
       groups.forEach((g) => {
         const ranks = g.map((rank): MeshRank => {
           const ci = info[rank]!;

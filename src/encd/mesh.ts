@@ -28,6 +28,10 @@ export const MeshEventType = {
   REDUCE_COPY: 8,
   REDUCE_WRITE: 10,
   INTER_GRP_BRDCST_2: 11,
+  /** RDH band: EVT_RH_STEP_0..9 = 23..32 (RH_STEP_9 doubles as RDH_LOCAL_HANDSHAKE), RD_STEP_0..6 = 34..40. */
+  RH_STEP_0: 23,
+  RDH_LOCAL_HANDSHAKE: 32,
+  RD_STEP_0: 34,
 } as const;
 
 export interface DmaLeg {

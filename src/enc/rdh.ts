@@ -1,0 +1,157 @@
+// Intra-node RDH (INTRA_RDH): recursive doubling for all-gather, recursive halving for
+// reduce-scatter, both for all-reduce, over log2(n) pairwise exchange steps. It runs on the mesh
+// event tape (device pattern MESH): each step is one event that waits for the previous step's data
+// and sends this step's to the partner rank XOR 2^k, every engine carrying a share and signalling it.
+import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
+import { EncOpType } from "../ir/enums.ts";
+import { CompileError } from "../ir/errors.ts";
+import type { OpSpec } from "../ir/spec.ts";
+import { semaAddr } from "../encd/address.ts";
+import { MeshEventType } from "../encd/mesh.ts";
+import type { MeshProgram } from "../encd/program.ts";
+
+export interface RdhRank {
+  readonly groupRank: number;
+  readonly device: number;
+  readonly topsp: number;
+  readonly handshake: number;
+  /** Counts this rank's own reduce packets done (every engine signals it). */
+  readonly local: number;
+  /** First of the per-step data semaphores (reduce-scatter steps, then all-gather steps). */
+  readonly stepSema: number;
+  readonly compl: number;
+  readonly input: number;
+  readonly output: number;
+  /** 2n blocks: the working copy, then the landing slots of the halving steps. */
+  readonly scratch: number;
+}
+
+export interface RdhOpContext {
+  readonly op: OpSpec;
+  readonly opType: EncOpType;
+  readonly ranks: readonly RdhRank[];
+  readonly count: number;
+  readonly reduceSliceBytes: number;
+}
+
+export function log2Exact(n: number): number | undefined {
+  const l = Math.log2(n);
+  return Number.isInteger(l) ? l : undefined;
+}
+
+/** Semaphores an RDH program of n ranks needs after its first step semaphore. */
+export function rdhStepSemas(n: number): number {
+  return 2 * (log2Exact(n) ?? 0);
+}
+
+/** Byte offset of block k's start (blocks of ceil(count/n) elements, the last ones short). */
+function blockOffset(count: number, n: number, k: number, esize: number): number {
+  return Math.min(k * Math.ceil(count / n), count) * esize;
+}
+
+function shares(bytes: number, esize: number, parts: number): { off: number; len: number }[] {
+  const elems = bytes / esize;
+  const per = Math.ceil(elems / parts);
+  return Array.from({ length: parts }, (_, f) => {
+    const a = Math.min(f * per, elems);
+    const b = Math.min(a + per, elems);
+    return { off: a * esize, len: (b - a) * esize };
+  });
+}
+
+export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, path: string): void {
+  const { op, opType, ranks } = ctx;
+  const n = ranks.length;
+  const L = log2Exact(n);
+  if (L === undefined) throw new CompileError("CMP1203", `algorithm 5 INTRA_RDH ("RDH") with ${n} ranks (not a power of two) is not supported yet`, { path, value: n });
+  const i = me.groupRank;
+  const esize = dtypeSize(op.dtype);
+  const E = prog.dma.foldN;
+  const dma = prog.dma;
+  const inc = (r: RdhRank, sema: number) => semaAddr(r.device, r.topsp, sema, "inc");
+  const read = (sema: number) => semaAddr(me.device, me.topsp, sema, "read");
+  // Reduce-scatter input blocks are op.bytes / n each; otherwise blocks of ceil(count / n).
+  const rsIn = opType === EncOpType.REDUCE_SCATTER;
+  const off = (k: number) => (rsIn ? k * (op.bytes / n) : blockOffset(ctx.count, n, k, esize));
+  const blockBytes = rsIn ? op.bytes / n : blockOffset(ctx.count, n, 1, esize);
+  const W = me.scratch;
+  const slot = (r: RdhRank, k: number) => r.scratch + n * blockBytes + (n - n / 2 ** k) * blockBytes;
+
+  prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
+  const L2 = L;
+  [...Array(L2).keys()].forEach((k) => {
+    const p = ranks[i ^ (1 << k)]!;
+    dma.semaIncOn(k % E, inc(p, p.handshake));
+  });
+  prog.event(MeshEventType.RDH_LOCAL_HANDSHAKE, { dma: true });
+  // Each event waits for what the one before produced: handshakes, a partner's data, or this rank's reduce.
+  let wait: { sema: number; value: number } = { sema: read(me.handshake), value: L };
+  const event = (type: number): void => {
+    prog.event(type, { wait, dma: true });
+  };
+  const cce = REDUCE_TO_CCE[op.reduce];
+  const sdma = SDMA_DTYPE[op.dtype];
+
+  if (opType !== EncOpType.ALLGATHER) {
+    // Recursive halving: keep the half holding block i, send the other half to the partner, then
+    // reduce the partner's copy of the kept half into the working copy (the output at the last step).
+    let lo = 0;
+    let hi = n;
+    for (let k = 0; k < L; k++) {
+      const bit = 1 << (L - 1 - k);
+      const partner = ranks[i ^ bit]!;
+      const mid = (lo + hi) / 2;
+      const [keepLo, keepHi, sendLo, sendHi] = i & bit ? [mid, hi, lo, mid] : [lo, mid, mid, hi];
+      const src = k === 0 ? me.input : W;
+      shares(off(sendHi) - off(sendLo), esize, E).forEach((x, f) => {
+        dma.copyOn(f, src + off(sendLo) + x.off, slot(partner, k) + x.off, x.len);
+        dma.semaIncOn(f, inc(partner, me.stepSema + k));
+      });
+      event(MeshEventType.RH_STEP_0 + k);
+      wait = { sema: read(me.stepSema + k), value: E };
+      const last = k === L - 1;
+      const dst = last ? (rsIn ? me.output : me.output + off(keepLo)) : W + off(keepLo);
+      shares(off(keepHi) - off(keepLo), esize, E).forEach((x, f) => {
+        dma.reduceOn(f, [src + off(keepLo) + x.off, slot(me, k) + x.off], dst + x.off, x.len, cce, sdma, ctx.reduceSliceBytes);
+        dma.semaIncOn(f, semaAddr(me.device, me.topsp, me.local, "inc"));
+      });
+      event(MeshEventType.REDUCE_WRITE);
+      wait = { sema: read(me.local), value: E };
+      lo = keepLo;
+      hi = keepHi;
+    }
+    if (rsIn) {
+      finish();
+      return;
+    }
+  } else {
+    // All-gather: the own block into place (engine 0); sends read it from the input.
+    dma.copyOn(0, me.input, me.output + off(i), blockBytes);
+  }
+  // Recursive doubling: send the span held so far to the partner, doubling it each step.
+  for (let k = 0; k < L; k++) {
+    const partner = ranks[i ^ (1 << k)]!;
+    const lo = (i >> k) << k;
+    const hi = Math.min(lo + (1 << k), n);
+    const sema = me.stepSema + L + k;
+    // The own block comes from the input when the op is an all-gather (no wait on the local copy).
+    const pieces = opType === EncOpType.ALLGATHER ? [{ from: lo, to: i, base: me.output }, { from: i, to: i + 1, base: me.input - off(i) }, { from: i + 1, to: hi, base: me.output }] : [{ from: lo, to: hi, base: me.output }];
+    let f0 = 0;
+    for (const piece of pieces) {
+      const bytes = off(piece.to) - off(piece.from);
+      if (bytes <= 0) continue;
+      shares(bytes, esize, E).forEach((x, f) => dma.copyOn((f + f0) % E, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len));
+      f0++;
+    }
+    for (let f = 0; f < E; f++) dma.semaIncOn(f, inc(partner, sema));
+    event(MeshEventType.RD_STEP_0 + k);
+    wait = { sema: read(sema), value: E };
+  }
+  finish();
+
+  function finish(): void {
+    for (let f = 0; f < E; f++) dma.semaIncOn(f, semaAddr(me.device, me.topsp, me.compl, "inc"));
+    prog.event(MeshEventType.SYNC, { wait, dma: true });
+    prog.event(MeshEventType.FUNCTION_BARRIER_LAST_COLL, { wait: { sema: read(me.compl), value: E } });
+  }
+}

@@ -1,0 +1,65 @@
+// Intra-node RDH: recursive halving / doubling on the mesh event tape.
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import pino from "pino";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { runScenario } from "../../src/cli/pipeline.ts";
+import { loadDevice } from "../../src/cli/load.ts";
+import { EncAlgType } from "../../src/ir/enums.ts";
+import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import type { OpName } from "../../src/ir/spec.ts";
+import { simulate } from "../../sim/index.ts";
+import { scenario, trn1 } from "../helpers.ts";
+
+const base = loadDevice("ideal-mesh");
+const spec = { ...base, collectives: { ...base.collectives, supportedAlgorithms: [EncAlgType.RING, EncAlgType.MESH, EncAlgType.INTRA_RDH] } };
+const alpha = spec.link.latencyPs;
+const beta = 1e12 / spec.link.bytesPerSecond;
+const RDH = [EncAlgType.RING, EncAlgType.MESH, EncAlgType.INTRA_RDH];
+
+describe("RDH on the fully connected ideal machine", () => {
+  // log2(n) exchange steps per phase, step k moving 2^k blocks (doubling) or n / 2^(k+1) (halving):
+  // T = (p log2 n + 1) α + p ((n-1)/n) S β, p = 1 (all-gather, reduce-scatter) or 2 (all-reduce).
+  for (const op of ["all-gather", "reduce-scatter", "all-reduce"] as const) {
+    for (const n of [2, 4, 8, 16]) {
+      it.each([1 << 16, 1 << 22, 1 << 26])(`${op} n=${n} S=%i agrees with the closed form within 1%`, (S) => {
+        const scn = scenario({ instance: "ideal-mesh", ranks: n, algorithm: "auto", allowedAlgorithms: RDH, channels: 1, check: "none", ops: [{ op, bytes: S, dtype: "fp32", reduce: "sum" }] });
+        const { image, layout } = compileProgram(scn, spec, [0]);
+        expect(layout.ops[0]!.algorithm).toBe(EncAlgType.INTRA_RDH);
+        const t = simulate(spec, image, { storePayload: false }).opEndPs[0]!;
+        const p = op === "all-reduce" ? 2 : 1;
+        const form = (p * Math.log2(n) + 1) * alpha + p * ((n - 1) / n) * S * beta;
+        expect(Math.abs(t / form - 1)).toBeLessThan(0.01);
+      });
+    }
+  }
+});
+
+describe("RDH on trn1", () => {
+  it("refuses a rank count that is not a power of two, naming it", () => {
+    expect(() => compileProgram(scenario({ ranks: 6, algorithm: "auto", allowedAlgorithms: RDH, ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0])).toThrow(/INTRA_RDH \("RDH"\) with 6 ranks \(not a power of two\) is not supported yet/);
+  });
+  it("random configurations complete and check", () => {
+    const silent = pino({ level: "silent" });
+    fc.assert(
+      fc.property(
+        fc.constantFrom(2, 4, 8, 16),
+        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
+        fc.constantFrom(...DTYPES),
+        fc.integer({ min: 1, max: 700 }),
+        fc.integer({ min: 0, max: 15 }),
+        (n, op, dtype, elems, extra) => {
+          const count = elems * n + (op === "all-reduce" ? extra % n : 0);
+          const scn = scenario({ ranks: n, algorithm: "auto", allowedAlgorithms: RDH, channels: 2, ops: [{ op, bytes: count * dtypeSize(dtype), dtype, reduce: "max" }] });
+          const out = runScenario(scn, trn1, silent);
+          expect(out.kind).toBe("done");
+          if (out.kind === "done") {
+            expect(out.ops[0]!.row.algorithm).toBe("rdh");
+            expect(out.ops[0]!.mismatch).toBeUndefined();
+          }
+        },
+      ),
+      { numRuns: 40, seed: 11 },
+    );
+  });
+});
