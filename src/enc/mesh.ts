@@ -6,7 +6,7 @@ import { EncOpType } from "../ir/enums.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
-import type { MeshProgram } from "../encd/program.ts";
+import { splitWhole, type MeshProgram } from "../encd/program.ts";
 
 /** Semaphore ids of a rank's mesh program on its TopSP. */
 export interface MeshSemas {
@@ -116,7 +116,7 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
       const mineB = blockBytes(i);
       const out = opType === EncOpType.REDUCE_SCATTER ? me.output : me.output + mineB.off;
       const srcs = [me.input + mineB.off, ...peers.map((p) => me.scratch + p.groupRank * slotBytes(ctx))];
-      const shares = share(mineB.len, esize, engines);
+      const shares = splitWhole(mineB.len, esize, engines);
       shares.forEach((s, f) => {
         if (srcs.length === 1) dma.copyOn(f, srcs[0]! + s.off, out + s.off, s.len);
         else dma.reduceOn(f, srcs.map((a) => a + s.off), out + s.off, s.len, cce, sdma, ctx.reduceSliceBytes);
@@ -159,12 +159,3 @@ function slotBytes(ctx: MeshOpContext): number {
   return meshSlotBytes(ctx.op, ctx.opType, ctx.ranks.length);
 }
 
-function share(bytes: number, esize: number, parts: number): { off: number; len: number }[] {
-  const elems = bytes / esize;
-  const per = Math.ceil(elems / parts);
-  return Array.from({ length: parts }, (_, f) => {
-    const a = Math.min(f * per, elems);
-    const b = Math.min(a + per, elems);
-    return { off: a * esize, len: (b - a) * esize };
-  });
-}

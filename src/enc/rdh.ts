@@ -8,7 +8,7 @@ import { CompileError } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
-import type { MeshProgram } from "../encd/program.ts";
+import { splitWhole, type MeshProgram } from "../encd/program.ts";
 
 export interface RdhRank {
   readonly groupRank: number;
@@ -49,15 +49,6 @@ function blockOffset(count: number, n: number, k: number, esize: number): number
   return Math.min(k * Math.ceil(count / n), count) * esize;
 }
 
-function shares(bytes: number, esize: number, parts: number): { off: number; len: number }[] {
-  const elems = bytes / esize;
-  const per = Math.ceil(elems / parts);
-  return Array.from({ length: parts }, (_, f) => {
-    const a = Math.min(f * per, elems);
-    const b = Math.min(a + per, elems);
-    return { off: a * esize, len: (b - a) * esize };
-  });
-}
 
 export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, path: string): void {
   const { op, opType, ranks } = ctx;
@@ -78,8 +69,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   const slot = (r: RdhRank, k: number) => r.scratch + n * blockBytes + (n - n / 2 ** k) * blockBytes;
 
   prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
-  const L2 = L;
-  [...Array(L2).keys()].forEach((k) => {
+  [...Array(L).keys()].forEach((k) => {
     const p = ranks[i ^ (1 << k)]!;
     dma.semaIncOn(k % E, inc(p, p.handshake));
   });
@@ -103,7 +93,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
       const mid = (lo + hi) / 2;
       const [keepLo, keepHi, sendLo, sendHi] = i & bit ? [mid, hi, lo, mid] : [lo, mid, mid, hi];
       const src = k === 0 ? me.input : W;
-      shares(off(sendHi) - off(sendLo), esize, E).forEach((x, f) => {
+      splitWhole(off(sendHi) - off(sendLo), esize, E).forEach((x, f) => {
         dma.copyOn(f, src + off(sendLo) + x.off, slot(partner, k) + x.off, x.len);
         dma.semaIncOn(f, inc(partner, me.stepSema + k));
       });
@@ -111,7 +101,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
       wait = { sema: read(me.stepSema + k), value: E };
       const last = k === L - 1;
       const dst = last ? (rsIn ? me.output : me.output + off(keepLo)) : W + off(keepLo);
-      shares(off(keepHi) - off(keepLo), esize, E).forEach((x, f) => {
+      splitWhole(off(keepHi) - off(keepLo), esize, E).forEach((x, f) => {
         dma.reduceOn(f, [src + off(keepLo) + x.off, slot(me, k) + x.off], dst + x.off, x.len, cce, sdma, ctx.reduceSliceBytes);
         dma.semaIncOn(f, semaAddr(me.device, me.topsp, me.local, "inc"));
       });
@@ -140,7 +130,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
     for (const piece of pieces) {
       const bytes = off(piece.to) - off(piece.from);
       if (bytes <= 0) continue;
-      shares(bytes, esize, E).forEach((x, f) => dma.copyOn((f + f0) % E, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len));
+      splitWhole(bytes, esize, E).forEach((x, f) => dma.copyOn((f + f0) % E, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len));
       f0++;
     }
     for (let f = 0; f < E; f++) dma.semaIncOn(f, inc(partner, sema));

@@ -339,6 +339,18 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** Split `bytes` of whole `esize`-byte elements into `parts` contiguous shares (the last ones may be short or empty). */
+export function splitWhole(bytes: number, esize: number, parts: number): { off: number; len: number }[] {
+  assert(bytes % esize === 0, `transfer of ${bytes} bytes is not whole ${esize}-byte elements`);
+  const elems = bytes / esize;
+  const per = Math.ceil(elems / parts);
+  return Array.from({ length: parts }, (_, f) => {
+    const start = Math.min(f * per, elems);
+    const end = Math.min(start + per, elems);
+    return { off: start * esize, len: (end - start) * esize };
+  });
+}
+
 /** One ring channel of one rank, as the emitter sees it (the encd_dma_channel analogue). */
 export class EncdChannel {
   readonly placement: ChannelPlacement;
@@ -372,14 +384,7 @@ export class EncdChannel {
 
   /** Split `bytes` (whole elements of `esize`) into one contiguous share per fold. */
   private shares(bytes: number, esize: number): { off: number; len: number }[] {
-    assert(bytes % esize === 0, `transfer of ${bytes} bytes is not whole ${esize}-byte elements`);
-    const elems = bytes / esize;
-    const per = Math.ceil(elems / this.folds.length);
-    return this.folds.map((_, f) => {
-      const start = Math.min(f * per, elems);
-      const end = Math.min(start + per, elems);
-      return { off: start * esize, len: (end - start) * esize };
-    });
+    return splitWhole(bytes, esize, this.folds.length);
   }
 
   private count(f: number, c: { tx: number; rx: number }): void {
