@@ -14,6 +14,9 @@ import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
 import { composeChannelPermute, composeChannelRing, type RankBuffers } from "./ring.ts";
 import { composeMesh, meshSlotBytes, type MeshRank } from "./mesh.ts";
 import { composeRdh, rdhStepSemas, type RdhRank } from "./rdh.ts";
+import { composeChannelKangaring } from "./kangaring.ts";
+import { planChunks } from "./chunks.ts";
+import { StepFlag } from "../encd/slot.ts";
 import { adjacency, deviceRing } from "./topology.ts";
 
 export interface BufferRef {
@@ -171,6 +174,22 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     }
     return m;
   };
+  /** Kangaring's view of a group: its chips in ring order, each chip's ranks (adjacent group ranks). */
+  const kangaringGroup = (g: readonly number[], gi: number, opType: EncOpType, count: number, esize: number) => {
+    const firstOrder = rings[gi]!.channels[0]!;
+    const devices = [...new Set(firstOrder.map((r) => info[r]!.device))];
+    const chips = devices.map((d, index) => ({ index, ranks: g.filter((r) => info[r]!.device === d).sort((a, b) => info[a]!.groupRank - info[b]!.groupRank) }));
+    const m = chips[0]!.ranks.length;
+    for (const chip of chips) {
+      const base = info[chip.ranks[0]!]!.groupRank;
+      const ok = chip.ranks.length === m && chip.ranks.every((r, j) => info[r]!.groupRank === base + j) && base % m === 0;
+      if (!ok) throw new CompileError("CMP1307", `kangaring needs each device's ranks to be ${m} adjacent ranks of replica group ${gi}`, { path: `replicaGroups[${gi}]`, value: chip.ranks });
+    }
+    // Chip c holds group ranks [c*m, c*m + m): chip blocks follow ring order by their first rank.
+    const ordered = chips.map((chip) => ({ ...chip, index: info[chip.ranks[0]!]!.groupRank / m }));
+    const rankBlock = opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : count / g.length;
+    return { chips: ordered, m, rankBlock, plan: planChunks(Math.max(1, m * rankBlock), chunkBytes, esize, channels) };
+  };
   const ops: OpLayout[] = [];
   for (const index of opIndices) {
     const op = scn.ops[index]!;
@@ -180,6 +199,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const esize = dtypeSize(op.dtype);
     const count = op.bytes / esize;
     builder.beginOp();
+    // Kangaring: chips in ring order per group, and a chunk plan over chip blocks.
+    const kang = algorithm === EncAlgType.KANGARING ? groups.map((g, gi) => kangaringGroup(g, gi, opType, count, esize)) : undefined;
     const buffers = new Map<number, RankBuffers & { scratch: number }>();
     const rankLayouts: RankLayout[] = [];
     for (let rank = 0; rank < scn.ranks; rank++) {
@@ -188,7 +209,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       const { inBytes, outBytes } = bufferBytes(op, opType, n, ci.groupRank);
       const input = builder.allocHbm(ci.device, inBytes);
       const output = builder.allocHbm(ci.device, outBytes);
-      const slotBytes = spec.ring.bufferSlots * plans[ci.group]!.halfBytes;
+      const slotBytes = spec.ring.bufferSlots * (kang ? kang[ci.group]!.plan.halfBytes : plans[ci.group]!.halfBytes);
       const chbuf = algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH ? [] : Array.from({ length: channels }, () => builder.allocHbm(ci.device, slotBytes));
       const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
       // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
@@ -196,7 +217,41 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       buffers.set(rank, { input, output, chbuf, scratch });
       rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes }, chbuf: chbuf.map((addr) => ({ addr, bytes: slotBytes })) });
     }
-    if (algorithm === EncAlgType.INTRA_RDH) {
+    if (kang) {
+      groups.forEach((g, gi) => {
+        const k = kang[gi]!;
+        for (let c = 0; c < channels; c++) {
+          const order = c % 2 === 0 ? k.chips : [...k.chips].reverse();
+          order.forEach((chip, idx) => {
+            const primary = chip.ranks[0]!;
+            const nextP = order[(idx + 1) % order.length]!.ranks[0]!;
+            const prevP = order[(idx + order.length - 1) % order.length]!.ranks[0]!;
+            const pn = place(nextP, c);
+            const pp = place(prevP, c);
+            const signals = composeChannelKangaring(
+              { op, opType, plan: k.plan, count, rankBlock: k.rankBlock, m: k.m, chips: order.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes },
+              c,
+              chans.get(`${primary}/${c}`)!,
+              {
+                na: Array.from({ length: order.length }, (_, j) => order[(idx + j) % order.length]!.index),
+                chip: chip.ranks.map((r) => buffers.get(r)!),
+                chipBase: info[primary]!.groupRank,
+                secondaryInc: chip.ranks.slice(1).map((r) => semaAddr(info[r]!.device, place(r, c).topsp, place(r, c).recv, "inc")),
+                next: buffers.get(nextP)!,
+                nextRecvInc: semaAddr(info[nextP]!.device, pn.topsp, pn.recv, "inc"),
+                prevSendInc: semaAddr(info[prevP]!.device, pp.topsp, pp.send, "inc"),
+              },
+            );
+            // A secondary only waits for its primary's writes into its output.
+            for (const r of chip.ranks.slice(1)) {
+              const ch = chans.get(`${r}/${c}`)!;
+              for (let i = 0; i < signals; i++) ch.markStep(StepFlag.WAIT_RECV);
+              ch.markEnd();
+            }
+          });
+        }
+      });
+    } else if (algorithm === EncAlgType.INTRA_RDH) {
       groups.forEach((g) => {
         const ranks = g.map((rank): RdhRank => {
           const ci = info[rank]!;

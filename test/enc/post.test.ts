@@ -133,12 +133,14 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
   });
 
   it("a resolved algorithm that is not built fails with 'not supported yet' naming it, never a silent fallback", () => {
-    expect(() => compileProgram(auto({ ranks: 16, allowedAlgorithms: algs("ring", "kangaring"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0])).toThrow(/algorithm 3 KANGARING \("Kangaring"\) is not supported yet/);
-    expect(() => compileProgram(auto({ ranks: 16, allowedAlgorithms: algs("ring", "kangaring", "mesh"), ops: [op("all-gather", 1 << 20)] }), trn1, [0])).toThrow(/algorithm 3 KANGARING \("Kangaring"\) is not supported yet/);
+    expect(() => dispatch(EncOpType.ALLREDUCE, EncAlgType.HIER, 16, "p")).toThrow('algorithm 1 HIER ("Hier") is not supported yet');
+    expect(() => dispatch(EncOpType.ALLGATHER, EncAlgType.INTER_RDH, 16, "p")).toThrow('algorithm 7 INTER_RDH ("RDH") is not supported yet');
+    expect(() => compileProgram(auto({ ranks: 6, allowedAlgorithms: algs("ring", "mesh", "intra-rdh"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0])).toThrow(/INTRA_RDH \("RDH"\) with 6 ranks \(not a power of two\) is not supported yet/);
     // Where no other family is feasible the cascade's own last rule is the ring.
     expect(compileProgram(auto({ ranks: 4, allowedAlgorithms: algs("ring", "mesh"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0]).layout.ops[0]!.algorithm).toBe(EncAlgType.RING);
-    // With intra RDH (and the mesh it needs) allowed, RDH outranks mesh and kangaring, and runs.
+    // Intra RDH outranks mesh and kangaring; kangaring outranks the ring.
     expect(compileProgram(auto({ ranks: 16, ops: [op("all-reduce", 1024)] }), trn1, [0]).layout.ops[0]!.algorithm).toBe(EncAlgType.INTRA_RDH);
+    expect(compileProgram(auto({ ranks: 16, allowedAlgorithms: algs("ring", "kangaring"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0]).layout.ops[0]!.algorithm).toBe(EncAlgType.KANGARING);
   });
 });
 

@@ -1,0 +1,195 @@
+// The kangaring composer (metaring KANGARING, device pattern RING): only each chip's primary rank
+// is on the ring of chips; it reduces its chip's ranks' inputs with the incoming partial in one
+// N-read-1-write CCE (KANGARING_NR1W), and duplicates every finished piece into its secondaries'
+// outputs (two writes per read on v2, which has no multi-destination CCE). The step program is
+// the ring's (R-1 reduce-scatter and R-1 all-gather steps over the R chips, H0 then H1).
+import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
+import { EncOpType } from "../ir/enums.ts";
+import { assert } from "../ir/errors.ts";
+import type { OpSpec } from "../ir/spec.ts";
+import type { EncdChannel } from "../encd/program.ts";
+import { StepFlag } from "../encd/slot.ts";
+import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
+import type { RankBuffers } from "./ring.ts";
+
+export interface KangaringContext {
+  readonly op: OpSpec;
+  readonly opType: EncOpType;
+  /** Chunk plan over chip blocks (m rank blocks each). */
+  readonly plan: ChunkPlan;
+  readonly count: number;
+  /** Elements of one rank's block. */
+  readonly rankBlock: number;
+  /** Ranks per chip. */
+  readonly m: number;
+  readonly chips: number;
+  readonly bufferSlots: number;
+  readonly reduceSliceBytes: number;
+}
+
+export interface KangaringView {
+  /** Chips in ring order, rotated so that index 0 is this primary's chip. */
+  readonly na: readonly number[];
+  /** This chip's ranks, primary first (group-rank order). */
+  readonly chip: readonly RankBuffers[];
+  /** Group rank of the chip's first rank. */
+  readonly chipBase: number;
+  /** The secondaries' receive-semaphore INC addresses on this channel. */
+  readonly secondaryInc: readonly number[];
+  readonly next: RankBuffers;
+  readonly nextRecvInc: number;
+  readonly prevSendInc: number;
+}
+
+type Piece = { lo: number; hi: number };
+
+/** Compose channel `ch` of a chip's primary; returns how many signals each secondary must wait for. */
+export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan: EncdChannel, v: KangaringView): number {
+  const { op, plan, opType, m, rankBlock: B } = ctx;
+  const R = ctx.chips;
+  const esize = dtypeSize(op.dtype);
+  const cce = REDUCE_TO_CCE[op.reduce];
+  const sdma = SDMA_DTYPE[op.dtype];
+  const P = v.chip[0]!;
+  const secondaries = v.chip.slice(1);
+  let sent = 0;
+  let received = 0;
+  let signals = 0;
+  const slotOf = (base: number, n: number): number => base + (n % ctx.bufferSlots) * plan.halfBytes;
+  const len = (p: Piece) => (p.hi - p.lo) * esize;
+  const chipStart = (c: number) => c * m * B;
+  const chipLen = (c: number) => Math.max(0, Math.min(m * B, ctx.count - chipStart(c)));
+  // Global element ranges of chip c's piece in chunk group g, halves H0 / H1.
+  const pieces = (c: number, g: number): [Piece, Piece] => {
+    const [a, b] = halves(channelRange(plan, g, ch, chipLen(c)));
+    const s = chipStart(c);
+    return [
+      { lo: s + a.lo, hi: s + a.hi },
+      { lo: s + b.lo, hi: s + b.hi },
+    ];
+  };
+  // Byte offsets of global element e in an input / output buffer of group rank r.
+  const inOff = (r: number, e: number) => (opType === EncOpType.ALLGATHER ? e - r * B : e) * esize;
+  const outOff = (r: number, e: number) => (opType === EncOpType.REDUCE_SCATTER ? e - r * B : e) * esize;
+  /** The piece cut at rank-block boundaries: which rank of the chip owns each part. */
+  const owners = (p: Piece): { j: number; lo: number; hi: number }[] => {
+    const out: { j: number; lo: number; hi: number }[] = [];
+    for (let j = 0; j < m; j++) {
+      const r = v.chipBase + j;
+      const lo = Math.max(p.lo, r * B);
+      const hi = Math.min(p.hi, (r + 1) * B);
+      if (hi > lo) out.push({ j, lo, hi });
+    }
+    return out;
+  };
+  const chipInputs = (p: Piece) => v.chip.map((b, j) => b.input + inOff(v.chipBase + j, p.lo));
+  const reduceOrCopy = (srcs: number[], dst: number, bytes: number) => {
+    if (srcs.length === 1) chan.copy(srcs[0]!, dst, bytes, esize);
+    else chan.reduce(srcs, dst, bytes, cce, sdma, esize, ctx.reduceSliceBytes);
+  };
+  const signalSecondaries = () => {
+    for (const inc of v.secondaryInc) chan.semaInc(inc);
+    signals++;
+  };
+  const duplicate = (p: Piece) => {
+    for (const s of secondaries) chan.copy(P.output + outOff(v.chipBase, p.lo), s.output + outOff(v.chipBase, p.lo), len(p), esize);
+  };
+
+  const send = (p: Piece) => {
+    reduceOrCopy(chipInputs(p), slotOf(v.next.chbuf[ch]!, sent++), len(p));
+    chan.semaInc(v.nextRecvInc);
+    chan.markStep(StepFlag.WAIT_CREDIT);
+  };
+  const recvReduceSend = (p: Piece) => {
+    chan.reduce([slotOf(P.chbuf[ch]!, received++), ...chipInputs(p)], slotOf(v.next.chbuf[ch]!, sent++), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
+    chan.semaInc(v.nextRecvInc);
+    chan.semaInc(v.prevSendInc);
+    chan.markStep(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT);
+  };
+  const recvReduceCopy = (p: Piece) => {
+    const slot = slotOf(P.chbuf[ch]!, received++);
+    if (opType === EncOpType.REDUCE_SCATTER) {
+      // Each rank of the chip gets its own block's part.
+      for (const o of owners(p)) {
+        const srcs = [slot + (o.lo - p.lo) * esize, ...v.chip.map((b, j) => b.input + inOff(v.chipBase + j, o.lo))];
+        chan.reduce(srcs, v.chip[o.j]!.output + outOff(v.chipBase + o.j, o.lo), (o.hi - o.lo) * esize, cce, sdma, esize, ctx.reduceSliceBytes);
+      }
+    } else {
+      chan.reduce([slot, ...chipInputs(p)], P.output + outOff(v.chipBase, p.lo), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
+      duplicate(p);
+    }
+    signalSecondaries();
+    chan.semaInc(v.prevSendInc);
+    chan.markStep(StepFlag.WAIT_RECV);
+  };
+  const directCopySend = (p: Piece, fromInput: boolean) => {
+    if (fromInput) {
+      // All-gather: every rank's own part into every output of the chip and on to the next chip.
+      for (const o of owners(p)) {
+        const src = v.chip[o.j]!.input + inOff(v.chipBase + o.j, o.lo);
+        const bytes = (o.hi - o.lo) * esize;
+        for (const b of v.chip) chan.copy(src, b.output + outOff(0, o.lo), bytes, esize);
+        chan.copy(src, v.next.output + outOff(0, o.lo), bytes, esize);
+      }
+      signalSecondaries();
+    } else {
+      chan.copy(P.output + outOff(v.chipBase, p.lo), v.next.output + outOff(v.chipBase, p.lo), len(p), esize);
+    }
+    chan.semaInc(v.nextRecvInc);
+    chan.markStep(0);
+  };
+  const directRecvSend = (p: Piece) => {
+    chan.copy(P.output + outOff(0, p.lo), v.next.output + outOff(0, p.lo), len(p), esize);
+    duplicate(p);
+    signalSecondaries();
+    chan.semaInc(v.nextRecvInc);
+    chan.markStep(StepFlag.WAIT_RECV);
+  };
+  const directRecv = (p: Piece) => {
+    duplicate(p);
+    signalSecondaries();
+    chan.markStep(StepFlag.WAIT_RECV);
+  };
+
+  const me = v.na[0]!;
+  const rs = opType !== EncOpType.ALLGATHER;
+  const ag = opType !== EncOpType.REDUCE_SCATTER;
+  for (let g = 0; g < plan.groups; g++) {
+    if (R === 1) {
+      // One chip: reduce (or gather) among its ranks only.
+      for (const p of pieces(me, g)) {
+        if (rs) {
+          for (const o of opType === EncOpType.REDUCE_SCATTER ? owners(p) : [{ j: 0, lo: p.lo, hi: p.hi }]) {
+            reduceOrCopy(v.chip.map((b, j) => b.input + inOff(v.chipBase + j, o.lo)), v.chip[o.j]!.output + outOff(v.chipBase + o.j, o.lo), (o.hi - o.lo) * esize);
+          }
+          if (ag) duplicate(p);
+          signalSecondaries();
+          chan.markStep(0);
+        } else {
+          for (const o of owners(p)) for (const b of v.chip) chan.copy(v.chip[o.j]!.input + inOff(v.chipBase + o.j, o.lo), b.output + outOff(0, o.lo), (o.hi - o.lo) * esize, esize);
+          signalSecondaries();
+          chan.markStep(0);
+        }
+      }
+      continue;
+    }
+    if (rs) {
+      for (const p of pieces(v.na[R - 1]!, g)) send(p);
+      for (let j = R - 2; j >= 1; j--) for (const p of pieces(v.na[j]!, g)) recvReduceSend(p);
+      for (const p of pieces(me, g)) {
+        recvReduceCopy(p);
+        if (ag) directCopySend(p, false);
+      }
+    } else {
+      for (const p of pieces(me, g)) directCopySend(p, true);
+    }
+    if (ag) {
+      for (let j = R - 1; j >= 2; j--) for (const p of pieces(v.na[j]!, g)) directRecvSend(p);
+      for (const p of pieces(v.na[1]!, g)) directRecv(p);
+    }
+    chan.markStep(StepFlag.DRAIN_CREDIT, ctx.bufferSlots);
+  }
+  assert(sent === received, `kangaring channel ${ch}: ${sent} slot sends but ${received} slot receives`);
+  chan.markEnd();
+  return signals;
+}
