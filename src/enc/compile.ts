@@ -17,7 +17,7 @@ import { composeRdh, rdhStepSemas, type RdhRank } from "./rdh.ts";
 import { composeChannelKangaring } from "./kangaring.ts";
 import { planChunks } from "./chunks.ts";
 import { StepFlag } from "../encd/slot.ts";
-import { adjacency, deviceRing } from "./topology.ts";
+import { adjacency, deviceRings } from "./topology.ts";
 
 export interface BufferRef {
   readonly addr: number;
@@ -103,11 +103,20 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes);
   const adj = adjacency(spec.topology, spec.topology.kind === "ring" ? deviceCount : spec.devices);
 
-  // Ring order per group: a device cycle that follows links; ranks of one device stay adjacent.
+  // Ring order per group: device cycles that follow links (two edge-disjoint ones where the topology
+  // has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of one device
+  // stay adjacent.
   const rings = groups.map((g) => {
-    const dr = deviceRing(adj, g.map((r) => info[r]!.device));
-    const base = dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b));
-    return { group: g, channels: Array.from({ length: channels }, (_, c) => (c % 2 === 0 ? base : [...base].reverse())), followsLinks: dr.followsLinks };
+    const cycles = deviceRings(adj, g.map((r) => info[r]!.device));
+    const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
+    return {
+      group: g,
+      channels: Array.from({ length: channels }, (_, c) => {
+        const base = orders[Math.floor(c / 2) % orders.length]!;
+        return c % 2 === 0 ? base : [...base].reverse();
+      }),
+      followsLinks: cycles.every((dr) => dr.followsLinks),
+    };
   });
 
   const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements });

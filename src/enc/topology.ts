@@ -70,3 +70,52 @@ export function deviceRing(adj: readonly (readonly number[])[], devices: readonl
   }
   return { order, followsLinks: false };
 }
+
+const edgeKey = (a: number, b: number): string => (a < b ? `${a}-${b}` : `${b}-${a}`);
+
+/** Hamiltonian cycles through `set` on the given adjacency (depth first, lowest id first), lazily. */
+function* hamiltonianCycles(adj: readonly (readonly number[])[], set: readonly number[], budget: { left: number }): Generator<number[]> {
+  const inSet = new Set(set);
+  const start = set[0]!;
+  const path = [start];
+  const used = new Set(path);
+  function* dfs(): Generator<number[]> {
+    if (--budget.left < 0) return;
+    const u = path[path.length - 1]!;
+    if (path.length === set.length) {
+      if ((adj[u] ?? []).includes(start)) yield [...path];
+      return;
+    }
+    for (const v of adj[u] ?? []) {
+      if (!inSet.has(v) || used.has(v)) continue;
+      used.add(v);
+      path.push(v);
+      yield* dfs();
+      path.pop();
+      used.delete(v);
+    }
+  }
+  yield* dfs();
+}
+
+/**
+ * Up to two edge-disjoint Hamiltonian cycles through `devices` ("multiple cycles on mutually
+ * exclusive wires", e.g. the two of a 16-chip torus), so that channels can use every link; one
+ * cycle (or the routed fallback of deviceRing) when that is all there is.
+ */
+export function deviceRings(adj: readonly (readonly number[])[], devices: readonly number[]): DeviceRing[] {
+  const first = deviceRing(adj, devices);
+  const set = [...new Set(devices)].sort((a, b) => a - b);
+  if (!first.followsLinks || set.length < 5) return [first];
+  const budget = { left: 200_000 };
+  let candidates = 0;
+  for (const cycle of hamiltonianCycles(adj, set, budget)) {
+    if (++candidates > 2000) break;
+    const taken = new Set(cycle.map((d, i) => edgeKey(d, cycle[(i + 1) % cycle.length]!)));
+    const rest = adj.map((row, d) => row.filter((e) => !taken.has(edgeKey(d, e))));
+    if (set.some((d) => rest[d]!.filter((e) => set.includes(e)).length < 2)) continue;
+    const second = hamiltonianCycles(rest, set, { left: 20_000 }).next();
+    if (!second.done) return [{ order: cycle, followsLinks: true }, { order: second.value, followsLinks: true }];
+  }
+  return [first];
+}

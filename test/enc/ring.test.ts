@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { adjacency, deviceRing } from "../../src/enc/topology.ts";
+import { adjacency, deviceRing, deviceRings } from "../../src/enc/topology.ts";
 import { channelRange, halves, planChunks, setDynamicChunkSize } from "../../src/enc/chunks.ts";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { parseReplicaGroups } from "../../src/enc/groups.ts";
@@ -24,6 +24,25 @@ describe("device ring order from the physical topology", () => {
     expect(r.followsLinks).toBe(true);
     r.order.forEach((d, i) => expect(torus[d]).toContain(r.order[(i + 1) % 16]));
     expect(new Set(r.order).size).toBe(16);
+  });
+
+  it("finds the two edge-disjoint Hamiltonian cycles of the 16-chip torus, so four channels use every link", () => {
+    const rs = deviceRings(torus, [...Array(16).keys()]);
+    expect(rs).toHaveLength(2);
+    const edges = rs.map((r) => new Set(r.order.map((d, i) => [d, r.order[(i + 1) % 16]!].sort((a, b) => a - b).join("-"))));
+    for (const [k, r] of rs.entries()) {
+      expect(new Set(r.order).size).toBe(16);
+      r.order.forEach((d, i) => expect(torus[d]).toContain(r.order[(i + 1) % 16]));
+      expect(edges[k]!.size).toBe(16);
+    }
+    expect([...edges[0]!].filter((e) => edges[1]!.has(e))).toEqual([]);
+    // Two rows of the torus have degree 3 inside: one cycle only.
+    expect(deviceRings(torus, [0, 1, 2, 3, 4, 5, 6, 7])).toHaveLength(1);
+    const { layout } = compileProgram(scenario({ ranks: 16, channels: 4, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0]);
+    const ch = layout.rings[0]!.channels;
+    expect(ch[0]).toEqual(rs[0]!.order);
+    expect(ch[2]).toEqual(rs[1]!.order);
+    expect(ch[3]).toEqual([...rs[1]!.order].reverse());
   });
 
   it("falls back to a routed tour when the devices have no cycle on their own links", () => {
