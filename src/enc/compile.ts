@@ -230,7 +230,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       groups.forEach((g, gi) => {
         const k = kang[gi]!;
         for (let c = 0; c < channels; c++) {
-          const order = c % 2 === 0 ? k.chips : [...k.chips].reverse();
+          // The chips in this channel's device order (its cycle, forward or reversed).
+          const devOrder = [...new Set(rings[gi]!.channels[c]!.map((r) => info[r]!.device))];
+          const order = devOrder.map((d) => k.chips.find((chip) => info[chip.ranks[0]!]!.device === d)!);
           order.forEach((chip, idx) => {
             const primary = chip.ranks[0]!;
             const nextP = order[(idx + 1) % order.length]!.ranks[0]!;
