@@ -12,6 +12,7 @@ import { DeviceMemory } from "./hw/memory.ts";
 import { SemaphoreBlock } from "./hw/semaphore.ts";
 import { Topsp, type TopspHost } from "./hw/topsp.ts";
 import type { TraceSink } from "./trace.ts";
+import { ProxyQueue } from "./hw/proxy.ts";
 
 export interface SimOptions {
   /** Keep payload bytes (needed to check values); false = timing only. */
@@ -72,9 +73,12 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   if (image.format !== "ccsim-program-image" || image.version !== 1) throw new SimError("SIM1501", `not a version 1 program image`, { value: image.format });
   const kernel = new Kernel();
   const maxDevice = Math.max(0, ...image.devices.map((d) => d.device));
-  const deviceCount = spec.topology.kind === "ring" ? maxDevice + 1 : spec.devices;
+  const nodes = image.nodes ?? 1;
+  const perNode = spec.topology.kind === "ring" ? (nodes > 1 ? image.devicesPerNode : maxDevice + 1) : spec.devices;
+  const deviceCount = perNode * nodes;
   if (maxDevice >= deviceCount) throw new SimError("SIM1502", `image names device ${maxDevice}; ${spec.name} has ${deviceCount}`, { value: maxDevice });
-  const fabric = new Fabric(spec, deviceCount);
+  if (nodes > 1 && !spec.network) throw new SimError("SIM1514", `a ${nodes}-node image on ${spec.name}, which has no network`, { value: nodes });
+  const fabric = new Fabric(spec, perNode, nodes);
   const devices = new Map<number, DeviceModel>();
   const opEnd: Tick[] = [];
   const dev = (d: number): DeviceModel => {
@@ -174,6 +178,13 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       model.topsps.set(t.index, new Topsp(topspHost, di.device, t, semaBlock(di.device, t.index), spec.topsp));
     }
   }
+  const proxies: ProxyQueue[] = [];
+  for (const di of image.devices) {
+    for (const q of di.proxyQueues ?? []) {
+      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, land: dmaHost.land, trace }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo));
+    }
+  }
+  for (const p of proxies) p.start();
   for (const m of devices.values()) for (const t of m.topsps.values()) t.start();
   const summary = kernel.run(opts.maxEvents);
 
@@ -197,6 +208,10 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     }
     for (const e of m.engines.values()) for (const p of e.pending()) pendingDma.push(`dev${e.device} dma${e.index} q${p.queue}: ${p.tx} tx / ${p.rx} rx descriptors handed over but not run`);
   }
+  for (const p of proxies) {
+    const w = p.waiting();
+    if (w) pendingDma.push(w);
+  }
   const hang = unfinished.length > 0 || waits.length > 0 ? { timePs: summary.endPs, waits, unfinished, pendingDma } : undefined;
   return {
     endPs: summary.endPs,
@@ -204,7 +219,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     opEndPs: opEnd,
     hang,
     packets: [...devices.values()].reduce((n, m) => n + [...m.engines.values()].reduce((k, e) => k + e.packets, 0), 0),
-    links: [...fabric.links.values()].map(stat),
+    links: [...fabric.links.values(), ...fabric.nicTx, ...fabric.nicRx].map(stat),
     engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
     hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
     read(addr, len) {

@@ -24,7 +24,7 @@ import { cceReduce } from "../sim/hw/cce.ts";
 import { Fabric } from "../sim/hw/fabric.ts";
 import { simulate } from "../sim/index.ts";
 import { readFileSync, readdirSync, statSync } from "node:fs";
-import { scenario, trn1 } from "./helpers.ts";
+import { ideal, scenario, trn1 } from "./helpers.ts";
 
 function code(fn: () => unknown): string {
   try {
@@ -96,7 +96,7 @@ describe("composer errors", () => {
     ["CMP1202", () => dispatch(EncOpType.BROADCAST, EncAlgType.RING, 8, "ops[0].op")],
     ["CMP1203", () => dispatch(EncOpType.ALLREDUCE, EncAlgType.HIER, 8, "ops[0].op")],
     ["CMP1307", () => compileProgram(scenario({ ranks: 16, ranksPerDevice: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.KANGARING], replicaGroups: [[0, 2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0])],
-    ["CMP1301", compile({ ranks: 4, nodes: 2, ops: op })],
+    ["CMP1301", compile({ instance: "ideal", ranks: 4, nodes: 2, ops: op }, ideal)],
     ["CMP1302", compile({ ranks: 6, ranksPerDevice: 3, ops: op })],
     ["CMP1303", compile({ ranks: 17, ops: op })],
     ["CMP1304", compile({ ranks: 2, channels: 9, ops: op })],
@@ -445,6 +445,15 @@ describe("simulator errors", () => {
     }],
     ["SIM1511", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, queues: d.queues.map((q) => ({ ...q, engine: 40 })) })) })()],
     ["SIM1512", () => simulate(trn1, image(), { storePayload: false }).read(semaAddr(0, 0, 0, "read"), 4)],
+    ["SIM1202", () => new Fabric(trn1, 16, 2).route(0, 16)],
+    ["SIM1514", () => simulate(ideal, { ...image(), nodes: 2, devicesPerNode: 2 }, { storePayload: false })],
+    ["SIM1515", () => {
+      const img = compileProgram(scenario({ ranks: 4, nodes: 2, channels: 1, check: "none", ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0]).image;
+      const q = img.devices.find((d) => d.proxyQueues.length > 0)!.proxyQueues[0]!;
+      expect(q.fifo.length).toBeGreaterThan(0);
+      dv(q.fifo).setBigUint64(0, BigInt(hbmAddr(5, 0)), true);
+      sim(img)();
+    }],
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));
 
   it("an untouched image runs clean (the mutations above are what break it)", () => {

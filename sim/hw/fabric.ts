@@ -11,8 +11,18 @@ export class Fabric {
   private readonly nextHop: number[][];
   readonly latencyPs: number;
 
-  constructor(spec: DeviceSpec, deviceCount: number) {
-    const adj = routingAdjacency(spec.topology, deviceCount);
+  /** Devices per node; node k's device d is k * devicesPerNode + d. */
+  readonly devicesPerNode: number;
+  /** Each node's NIC, one resource per direction (the host network proxy drives them). */
+  readonly nicTx: Resource[];
+  readonly nicRx: Resource[];
+
+  constructor(spec: DeviceSpec, devicesPerNode: number, nodes = 1) {
+    this.devicesPerNode = devicesPerNode;
+    const local = routingAdjacency(spec.topology, devicesPerNode);
+    const adj = Array.from({ length: nodes }, (_, k) => local.map((row) => row.map((d) => k * devicesPerNode + d))).flat();
+    this.nicTx = Array.from({ length: nodes }, (_, k) => new Resource(`nic${k}.tx`, spec.network?.bytesPerSecond ?? 0));
+    this.nicRx = Array.from({ length: nodes }, (_, k) => new Resource(`nic${k}.rx`, spec.network?.bytesPerSecond ?? 0));
     for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));
     this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
     this.latencyPs = spec.link.latencyPs;
@@ -46,8 +56,13 @@ export class Fabric {
     return this.hbm.length;
   }
 
-  /** Links crossed from `src` to `dst`, in order. */
+  nodeOf(device: number): number {
+    return Math.floor(device / this.devicesPerNode);
+  }
+
+  /** Links crossed from `src` to `dst`, in order (within a node: NeuronLink never crosses nodes). */
   route(src: number, dst: number): Resource[] {
+    if (this.nodeOf(src) !== this.nodeOf(dst)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); inter-node traffic goes through the network proxy`, { value: { src, dst } });
     const out: Resource[] = [];
     let at = src;
     while (at !== dst) {

@@ -11,13 +11,14 @@ import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, postOperations, type EncOperation, type Explanation } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
-import { composeChannelPermute, composeChannelRing, type RankBuffers } from "./ring.ts";
+import { composeChannelPermute, composeChannelRing, type NetHop, type RankBuffers } from "./ring.ts";
+import type { ProxyEntry } from "../encd/proxy.ts";
 import { composeMesh, meshSlotBytes, type MeshRank } from "./mesh.ts";
 import { composeRdh, rdhStepSemas, type RdhRank } from "./rdh.ts";
 import { composeChannelKangaring } from "./kangaring.ts";
 import { planChunks } from "./chunks.ts";
 import { StepFlag } from "../encd/slot.ts";
-import { adjacency, deviceRings } from "./topology.ts";
+import { adjacency, deviceRing, deviceRings } from "./topology.ts";
 
 export interface BufferRef {
   readonly addr: number;
@@ -77,13 +78,17 @@ export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Expla
 
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */
 export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
-  check(scn.nodes === 1, "CMP1301", "multi-node scenarios (nodes > 1) are not supported yet", "nodes", scn.nodes);
+  check(scn.nodes === 1 || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section`, "nodes", scn.nodes);
   // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
   const vcore = spec.collectives.virtualCoreSize;
   const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
   check(scn.ranksPerDevice <= ranksPerDeviceMax, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device, ${ranksPerDeviceMax} rank(s) at logical core size ${vcore}`, "ranksPerDevice", scn.ranksPerDevice);
-  const deviceCount = scn.ranks / scn.ranksPerDevice;
-  check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
+  const deviceCount = scn.ranks / scn.ranksPerDevice / scn.nodes;
+  check(Number.isInteger(deviceCount), "CMP1303", `${scn.ranks} ranks do not fill whole devices of ${scn.ranksPerDevice} on each of ${scn.nodes} nodes`, "ranks", scn.ranks);
+  check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
+  // Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used.
+  const idsPerNode = spec.topology.kind === "ring" ? deviceCount : spec.devices;
+  check(idsPerNode * scn.nodes <= 32, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the 32 device ids of the address map`, "nodes", scn.nodes);
   const channels = scn.channels ?? spec.ring.defaultChannels;
   const foldN = spec.ring.foldN;
   const enginesPerRank = spec.dma.enginesPerCore * vcore;
@@ -92,7 +97,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const slotsPerTopsp = Math.ceil(channels / tsPerRank);
   // Ring channels' semaphores, then the mesh / RDH program's (handshake, data, data2, completion, RDH steps).
   const meshSemas = 4 + rdhStepSemas(2 ** Math.floor(Math.log2(Math.max(...scn.replicaGroups.map((g) => g.length)))));
-  check(3 * foldN * slotsPerTopsp + meshSemas <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+  check(3 * foldN * slotsPerTopsp + meshSemas + slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
   checkSignatures(scn, groups);
@@ -100,14 +105,21 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const posted = postOperations({ scn, spec, groups, channels, chunkBytes });
   const refused = posted.refused.find((e) => e !== undefined);
   if (refused) throw refused;
-  const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes);
-  const adj = adjacency(spec.topology, spec.topology.kind === "ring" ? deviceCount : spec.devices);
+  const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
+  const local = adjacency(spec.topology, idsPerNode);
+  const adj = Array.from({ length: scn.nodes }, (_, k) => local.map((row) => row.map((d) => k * idsPerNode + d))).flat();
 
   // Ring order per group: device cycles that follow links (two edge-disjoint ones where the topology
   // has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of one device
   // stay adjacent.
   const rings = groups.map((g) => {
-    const cycles = deviceRings(adj, g.map((r) => info[r]!.device));
+    const nodesOfGroup = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
+    // Across nodes: each node's cycle opened into a path, the paths joined node after node (the
+    // joins are network hops).
+    const cycles =
+      nodesOfGroup.length > 1
+        ? [{ order: nodesOfGroup.flatMap((k) => deviceRing(adj, g.map((r) => info[r]!.device).filter((d) => Math.floor(d / idsPerNode) === k)).order), followsLinks: false }]
+        : deviceRings(adj, g.map((r) => info[r]!.device));
     const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
     return {
       group: g,
@@ -119,7 +131,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     };
   });
 
-  const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements });
+  const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode });
   const place = (rank: number, c: number) => {
     const ci = info[rank]!;
     const slot = Math.floor(c / tsPerRank);
@@ -198,6 +210,22 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const ordered = chips.map((chip) => ({ ...chip, index: info[chip.ranks[0]!]!.groupRank / m }));
     const rankBlock = opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : count / g.length;
     return { chips: ordered, m, rankBlock, plan: planChunks(Math.max(1, m * rankBlock), chunkBytes, esize, channels) };
+  };
+  // Network hops: one proxy work queue per (rank, channel), triggered by a semaphore after the
+  // mesh / RDH ones; sends across nodes stage in local slots first.
+  const proxyBase = 3 * foldN * slotsPerTopsp + meshSemas;
+  const proxyQueues = new Map<string, ProxyEntry[]>();
+  const netHop = (rank: number, c: number, toNext: boolean, fromPrev: boolean, halfBytes: number): NetHop => {
+    const ci = info[rank]!;
+    const p = place(rank, c);
+    const key = `${rank}/${c}`;
+    let entries = proxyQueues.get(key);
+    if (!entries) {
+      entries = builder.addProxyQueue(ci.device, p.topsp, proxyBase + p.slot);
+      proxyQueues.set(key, entries);
+    }
+    const staging = toNext ? builder.allocHbm(ci.device, spec.ring.bufferSlots * halfBytes) : 0;
+    return { toNext, fromPrev, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc"), entries, staging, foldN };
   };
   const ops: OpLayout[] = [];
   for (const index of opIndices) {
@@ -312,6 +340,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           const na = Array.from({ length: ring.length }, (_, j) => info[ring[(i + j) % ring.length]!]!.groupRank);
           const pn = place(next, c);
           const pp = place(prev, c);
+          const toNext = info[next]!.node !== ci.node;
+          const fromPrev = info[prev]!.node !== ci.node;
+          const net = toNext || fromPrev ? netHop(rank, c, toNext, fromPrev, plans[ci.group]!.halfBytes) : undefined;
           composeChannelRing(
             { op, opType, plan: plans[ci.group]!, count, rankN: g.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes },
             c,
@@ -322,6 +353,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
               next: buffers.get(next)!,
               nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
               prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
+              ...(net ? { net } : {}),
             },
           );
         }

@@ -41,12 +41,17 @@ export function parseReplicaGroups(groups: readonly (readonly number[])[], ranks
   return groups.map((g) => [...g]);
 }
 
-export function commInfos(groups: readonly (readonly number[])[], ranks: number, ranksPerDevice: number, nodes: number): CommInfo[] {
+/**
+ * Per-rank comm info. Ranks fill node 0's devices first, then node 1's, …; node k's device d has the
+ * global id k * deviceIdsPerNode + d (a node has all its preset's device ids, used or not).
+ */
+export function commInfos(groups: readonly (readonly number[])[], ranks: number, ranksPerDevice: number, nodes: number, deviceIdsPerNode = Math.max(1, ranks / ranksPerDevice / nodes)): CommInfo[] {
   const out: CommInfo[] = new Array(ranks);
-  const devicesPerNode = Math.max(1, ranks / ranksPerDevice / nodes);
+  const ranksPerNode = ranks / nodes;
   groups.forEach((g, gi) =>
     g.forEach((rank, groupRank) => {
-      const device = Math.floor(rank / ranksPerDevice);
+      const node = Math.floor(rank / ranksPerNode);
+      const device = node * deviceIdsPerNode + Math.floor((rank % ranksPerNode) / ranksPerDevice);
       out[rank] = {
         rank,
         group: gi,
@@ -54,7 +59,7 @@ export function commInfos(groups: readonly (readonly number[])[], ranks: number,
         rankN: g.length,
         device,
         core: rank % ranksPerDevice,
-        node: Math.floor(device / devicesPerNode),
+        node,
         nodeN: nodes,
       };
     }),

@@ -15,6 +15,7 @@ import type { OpSpec } from "../ir/spec.ts";
 import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
+import type { ProxyEntry } from "../encd/proxy.ts";
 
 /** Buffers one rank uses for one op. */
 export interface RankBuffers {
@@ -33,6 +34,21 @@ export interface RingView {
   /** Semaphore INC addresses of fold 0: next's recv-count semaphore and prev's send-credit semaphore. */
   readonly nextRecvInc: number;
   readonly prevSendInc: number;
+  /** Network hops: what crosses to another node goes through this channel's proxy queue. */
+  readonly net?: NetHop;
+}
+
+/** A channel whose next and / or previous rank is on another node. */
+export interface NetHop {
+  readonly toNext: boolean;
+  readonly fromPrev: boolean;
+  /** INC address of the proxy queue's trigger semaphore (every fold increments it). */
+  readonly proxyInc: number;
+  /** The queue's entries, appended in step order. */
+  readonly entries: ProxyEntry[];
+  /** Local slots the sends stage into before the proxy carries them (toNext only). */
+  readonly staging: number;
+  readonly foldN: number;
 }
 
 export interface RingOpContext {
@@ -74,31 +90,59 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
     return;
   }
 
+  const net = v.net;
+  /** Hand `bytes` at local `src` to the proxy for remote `dst`, signalling `sema` (one per remote fold). */
+  const viaProxy = (src: number, dst: number, n: number, sema: number): void => {
+    chan.semaIncAll(net!.proxyInc);
+    net!.entries.push({ src, dst, bytes: n, trigger: net!.foldN, semaN: net!.foldN, sema });
+  };
+  /** Deliver a piece into next's receive slot: directly, or staged for the proxy across nodes. */
+  const toNextSlot = (write: (dst: number) => void, n: number): void => {
+    const slotIndex = sent++;
+    if (net?.toNext) {
+      const stage = slotOf(net.staging, slotIndex);
+      write(stage);
+      viaProxy(stage, slotOf(v.next.chbuf[ch]!, slotIndex), n, v.nextRecvInc);
+    } else {
+      write(slotOf(v.next.chbuf[ch]!, slotIndex));
+      chan.semaInc(v.nextRecvInc);
+    }
+  };
+  const creditPrev = (): void => {
+    if (net?.fromPrev) viaProxy(0, 0, 0, v.prevSendInc);
+    else chan.semaInc(v.prevSendInc);
+  };
+  /** Copy a piece of own memory into next's output and signal it. */
+  const toNextOutput = (src: number, off: number, n: number): void => {
+    if (net?.toNext) viaProxy(src, v.next.output + off, n, v.nextRecvInc);
+    else {
+      chan.copy(src, v.next.output + off, n, esize);
+      chan.semaInc(v.nextRecvInc);
+    }
+  };
+
   const send = (k: number, p: Piece): void => {
-    chan.copy(v.me.input + inOff(k, p), slotOf(v.next.chbuf[ch]!, sent++), bytes(p), esize);
-    chan.semaInc(v.nextRecvInc);
+    toNextSlot((dst) => chan.copy(v.me.input + inOff(k, p), dst, bytes(p), esize), bytes(p));
     chan.markStep(StepFlag.WAIT_CREDIT);
   };
   const recvReduceSend = (k: number, p: Piece): void => {
-    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], slotOf(v.next.chbuf[ch]!, sent++), bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes);
-    chan.semaInc(v.nextRecvInc);
-    chan.semaInc(v.prevSendInc);
+    const slot = slotOf(v.me.chbuf[ch]!, received++);
+    toNextSlot((dst) => chan.reduce([slot, v.me.input + inOff(k, p)], dst, bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes), bytes(p));
+    creditPrev();
     chan.markStep(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT);
   };
   const recvReduceCopy = (k: number, p: Piece): void => {
     chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], v.me.output + outOff(k, p), bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes);
-    chan.semaInc(v.prevSendInc);
+    creditPrev();
     chan.markStep(StepFlag.WAIT_RECV);
   };
   const directCopySend = (k: number, p: Piece, fromInput: boolean): void => {
     if (fromInput) chan.copy(v.me.input + inOff(k, p), v.me.output + outOff(k, p), bytes(p), esize);
-    chan.copy(v.me.output + outOff(k, p), v.next.output + outOff(k, p), bytes(p), esize);
-    chan.semaInc(v.nextRecvInc);
+    toNextOutput(v.me.output + outOff(k, p), outOff(k, p), bytes(p));
     chan.markStep(0);
   };
   const directRecvSend = (k: number, p: Piece): void => {
-    chan.copy(v.me.output + outOff(k, p), v.next.output + outOff(k, p), bytes(p), esize);
-    chan.semaInc(v.nextRecvInc);
+    toNextOutput(v.me.output + outOff(k, p), outOff(k, p), bytes(p));
     chan.markStep(StepFlag.WAIT_RECV);
   };
   const directRecv = (): void => chan.markStep(StepFlag.WAIT_RECV);

@@ -14,6 +14,7 @@ import { ENGINES_PER_SENG, hbmAddr, semaAddr, tailDoorbellAddr } from "./address
 import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
 import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
+import { packProxyEntries, type ProxyEntry } from "./proxy.ts";
 
 export interface TopspImage {
   readonly index: number;
@@ -50,12 +51,17 @@ export interface DeviceImage {
   readonly payload: readonly { readonly addr: number; readonly bytes: number }[];
   /** Initial semaphore values (credit pools). */
   readonly semaphores: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
+  /** Network proxy work queues: the proxy runs entry k once the semaphore has reached the sum of triggers so far. */
+  readonly proxyQueues: readonly { readonly topsp: number; readonly sema: number; readonly fifo: Uint8Array }[];
 }
 
 export interface ProgramImage {
   readonly format: "ccsim-program-image";
   readonly version: 1;
   readonly arch: number;
+  /** Nodes, each with `devicesPerNode` device ids (node k's device d is k * devicesPerNode + d). */
+  readonly nodes: number;
+  readonly devicesPerNode: number;
   readonly devices: readonly DeviceImage[];
 }
 
@@ -63,7 +69,11 @@ export interface EmitterParams {
   readonly arch: number;
   readonly maxDescriptorBytes: number;
   readonly cceMaxElements: number;
+  readonly nodes?: number;
+  readonly devicesPerNode?: number;
 }
+
+const MAX_DEVICES_TOTAL = 32;
 
 /** Where a ring channel lives and what it is wired to; filled in by the composer. */
 export interface ChannelPlacement {
@@ -109,6 +119,7 @@ interface DeviceState {
   semaphores: { topsp: number; sema: number; value: number }[];
   vrings: Map<string, { engine: number; queue: number; vring: Vring }>;
   topsps: Map<number, TopspState>;
+  proxies: { topsp: number; sema: number; entries: ProxyEntry[] }[];
 }
 
 export class ProgramBuilder {
@@ -135,6 +146,7 @@ export class ProgramBuilder {
         semaphores: [],
         vrings: new Map(),
         topsps: new Map(),
+        proxies: [],
       };
       this.devices.set(device, d);
     }
@@ -274,6 +286,13 @@ export class ProgramBuilder {
     });
   }
 
+  /** A network proxy work queue triggered by semaphore `sema` of `topsp` on `device`. */
+  addProxyQueue(device: number, topsp: number, sema: number): ProxyEntry[] {
+    const q = { topsp, sema, entries: [] as ProxyEntry[] };
+    this.dev(device).proxies.push(q);
+    return q.entries;
+  }
+
   beginOp(): void {
     this.opIndex++;
   }
@@ -323,9 +342,10 @@ export class ProgramBuilder {
           ts.mesh.forEach((e, i) => packMeshEvent(e, meshConfig, i));
           return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig };
         });
-      devices.push({ device, topsps, queues, memory: d.memory, payload: d.payload, semaphores: d.semaphores });
+      const proxyQueues = d.proxies.filter((p) => p.entries.length > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, fifo: packProxyEntries(p.entries) }));
+      devices.push({ device, topsps, queues, memory: d.memory, payload: d.payload, semaphores: d.semaphores, proxyQueues });
     }
-    return { format: "ccsim-program-image", version: 1, arch: this.params.arch, devices };
+    return { format: "ccsim-program-image", version: 1, arch: this.params.arch, nodes: this.params.nodes ?? 1, devicesPerNode: this.params.devicesPerNode ?? MAX_DEVICES_TOTAL, devices };
   }
 }
 
@@ -477,6 +497,11 @@ export class EncdChannel {
     this.lastEntry = undefined;
     this.endedOps++;
     this.lastEndedOp = this.builder.currentOp;
+  }
+
+  /** Every fold increments the same semaphore (a proxy queue's trigger counts them all). */
+  semaIncAll(incAddr: number): void {
+    this.folds.forEach((v, f) => this.count(f, v.addSemaphoreWrite(this.constAddr, incAddr)));
   }
 
   /** A copy on fold `f` only (mesh programs give each destination its own engine). */

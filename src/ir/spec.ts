@@ -80,6 +80,8 @@ export interface DeviceSpec {
     readonly bufferSlots: number;
     readonly defaultChannels: number;
   };
+  /** The inter-node network of one node (EFA): absent for single-node presets. */
+  readonly network: { readonly bytesPerSecond: number; readonly latencyPs: number; readonly messageCostPs: number } | undefined;
   /** What the instance's runtime can build, and the inputs of the admission gates. */
   readonly collectives: {
     /** Host algorithms this instance supports (the default allowed set). */

@@ -2,7 +2,7 @@
 import { ALG_NAMES, algTypeOf, type DeviceSpec, type Topology } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "collectives", "sources"] as const;
+const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "sources"] as const;
 const COLLECTIVE_KEYS = ["supportedAlgorithms", "virtualCoreSize", "meshMaxBytes", "meshMaxBytesTwoRanks", "cceReducePacketBytes"] as const;
 
 /** Largest device count the address map's routing bits can name. */
@@ -43,6 +43,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>
     k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64),
   );
+  const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs"] as const, (_k, f) => f.int(0)) : undefined;
   const collectives = parseCollectives(r.get("collectives"));
   numbers.push(...COLLECTIVE_KEYS.map((k) => `collectives.${k}`));
   const sources = r.get("sources");
@@ -66,6 +67,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
     hbm,
     link,
     ring,
+    network,
     collectives,
     sources: src,
   };

@@ -28,7 +28,7 @@ describe("bad input exits 1 with the file, the field path and the value", () => 
     ["reduce-on-gather.json", "ops[0].reduce", /all-gather takes no reduce op/, "SCN1005"],
     ["broken-json.json", "", /not valid JSON/, "SCN1001"],
     ["too-many-channels.json", "channels", /9 channels x 2 folds need more DMA engines/, "CMP1304"],
-    ["multi-node.json", "nodes", /not supported yet/, "CMP1301"],
+    ["multi-node.json", "nodes", /ideal has no network: a multi-node scenario needs a preset with a "network" section/, "CMP1301"],
     ["too-big-to-check.json", "ops[0].bytes", /use "check": "none"/, "CMP1401"],
   ])("%s", (file, path, message, code) => {
     const r = run([`${BAD}/${file}`]);

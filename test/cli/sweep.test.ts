@@ -98,7 +98,7 @@ describe("--stats", () => {
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/stats: all-reduce 4194304 B fp32 \(\d+\.\d+ us\)/);
     expect(r.out).toMatch(/busiest link: link \d+->\d+, \d+ B, busy \d+\.\d%/);
-    expect(r.out).toMatch(/links used: 16 of 64 directions/);
+    expect(r.out).toMatch(/links used: 16 of 66 directions/); // 64 NeuronLink directions and the NIC pair
     expect(r.out).toContain("HBM per device:");
     expect(r.out).toMatch(/dev0\.dma0\s+\d+ B\s+busy\s+\d+\.\d%/);
   });

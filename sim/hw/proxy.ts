@@ -1,0 +1,93 @@
+// The host network proxy: per ring channel, a work queue the device triggers through a semaphore.
+// Entry k runs once the semaphore has counted its trigger (one increment per fold); the proxy reads
+// the source, sends it through its node's NIC to the remote node's NIC, writes it there and
+// increments the remote semaphores (one per remote fold) when it has landed.
+import { SimError } from "../../src/ir/errors.ts";
+import { transferPs, type Tick } from "../../src/ir/time.ts";
+import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
+import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
+import { Prio, type Kernel } from "../kernel/kernel.ts";
+import type { Fabric } from "./fabric.ts";
+import type { SemaphoreBlock } from "./semaphore.ts";
+import type { TraceSink } from "../trace.ts";
+
+export interface ProxyHost {
+  readonly kernel: Kernel;
+  readonly fabric: Fabric;
+  readonly network: { readonly bytesPerSecond: number; readonly latencyPs: number; readonly messageCostPs: number };
+  read(device: number, offset: number, len: number): Uint8Array;
+  land(addr: number, bytes: Uint8Array | undefined, len: number): void;
+  readonly trace: TraceSink | undefined;
+}
+
+const ONE = new Uint8Array([1, 0, 0, 0]);
+
+export class ProxyQueue {
+  private k = 0;
+  private target = 0;
+  private lastLand: Tick = 0;
+  private readonly n: number;
+  constructor(
+    private readonly host: ProxyHost,
+    private readonly device: number,
+    private readonly semas: SemaphoreBlock,
+    private readonly topsp: number,
+    private readonly sema: number,
+    private readonly fifo: Uint8Array,
+  ) {
+    this.n = fifo.length / PROXY_ENTRY_BYTES;
+  }
+
+  start(): void {
+    this.next();
+  }
+
+  private next(): void {
+    if (this.k >= this.n) return;
+    const e = decodeProxyEntry(this.fifo, this.k);
+    this.target += e.trigger;
+    this.semas.waitGe(this.sema, this.target, () => this.run(this.k));
+  }
+
+  private run(k: number): void {
+    const host = this.host;
+    const kern = host.kernel;
+    const e = decodeProxyEntry(this.fifo, k);
+    const dst = decodeAddress(e.dst);
+    const src = decodeAddress(e.src);
+    let data: Uint8Array | undefined;
+    if (e.bytes > 0) {
+      if (src.kind !== "hbm" || src.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src)}, not this device's HBM`, { value: e.src });
+      if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst)}, not HBM`, { value: e.dst });
+      data = host.read(this.device, src.offset, e.bytes);
+    }
+    const to = decodeAddress(e.sema).device;
+    const fromNode = host.fabric.nodeOf(this.device);
+    const toNode = host.fabric.nodeOf(to);
+    const dur = transferPs(Math.max(e.bytes, 4), host.network.bytesPerSecond);
+    const t0 = kern.now + host.network.messageCostPs;
+    const tx = host.fabric.nicTx[fromNode]!;
+    const rx = host.fabric.nicRx[toNode]!;
+    const txStart = tx.reserve(t0, dur, kern.now);
+    tx.busyPs += dur;
+    tx.bytes += e.bytes;
+    const rxStart = rx.reserve(txStart + host.network.latencyPs, dur, kern.now);
+    rx.busyPs += dur;
+    rx.bytes += e.bytes;
+    const land = Math.max(rxStart + dur, this.lastLand);
+    this.lastLand = land;
+    host.trace?.link(tx.name, e.bytes, txStart, txStart + dur);
+    kern.at(land, Prio.LAND, () => {
+      if (data) host.land(e.dst, data, e.bytes);
+      for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, ONE, 4);
+    });
+    this.k = k + 1;
+    this.next();
+  }
+
+  /** What the queue still waits for, for hang reports. */
+  waiting(): string | undefined {
+    if (this.k >= this.n) return undefined;
+    return `proxy of dev${this.device} topsp${this.topsp}: entry ${this.k} of ${this.n} waits for sem${this.sema} >= ${this.target} (value ${this.semas.values[this.sema]})`;
+  }
+}

@@ -1,0 +1,44 @@
+// The host network proxy's work queue for one ring channel: 32-byte records the emitter writes at
+// compile time (the net_src_addr / net_dest_addr FIFO analogue), consumed in order as the device
+// signals them through a semaphore.
+//
+//  +0  u64 src        device address the proxy reads (staging or output)
+//  +8  u64 dst        device address on the remote node it writes
+//  +16 u32 bytes      0 = a signal only (a credit return)
+//  +20 u16 trigger    increments of the queue's semaphore that make this entry ready (the folds)
+//  +22 u16 sema_n     remote semaphores to increment: sema, sema+1, ... (one per remote fold)
+//  +24 u64 sema       first remote semaphore INC address
+import { addr64, field, readAddr } from "./bits.ts";
+
+export const PROXY_ENTRY_BYTES = 32;
+
+export interface ProxyEntry {
+  readonly src: number;
+  readonly dst: number;
+  readonly bytes: number;
+  readonly trigger: number;
+  readonly semaN: number;
+  readonly sema: number;
+}
+
+const FORMAT = "proxy_entry";
+
+export function packProxyEntries(entries: readonly ProxyEntry[]): Uint8Array {
+  const out = new Uint8Array(entries.length * PROXY_ENTRY_BYTES);
+  const v = new DataView(out.buffer);
+  entries.forEach((e, i) => {
+    const o = i * PROXY_ENTRY_BYTES;
+    v.setBigUint64(o, addr64(e.src, "src", FORMAT), true);
+    v.setBigUint64(o + 8, addr64(e.dst, "dst", FORMAT), true);
+    v.setUint32(o + 16, field(e.bytes, 32, "bytes", FORMAT), true);
+    v.setUint16(o + 20, field(e.trigger, 16, "trigger", FORMAT), true);
+    v.setUint16(o + 22, field(e.semaN, 16, "sema_n", FORMAT), true);
+    v.setBigUint64(o + 24, addr64(e.sema, "sema", FORMAT), true);
+  });
+  return out;
+}
+
+export function decodeProxyEntry(fifo: Uint8Array, i: number): ProxyEntry {
+  const v = new DataView(fifo.buffer, fifo.byteOffset + i * PROXY_ENTRY_BYTES, PROXY_ENTRY_BYTES);
+  return { src: readAddr(v, 0), dst: readAddr(v, 8), bytes: v.getUint32(16, true), trigger: v.getUint16(20, true), semaN: v.getUint16(22, true), sema: readAddr(v, 24) };
+}
