@@ -118,7 +118,10 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     // joins are network hops).
     const cycles =
       nodesOfGroup.length > 1
-        ? [{ order: nodesOfGroup.flatMap((k) => deviceRing(adj, g.map((r) => info[r]!.device).filter((d) => Math.floor(d / idsPerNode) === k)).order), followsLinks: false }]
+        ? (() => {
+            const perNode = nodesOfGroup.map((k) => deviceRing(adj, g.map((r) => info[r]!.device).filter((d) => Math.floor(d / idsPerNode) === k)));
+            return [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }];
+          })()
         : deviceRings(adj, g.map((r) => info[r]!.device));
     const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
     return {
