@@ -149,6 +149,14 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     return { ring, i, next: ring[(i + 1) % ring.length]!, prev: ring[(i + ring.length - 1) % ring.length]! };
   };
 
+  // Receive slots of a rank's channel: a network hop gets the network's deeper pool (its credits
+  // cover a round trip through both proxies), a link hop the ring's.
+  const recvSlots = (rank: number, c: number): number => {
+    const prev = ringPos(info[rank]!.group, c, rank).prev;
+    return info[prev]!.node !== info[rank]!.node ? spec.network!.bufferSlots : spec.ring.bufferSlots;
+  };
+  const sendSlots = (rank: number, c: number): number => recvSlots(ringPos(info[rank]!.group, c, rank).next, c);
+
   const chans = new Map<string, EncdChannel>();
   for (let rank = 0; rank < scn.ranks; rank++) {
     const ci = info[rank]!;
@@ -170,7 +178,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           reporter: c === 0,
           next: neighbor(ci, info[next]!),
           prev: neighbor(ci, info[prev]!),
-          initialCredits: spec.ring.bufferSlots,
+          initialCredits: sendSlots(rank, c),
         }),
       );
     }
@@ -227,7 +235,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       entries = builder.addProxyQueue(ci.device, p.topsp, proxyBase + p.slot);
       proxyQueues.set(key, entries);
     }
-    const staging = toNext ? builder.allocHbm(ci.device, spec.ring.bufferSlots * halfBytes) : 0;
+    const staging = toNext ? builder.allocHbm(ci.device, sendSlots(rank, c) * halfBytes) : 0;
     return { toNext, fromPrev, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc"), entries, staging, foldN };
   };
   const ops: OpLayout[] = [];
@@ -249,13 +257,14 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       const { inBytes, outBytes } = bufferBytes(op, opType, n, ci.groupRank);
       const input = builder.allocHbm(ci.device, inBytes);
       const output = builder.allocHbm(ci.device, outBytes);
-      const slotBytes = spec.ring.bufferSlots * (kang ? kang[ci.group]!.plan.halfBytes : plans[ci.group]!.halfBytes);
-      const chbuf = algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH ? [] : Array.from({ length: channels }, () => builder.allocHbm(ci.device, slotBytes));
+      const halfBytes = kang ? kang[ci.group]!.plan.halfBytes : plans[ci.group]!.halfBytes;
+      const chbufBytes = Array.from({ length: channels }, (_, c) => recvSlots(rank, c) * halfBytes);
+      const chbuf = algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH ? [] : chbufBytes.map((b) => builder.allocHbm(ci.device, b));
       const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
       // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
       const scratch = reduces && (algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH) ? builder.allocHbm(ci.device, (algorithm === EncAlgType.MESH ? n : 2 * n) * meshSlotBytes(op, opType, n)) : 0;
       buffers.set(rank, { input, output, chbuf, scratch });
-      rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes }, chbuf: chbuf.map((addr) => ({ addr, bytes: slotBytes })) });
+      rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes }, chbuf: chbuf.map((addr, c) => ({ addr, bytes: chbufBytes[c]! })) });
     }
     if (kang) {
       groups.forEach((g, gi) => {
@@ -313,6 +322,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes: operation.reduceSliceBytes }, ranks[k]!, meshProgram(rank)));
       });
     } else if (op.pairs) {
+      op.pairs.forEach(([a, b], k) =>
+        check(info[a]!.node === info[b]!.node, "CMP1308", `ranks ${a} and ${b} are on different nodes (${info[a]!.node} and ${info[b]!.node}): ${op.op} across nodes is not supported yet`, `${path}.pairs[${k}]`, [a, b]),
+      );
       const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
       const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
       const reduce = opType === EncOpType.PERMUTE_REDUCE || opType === EncOpType.PERMUTE_REDUCE_IMPLICIT;
@@ -347,7 +359,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           const fromPrev = info[prev]!.node !== ci.node;
           const net = toNext || fromPrev ? netHop(rank, c, toNext, fromPrev, plans[ci.group]!.halfBytes) : undefined;
           composeChannelRing(
-            { op, opType, plan: plans[ci.group]!, count, rankN: g.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes },
+            { op, opType, plan: plans[ci.group]!, count, rankN: g.length, reduceSliceBytes: operation.reduceSliceBytes },
             c,
             chans.get(`${rank}/${c}`)!,
             {
@@ -356,6 +368,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
               next: buffers.get(next)!,
               nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
               prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
+              sendSlots: sendSlots(rank, c),
+              recvSlots: recvSlots(rank, c),
               ...(net ? { net } : {}),
             },
           );

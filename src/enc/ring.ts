@@ -21,7 +21,7 @@ import type { ProxyEntry } from "../encd/proxy.ts";
 export interface RankBuffers {
   readonly input: number;
   readonly output: number;
-  /** Receive buffer of each channel: `bufferSlots` slots of plan.halfBytes. */
+  /** Receive buffer of each channel: `RingView.recvSlots` slots of plan.halfBytes. */
   readonly chbuf: readonly number[];
 }
 
@@ -34,6 +34,9 @@ export interface RingView {
   /** Semaphore INC addresses of fold 0: next's recv-count semaphore and prev's send-credit semaphore. */
   readonly nextRecvInc: number;
   readonly prevSendInc: number;
+  /** Slots of next's receive buffer on this channel (the send credits) and of our own. */
+  readonly sendSlots: number;
+  readonly recvSlots: number;
   /** Network hops: what crosses to another node goes through this channel's proxy queue. */
   readonly net?: NetHop;
 }
@@ -58,7 +61,6 @@ export interface RingOpContext {
   /** Total elements of the op (nccom-test count). */
   readonly count: number;
   readonly rankN: number;
-  readonly bufferSlots: number;
   /** Bytes per CCE packet (the operation's reduce slice). */
   readonly reduceSliceBytes: number;
 }
@@ -74,7 +76,8 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
   const me = v.na[0]!;
   let sent = 0;
   let received = 0;
-  const slotOf = (base: number, n: number): number => base + (n % ctx.bufferSlots) * plan.halfBytes;
+  const sendSlot = (base: number, n: number): number => base + (n % v.sendSlots) * plan.halfBytes;
+  const recvSlot = (base: number, n: number): number => base + (n % v.recvSlots) * plan.halfBytes;
   const bytes = (p: Piece): number => (p.hi - p.lo) * esize;
   const blockLen = (k: number): number => Math.max(0, Math.min(plan.blockElems, ctx.count - k * plan.blockElems));
   // Element offsets of block k's piece inside the input / output buffers.
@@ -100,11 +103,11 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
   const toNextSlot = (write: (dst: number) => void, n: number): void => {
     const slotIndex = sent++;
     if (net?.toNext) {
-      const stage = slotOf(net.staging, slotIndex);
+      const stage = sendSlot(net.staging, slotIndex);
       write(stage);
-      viaProxy(stage, slotOf(v.next.chbuf[ch]!, slotIndex), n, v.nextRecvInc);
+      viaProxy(stage, sendSlot(v.next.chbuf[ch]!, slotIndex), n, v.nextRecvInc);
     } else {
-      write(slotOf(v.next.chbuf[ch]!, slotIndex));
+      write(sendSlot(v.next.chbuf[ch]!, slotIndex));
       chan.semaInc(v.nextRecvInc);
     }
   };
@@ -126,13 +129,13 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
     chan.markStep(StepFlag.WAIT_CREDIT);
   };
   const recvReduceSend = (k: number, p: Piece): void => {
-    const slot = slotOf(v.me.chbuf[ch]!, received++);
+    const slot = recvSlot(v.me.chbuf[ch]!, received++);
     toNextSlot((dst) => chan.reduce([slot, v.me.input + inOff(k, p)], dst, bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes), bytes(p));
     creditPrev();
     chan.markStep(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT);
   };
   const recvReduceCopy = (k: number, p: Piece): void => {
-    chan.reduce([slotOf(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], v.me.output + outOff(k, p), bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes);
+    chan.reduce([recvSlot(v.me.chbuf[ch]!, received++), v.me.input + inOff(k, p)], v.me.output + outOff(k, p), bytes(p), cce, sdmaDtype, esize, ctx.reduceSliceBytes);
     creditPrev();
     chan.markStep(StepFlag.WAIT_RECV);
   };
@@ -164,7 +167,7 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
       for (let j = R - 1; j >= 2; j--) for (const p of pieces(v.na[j]!, g)) directRecvSend(v.na[j]!, p);
       for (const _ of pieces(v.na[1]!, g)) directRecv();
     }
-    chan.markStep(StepFlag.DRAIN_CREDIT, ctx.bufferSlots);
+    chan.markStep(StepFlag.DRAIN_CREDIT, v.sendSlots);
   }
   assert(sent === received, `channel ${ch}: ${sent} slot sends but ${received} slot receives`);
   chan.markEnd();

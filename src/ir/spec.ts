@@ -81,7 +81,15 @@ export interface DeviceSpec {
     readonly defaultChannels: number;
   };
   /** The inter-node network of one node (EFA): absent for single-node presets. */
-  readonly network: { readonly bytesPerSecond: number; readonly latencyPs: number; readonly messageCostPs: number } | undefined;
+  readonly network:
+    | {
+        readonly bytesPerSecond: number;
+        readonly latencyPs: number;
+        readonly messageCostPs: number;
+        /** Receive slots (and so send credits) of a ring channel whose previous rank is on another node. */
+        readonly bufferSlots: number;
+      }
+    | undefined;
   /** What the instance's runtime can build, and the inputs of the admission gates. */
   readonly collectives: {
     /** Host algorithms this instance supports (the default allowed set). */

@@ -58,4 +58,20 @@ describe("two trn1 nodes", () => {
     }
     expect(r.opEndPs[0]!).toBeGreaterThan(trn1.network!.latencyPs);
   });
+
+  it("a network hop's deeper credit pool takes the round trips out of reduce-scatter", () => {
+    const scn = scenario({ ranks: 16, nodes: 2, channels: 2, check: "none", ops: [{ op: "reduce-scatter", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
+    const time = (slots: number): number => {
+      const spec = { ...trn1, network: { ...trn1.network!, bufferSlots: slots } };
+      const { image } = compileProgram(scn, spec, [0]);
+      const r = simulate(spec, image, { storePayload: false });
+      expect(r.hang).toBeUndefined();
+      return r.opEndPs[0]!;
+    };
+    const shallow = time(trn1.ring.bufferSlots);
+    const deep = time(64);
+    // 4 slots: a ~32 us round trip per 4 pieces; 64 slots cover every piece of the op.
+    expect(deep).toBeLessThan(shallow / 3);
+    expect(deep).toBeGreaterThan(2 * trn1.network!.latencyPs);
+  });
 });
