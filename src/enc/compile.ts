@@ -4,6 +4,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
+import { ALG_NAMES } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
@@ -385,8 +386,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
 }
 
 /** The algorithm name as nccom-test prints it (lower case). */
+/** The algorithm as the scenario names it (the runtime's printed names are ambiguous: two "RDH", and "Invalid" for the single-cycle ring). */
 export function algorithmLabel(alg: EncAlgType): string {
-  return encAlgorithmName(alg).toLowerCase();
+  return (ALG_NAMES as readonly string[])[alg] ?? `alg${alg}`;
 }
 
 /** Input and output bytes of one rank for an op (group of n ranks). */

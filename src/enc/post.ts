@@ -142,7 +142,7 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
 }
 
 /** Families this build composes. */
-export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING];
+export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING, EncAlgType.SINGLE_CYCLE_RING];
 
 function notYet(what: string, path: string, value: unknown): never {
   throw new CompileError("CMP1203", `${what} is not supported yet`, { path, value });
@@ -152,8 +152,10 @@ function notYet(what: string, path: string, value: unknown): never {
  * The 13-case enc_op_type dispatch: route the op to its handler, or fail as the runtime does.
  * Returns when the op goes to a composer this build has (the ring family).
  */
-export function dispatch(opType: EncOpType, alg: EncAlgType, rankN: number, path: string): void {
+export function dispatch(opType: EncOpType, alg: EncAlgType, rankN: number, path: string, nodeN = 1): void {
   const algName = `algorithm ${alg} ${ALG_ENUM_NAME[alg]} ("${ENC_ALG_NAME[alg]}")`;
+  // The mesh composer writes peers' memory directly; its network legs are not built.
+  if (nodeN > 1 && alg === EncAlgType.MESH) notYet(`${algName} across ${nodeN} nodes`, path, alg);
   switch (opType) {
     case EncOpType.ALLGATHER:
     case EncOpType.ALLREDUCE:
@@ -285,7 +287,7 @@ export function postOperations(inp: PostInputs): Posted {
         opSlotIdx,
       });
       try {
-        dispatch(opType, alg, g.length, `${path}.op`);
+        dispatch(opType, alg, g.length, `${path}.op`, c.nodeN);
       } catch (e) {
         if (!(e instanceof CompileError)) throw e;
         refused[index] ??= e;

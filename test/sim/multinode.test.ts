@@ -10,6 +10,7 @@ import { simulate } from "../../sim/index.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { scenario, trn1 } from "../helpers.ts";
+import { EncAlgType } from "../../src/ir/enums.ts";
 
 const silent = pino({ level: "silent" });
 
@@ -73,5 +74,23 @@ describe("two trn1 nodes", () => {
     // 4 slots: a ~32 us round trip per 4 pieces; 64 slots cover every piece of the op.
     expect(deep).toBeLessThan(shallow / 3);
     expect(deep).toBeGreaterThan(2 * trn1.network!.latencyPs);
+  });
+
+  it("the single-cycle ring is resolved for an all-reduce with one rank per node, and only then", () => {
+    const allowed = [EncAlgType.RING, EncAlgType.SINGLE_CYCLE_RING];
+    const ar = { op: "all-reduce" as const, bytes: 8192, dtype: "fp32" as const, reduce: "sum" as const };
+    const one = runScenario(scenario({ ranks: 2, nodes: 2, algorithm: "auto", allowedAlgorithms: allowed, ops: [ar, { ...ar, op: "all-gather" }] }), trn1, silent);
+    expect(one.kind).toBe("done");
+    if (one.kind === "done") {
+      expect(one.ops.map((o) => [o.row.algorithm, o.mismatch])).toEqual([["single-cycle-ring", undefined], ["ring", undefined]]);
+    }
+    const two = runScenario(scenario({ ranks: 4, nodes: 2, algorithm: "auto", allowedAlgorithms: allowed, ops: [ar] }), trn1, silent);
+    if (two.kind === "done") expect(two.ops[0]!.row.algorithm).toBe("ring");
+    expect(two.kind).toBe("done");
+  });
+
+  it("a mesh across nodes is refused, not run", () => {
+    const scn = scenario({ ranks: 2, nodes: 2, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
+    expect(() => compileProgram(scn, trn1, [0])).toThrow('algorithm 2 MESH ("Mesh") across 2 nodes is not supported yet');
   });
 });

@@ -54,7 +54,7 @@ describe("RDH on trn1", () => {
           const out = runScenario(scn, trn1, silent);
           expect(out.kind).toBe("done");
           if (out.kind === "done") {
-            expect(out.ops[0]!.row.algorithm).toBe("rdh");
+            expect(out.ops[0]!.row.algorithm).toBe("intra-rdh");
             expect(out.ops[0]!.mismatch).toBeUndefined();
           }
         },
