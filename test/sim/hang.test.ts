@@ -26,4 +26,16 @@ describe("hang detector", () => {
     expect(r.hang).toBeUndefined();
     expect(r.opEndPs[0]).toBeGreaterThan(0);
   });
+
+  it("a proxy entry whose trigger never comes shows in the report with its semaphore", () => {
+    const scn = scenario({ ranks: 4, nodes: 2, channels: 1, check: "none", ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
+    const { image } = compileProgram(scn, trn1, [0]);
+    const d = image.devices.find((x) => x.proxyQueues.length > 0)!;
+    const q = d.proxyQueues[0]!;
+    // Entry 0 now wants 100 trigger increments; the device only ever gives it its folds.
+    new DataView(q.fifo.buffer, q.fifo.byteOffset, q.fifo.length).setUint16(20, 100, true);
+    const r = simulate(trn1, image, { storePayload: false });
+    expect(r.hang).toBeDefined();
+    expect(r.hang!.pendingDma.join("\n")).toMatch(new RegExp(`proxy of dev${d.device} topsp${q.topsp}: entry 0 of \\d+ waits for sem${q.sema} >= 100`));
+  });
 });
