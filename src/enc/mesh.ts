@@ -75,22 +75,18 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
   const block = (k: number) => meshBlock(ctx.count, n, k, esize);
   const handshakes = { sema: read(me.semas.handshake), value: n - 1 };
   switch (opType) {
-    case EncOpType.ALLGATHER: {
-      // Own input into own output block, then into every peer's output block i.
-      const mine = op.bytes / n;
-      dma.copyOn(0, me.input, me.output + i * mine, mine);
-      peers.forEach((p, k) => {
-        dma.copyOn(foldOf(k), me.input, p.output + i * mine, mine);
-        dma.semaIncOn(foldOf(k), inc(p, p.semas.data));
-      });
-      prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
-      finish(n - 1, me.semas.data);
-      return;
-    }
+    case EncOpType.ALLGATHER:
     case EncOpType.ALLTOALL:
     case EncOpType.ALLTOALL_V: {
+      // One exchange: own part into own output, then each peer's part into that peer's output.
+      // All-gather sends the whole input to output block i of everyone.
+      const blk = op.bytes / n;
       const part = (to: number) =>
-        opType === EncOpType.ALLTOALL ? { send: to * (op.bytes / n), recv: i * (op.bytes / n), len: op.bytes / n } : { ...a2avOffsets(op.counts!, i, to), len: op.counts![i]![to]! };
+        opType === EncOpType.ALLGATHER
+          ? { send: 0, recv: i * blk, len: blk }
+          : opType === EncOpType.ALLTOALL
+            ? { send: to * blk, recv: i * blk, len: blk }
+            : { ...a2avOffsets(op.counts!, i, to), len: op.counts![i]![to]! };
       const self = part(i);
       dma.copyOn(0, me.input + self.send, me.output + self.recv, self.len);
       peers.forEach((p, k) => {
