@@ -1,6 +1,10 @@
 // Shared test helpers: scenarios built in code, device presets from devices/.
 import type { OpSpec, Scenario } from "../src/ir/spec.ts";
+import type { DeviceSpec } from "../src/ir/spec.ts";
 import { loadDevice } from "../src/cli/load.ts";
+import { runScenario } from "../src/cli/pipeline.ts";
+import { expect } from "vitest";
+import pino from "pino";
 
 export type LooseOp = Omit<OpSpec, "stream" | "priorityClass"> & Partial<Pick<OpSpec, "stream" | "priorityClass">>;
 
@@ -28,3 +32,16 @@ export function scenario(over: Partial<Omit<Scenario, "ops">> & { ops: readonly 
 
 export const trn1 = loadDevice("trn1");
 export const ideal = loadDevice("ideal");
+
+const silent = pino({ level: "silent" });
+
+/** Run a scenario end to end: every op completes, its values check, and (if named) it took `algorithm`. */
+export function expectRunChecks(scn: Scenario, spec: DeviceSpec, algorithm?: string): void {
+  const out = runScenario(scn, spec, silent);
+  expect(out.kind).toBe("done");
+  if (out.kind !== "done") return;
+  for (const o of out.ops) {
+    if (algorithm !== undefined) expect(o.row.algorithm).toBe(algorithm);
+    expect(o.mismatch).toBeUndefined();
+  }
+}

@@ -2,9 +2,7 @@
 // over-subscription on a ring, golden bytes, hang reports, and random configurations checked.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import pino from "pino";
 import { compileProgram } from "../../src/enc/compile.ts";
-import { runScenario } from "../../src/cli/pipeline.ts";
 import { loadDevice } from "../../src/cli/load.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeMeshEvent, MeshEventType } from "../../src/encd/mesh.ts";
@@ -16,7 +14,7 @@ import type { DeviceSpec, OpName } from "../../src/ir/spec.ts";
 import { simulate, formatHang } from "../../sim/index.ts";
 import { Fabric } from "../../sim/hw/fabric.ts";
 import { dropFirstRemoteSemaInc } from "../helpers-image.ts";
-import { ideal, scenario, trn1 } from "../helpers.ts";
+import { expectRunChecks, ideal, scenario, trn1 } from "../helpers.ts";
 import { expectGolden } from "../golden.ts";
 
 const idealMesh = loadDevice("ideal-mesh");
@@ -106,7 +104,6 @@ describe("mesh wire bytes", () => {
 
 describe("random mesh configurations", () => {
   it("complete and check on trn1", () => {
-    const silent = pino({ level: "silent" });
     fc.assert(
       fc.property(
         fc.constantFrom(2, 3, 4, 8, 16),
@@ -117,9 +114,7 @@ describe("random mesh configurations", () => {
         (n, op, dtype, elems, channels) => {
           const bytes = elems * n * dtypeSize(dtype);
           const scn = scenario({ ranks: n, algorithm: "auto", allowedAlgorithms: MESH, channels, ops: [{ op, bytes, dtype, reduce: "sum" }] });
-          const out = runScenario(scn, trn1, silent);
-          expect(out.kind).toBe("done");
-          if (out.kind === "done") expect(out.ops[0]!.mismatch).toBeUndefined();
+          expectRunChecks(scn, trn1);
         },
       ),
       { numRuns: 40, seed: 7 },

@@ -9,7 +9,7 @@ import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
-import { scenario, trn1 } from "../helpers.ts";
+import { expectRunChecks, scenario, trn1 } from "../helpers.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 
 const silent = pino({ level: "silent" });
@@ -26,9 +26,7 @@ describe("two trn1 nodes", () => {
         fc.integer({ min: 1, max: 2 }),
         (rpd, ranks, op, dtype, elems, channels) => {
           const scn = scenario({ ranks, ranksPerDevice: rpd, nodes: 2, channels, chunkBytes: 2048, ops: [{ op, bytes: elems * ranks * dtypeSize(dtype), dtype, reduce: "sum" }] });
-          const out = runScenario(scn, trn1, silent);
-          expect(out.kind).toBe("done");
-          if (out.kind === "done") expect(out.ops[0]!.mismatch).toBeUndefined();
+          expectRunChecks(scn, trn1);
         },
       ),
       { numRuns: 25, seed: 3 },
@@ -84,9 +82,7 @@ describe("two trn1 nodes", () => {
     if (one.kind === "done") {
       expect(one.ops.map((o) => [o.row.algorithm, o.mismatch])).toEqual([["single-cycle-ring", undefined], ["ring", undefined]]);
     }
-    const two = runScenario(scenario({ ranks: 4, nodes: 2, algorithm: "auto", allowedAlgorithms: allowed, ops: [ar] }), trn1, silent);
-    if (two.kind === "done") expect(two.ops[0]!.row.algorithm).toBe("ring");
-    expect(two.kind).toBe("done");
+    expectRunChecks(scenario({ ranks: 4, nodes: 2, algorithm: "auto", allowedAlgorithms: allowed, ops: [ar] }), trn1, "ring");
   });
 
   it("a mesh across nodes is refused, not run", () => {
