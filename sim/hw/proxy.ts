@@ -3,18 +3,18 @@
 // the source, sends it through its node's NIC to the remote node's NIC, writes it there and
 // increments the remote semaphores (one per remote fold) when it has landed.
 import { SimError } from "../../src/ir/errors.ts";
-import { transferPs, type Tick } from "../../src/ir/time.ts";
+import type { Tick } from "../../src/ir/time.ts";
 import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
-import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
+import { decodeProxyEntry, PROXY_ENTRY_BYTES, type ProxyEntry } from "../../src/encd/proxy.ts";
 import { Prio, type Kernel } from "../kernel/kernel.ts";
-import type { Fabric } from "./fabric.ts";
+import { pipeline, type Fabric } from "./fabric.ts";
 import type { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
 
 export interface ProxyHost {
   readonly kernel: Kernel;
   readonly fabric: Fabric;
-  readonly network: { readonly bytesPerSecond: number; readonly latencyPs: number; readonly messageCostPs: number };
+  readonly network: { readonly latencyPs: number; readonly messageCostPs: number };
   read(device: number, offset: number, len: number): Uint8Array;
   land(addr: number, bytes: Uint8Array | undefined, len: number): void;
   readonly trace: TraceSink | undefined;
@@ -46,13 +46,13 @@ export class ProxyQueue {
     if (this.k >= this.n) return;
     const e = decodeProxyEntry(this.fifo, this.k);
     this.target += e.trigger;
-    this.semas.waitGe(this.sema, this.target, () => this.run(this.k));
+    const k = this.k;
+    this.semas.waitGe(this.sema, this.target, () => this.run(k, e));
   }
 
-  private run(k: number): void {
+  private run(k: number, e: ProxyEntry): void {
     const host = this.host;
     const kern = host.kernel;
-    const e = decodeProxyEntry(this.fifo, k);
     const dst = decodeAddress(e.dst);
     const src = decodeAddress(e.src);
     let data: Uint8Array | undefined;
@@ -62,21 +62,16 @@ export class ProxyQueue {
       data = host.read(this.device, src.offset, e.bytes);
     }
     const to = decodeAddress(e.sema).device;
-    const fromNode = host.fabric.nodeOf(this.device);
-    const toNode = host.fabric.nodeOf(to);
-    const dur = transferPs(Math.max(e.bytes, 4), host.network.bytesPerSecond);
-    const t0 = kern.now + host.network.messageCostPs;
-    const tx = host.fabric.nicTx[fromNode]!;
-    const rx = host.fabric.nicRx[toNode]!;
-    const txStart = tx.reserve(t0, dur, kern.now);
-    tx.busyPs += dur;
-    tx.bytes += e.bytes;
-    const rxStart = rx.reserve(txStart + host.network.latencyPs, dur, kern.now);
-    rx.busyPs += dur;
-    rx.bytes += e.bytes;
-    const land = Math.max(rxStart + dur, this.lastLand);
+    const net = host.network;
+    // Sending NIC, then the receiving one a network latency later; a credit is a 4-byte message.
+    const stages = [
+      { res: host.fabric.nicTx[host.fabric.nodeOf(this.device)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: net.latencyPs },
+      { res: host.fabric.nicRx[host.fabric.nodeOf(to)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: 0 },
+    ];
+    const trace = host.trace;
+    const t = pipeline(kern.now + net.messageCostPs, stages, 1, trace ? (res, bytes, a, b) => trace.link(res.name, bytes, a, b) : undefined);
+    const land = Math.max(t.land, this.lastLand);
     this.lastLand = land;
-    host.trace?.link(tx.name, e.bytes, txStart, txStart + dur);
     kern.at(land, Prio.LAND, () => {
       if (data) host.land(e.dst, data, e.bytes);
       for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, ONE, 4);
