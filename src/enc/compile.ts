@@ -251,6 +251,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     // Kangaring: chips in ring order per group, and a chunk plan over chip blocks.
     const kang = algorithm === EncAlgType.KANGARING ? groups.map((g, gi) => kangaringGroup(g, gi, opType, count, esize)) : undefined;
     const buffers = new Map<number, RankBuffers & { scratch: number }>();
+    const pairSource = op.pairs ? new Map(op.pairs.map(([a, b]) => [b, a])) : undefined;
     const rankLayouts: RankLayout[] = [];
     for (let rank = 0; rank < scn.ranks; rank++) {
       const ci = info[rank]!;
@@ -259,7 +260,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       const input = builder.allocHbm(ci.device, inBytes);
       const output = builder.allocHbm(ci.device, outBytes);
       const halfBytes = kang ? kang[ci.group]!.plan.halfBytes : plans[ci.group]!.halfBytes;
-      const chbufBytes = Array.from({ length: channels }, (_, c) => recvSlots(rank, c) * halfBytes);
+      // A pairs op's source cycles through as many of our slots as it has credits.
+      const src = pairSource?.get(rank);
+      const chbufBytes = Array.from({ length: channels }, (_, c) => Math.max(recvSlots(rank, c), src === undefined ? 0 : sendSlots(src, c)) * halfBytes);
       const chbuf = algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH ? [] : chbufBytes.map((b) => builder.allocHbm(ci.device, b));
       const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
       // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
@@ -327,22 +330,23 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         check(info[a]!.node === info[b]!.node, "CMP1308", `ranks ${a} and ${b} are on different nodes (${info[a]!.node} and ${info[b]!.node}): ${op.op} across nodes is not supported yet`, `${path}.pairs[${k}]`, [a, b]),
       );
       const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
-      const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
       const reduce = opType === EncOpType.PERMUTE_REDUCE || opType === EncOpType.PERMUTE_REDUCE_IMPLICIT;
       for (let rank = 0; rank < scn.ranks; rank++) {
         const t = targetOf.get(rank);
-        const src = sourceOf.get(rank);
+        const src = pairSource!.get(rank);
         for (let c = 0; c < channels; c++) {
           const pt = t === undefined ? undefined : place(t, c);
           const ps = src === undefined ? undefined : place(src, c);
           composeChannelPermute(
-            { op, channels, pieceBytes: plans[info[rank]!.group]!.halfBytes, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes, reduce },
+            { op, channels, pieceBytes: plans[info[rank]!.group]!.halfBytes, reduceSliceBytes: operation.reduceSliceBytes, reduce },
             c,
             chans.get(`${rank}/${c}`)!,
             {
               me: buffers.get(rank)!,
               target: t === undefined ? undefined : { buffers: buffers.get(t)!, recvInc: semaAddr(info[t]!.device, pt!.topsp, pt!.recv, "inc"), self: t === rank },
               source: src === undefined ? undefined : { sendInc: semaAddr(info[src]!.device, ps!.topsp, ps!.send, "inc"), self: src === rank },
+              sendSlots: sendSlots(rank, c),
+              recvSlots: src === undefined ? 0 : sendSlots(src, c),
             },
           );
         }

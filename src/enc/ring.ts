@@ -181,6 +181,9 @@ export interface PairView {
   readonly target: { readonly buffers: RankBuffers; readonly recvInc: number; readonly self: boolean } | undefined;
   /** Who sends to this rank (undefined: nobody). */
   readonly source: { readonly sendInc: number; readonly self: boolean } | undefined;
+  /** The channel's send credits (slots of the target's buffer it cycles through), and the source's. */
+  readonly sendSlots: number;
+  readonly recvSlots: number;
 }
 
 export interface PairOpContext {
@@ -188,7 +191,6 @@ export interface PairOpContext {
   readonly channels: number;
   /** Bytes of one receive-buffer slot (pieces of a permute-reduce). */
   readonly pieceBytes: number;
-  readonly bufferSlots: number;
   readonly reduceSliceBytes: number;
   /** Permute-reduce: the receiver reduces the incoming buffer with its own input. */
   readonly reduce: boolean;
@@ -232,18 +234,18 @@ export function composeChannelPermute(ctx: PairOpContext, ch: number, chan: Encd
       chan.markStep(0);
     } else {
       if (t) {
-        chan.copy(v.me.input + off, t.buffers.chbuf[ch]! + (sent++ % ctx.bufferSlots) * ctx.pieceBytes, len, esize);
+        chan.copy(v.me.input + off, t.buffers.chbuf[ch]! + (sent++ % v.sendSlots) * ctx.pieceBytes, len, esize);
         chan.semaInc(t.recvInc);
         chan.markStep(StepFlag.WAIT_CREDIT);
       }
       if (s) {
-        chan.reduce([v.me.chbuf[ch]! + (received++ % ctx.bufferSlots) * ctx.pieceBytes, v.me.input + off], v.me.output + off, len, cce, sdma, esize, ctx.reduceSliceBytes);
+        chan.reduce([v.me.chbuf[ch]! + (received++ % v.recvSlots) * ctx.pieceBytes, v.me.input + off], v.me.output + off, len, cce, sdma, esize, ctx.reduceSliceBytes);
         chan.semaInc(s.sendInc);
         chan.markStep(StepFlag.WAIT_RECV);
       }
     }
     if (lo === hi) break;
   }
-  chan.markStep(StepFlag.DRAIN_CREDIT, ctx.bufferSlots);
+  chan.markStep(StepFlag.DRAIN_CREDIT, v.sendSlots);
   chan.markEnd();
 }

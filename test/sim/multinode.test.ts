@@ -89,4 +89,11 @@ describe("two trn1 nodes", () => {
     const scn = scenario({ ranks: 2, nodes: 2, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
     expect(() => compileProgram(scn, trn1, [0])).toThrow('algorithm 2 MESH ("Mesh") across 2 nodes is not supported yet');
   });
+
+  it("a permute-reduce inside a node checks when its source's ring channel has a network hop's credits", () => {
+    // Rank 3's ring next is rank 4 on the other node, so its channel starts with the network pool of
+    // credits; its target 2 must offer that many slots.
+    const op = { op: "permute-reduce" as const, bytes: 1 << 20, dtype: "fp32" as const, reduce: "sum" as const, pairs: [[3, 2]] as [number, number][] };
+    expectRunChecks(scenario({ ranks: 8, nodes: 2, channels: 1, chunkBytes: 4096, ops: [op, op] }), trn1, "ring");
+  });
 });
