@@ -1,6 +1,6 @@
 // Device-to-device links (one resource per direction) with hop-by-hop routing, and the
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
-import { routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
+import { acrossNodes, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { transferPs, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
@@ -19,8 +19,7 @@ export class Fabric {
 
   constructor(spec: DeviceSpec, devicesPerNode: number, nodes = 1) {
     this.devicesPerNode = devicesPerNode;
-    const local = routingAdjacency(spec.topology, devicesPerNode);
-    const adj = Array.from({ length: nodes }, (_, k) => local.map((row) => row.map((d) => k * devicesPerNode + d))).flat();
+    const adj = acrossNodes(routingAdjacency(spec.topology, devicesPerNode), nodes);
     this.nicTx = Array.from({ length: nodes }, (_, k) => new Resource(`nic${k}.tx`, spec.network?.bytesPerSecond ?? 0));
     this.nicRx = Array.from({ length: nodes }, (_, k) => new Resource(`nic${k}.rx`, spec.network?.bytesPerSecond ?? 0));
     for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));

@@ -4,7 +4,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
-import { ALG_NAMES } from "../ir/spec.ts";
+import { ALG_NAMES, acrossNodes } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
@@ -107,8 +107,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const refused = posted.refused.find((e) => e !== undefined);
   if (refused) throw refused;
   const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
-  const local = adjacency(spec.topology, idsPerNode);
-  const adj = Array.from({ length: scn.nodes }, (_, k) => local.map((row) => row.map((d) => k * idsPerNode + d))).flat();
+  const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes);
 
   // Ring order per group: device cycles that follow links (two edge-disjoint ones where the topology
   // has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of one device
@@ -117,13 +116,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const nodesOfGroup = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
     // Across nodes: each node's cycle opened into a path, the paths joined node after node (the
     // joins are network hops).
-    const cycles =
-      nodesOfGroup.length > 1
-        ? (() => {
-            const perNode = nodesOfGroup.map((k) => deviceRing(adj, g.map((r) => info[r]!.device).filter((d) => Math.floor(d / idsPerNode) === k)));
-            return [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }];
-          })()
-        : deviceRings(adj, g.map((r) => info[r]!.device));
+    const devices = g.map((r) => info[r]!.device);
+    const perNode = nodesOfGroup.length > 1 ? nodesOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / idsPerNode) === k))) : [];
+    const cycles = perNode.length > 0 ? [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }] : deviceRings(adj, devices);
     const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
     return {
       group: g,
@@ -389,7 +384,6 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   return { image, layout: { channels, foldN, rings, ops }, explain: posted.explain, warnings: posted.warnings };
 }
 
-/** The algorithm name as nccom-test prints it (lower case). */
 /** The algorithm as the scenario names it (the runtime's printed names are ambiguous: two "RDH", and "Invalid" for the single-cycle ring). */
 export function algorithmLabel(alg: EncAlgType): string {
   return (ALG_NAMES as readonly string[])[alg] ?? `alg${alg}`;

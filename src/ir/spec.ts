@@ -37,6 +37,11 @@ export function routingAdjacency(topology: Topology, deviceCount: number): numbe
   return topologyAdjacency(topology, deviceCount);
 }
 
+/** One node's adjacency repeated for `nodes` nodes: node k's device d is k * (devices per node) + d. */
+export function acrossNodes(local: readonly (readonly number[])[], nodes: number): number[][] {
+  return Array.from({ length: nodes }, (_, k) => local.map((row) => row.map((d) => k * local.length + d))).flat();
+}
+
 export interface DeviceSpec {
   readonly name: string;
   readonly description: string;
