@@ -237,7 +237,7 @@ function stat(r: { name: string; bytes: number; busyPs: number }): ResourceStat 
 /** Render a hang report as lines for a user. */
 export function formatHang(h: HangReport): string[] {
   const lines = [`hang at t=${(h.timePs / 1e6).toFixed(3)} us: no event pending, ${h.unfinished.length} TopSP(s) unfinished`];
-  for (const w of h.waits) lines.push(`  dev${w.device} topsp${w.topsp} ${w.channel < 0 ? "mesh tape" : `channel ${w.channel}`} waits on ${w.semaphore} (${w.role}): value ${w.value}, awaiting >= ${w.awaited}`);
+  for (const w of h.waits) lines.push(`  dev${w.device} topsp${w.topsp} ${w.channel === -1 ? "mesh tape" : w.channel === -2 ? "device barrier" : `channel ${w.channel}`} waits on ${w.semaphore} (${w.role}): value ${w.value}, awaiting >= ${w.awaited}`);
   for (const u of h.unfinished) if (!h.waits.some((w) => `dev${w.device} topsp${w.topsp}` === u)) lines.push(`  ${u}: unfinished without a wait`);
   for (const p of h.pendingDma) lines.push(`  ${p}`);
   return lines;

@@ -409,6 +409,7 @@ describe("simulator errors", () => {
       dv(s).setUint16(s.length - 4, 2, true);
       sim(img)();
     }],
+    ["SIM1415", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, topsps: d.topsps.map((t) => ({ ...t, barrierConfig: t.barrierConfig.subarray(8) })) })) })()],
     ["SIM1501", () => sim({ ...image(), version: 2 as 1 })()],
     ["SIM1502", () => sim({ ...image(), devices: [{ ...image().devices[0]!, device: 20 }] })()],
     ["SIM1503", () => {

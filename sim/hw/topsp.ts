@@ -10,6 +10,7 @@ import { decodeChannelConfig, type ChannelConfig } from "../../src/encd/channel.
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "../../src/encd/slot.ts";
 import { MESH_SLOT, type TopspImage } from "../../src/encd/program.ts";
 import { decodeMeshEvent, MESH_EVENT_BYTES, MeshEventType } from "../../src/encd/mesh.ts";
+import { BARRIER_CONFIG_BYTES, decodeBarrierConfig, type BarrierConfig } from "../../src/encd/barrier.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
@@ -73,6 +74,9 @@ export class Topsp {
   private meshRepeatLeft = 0;
   private meshEntry: SlotEntry | undefined;
   private meshWaiting: WaitState | undefined;
+  private barrierWaiting: WaitState | undefined;
+  /** Reporter entries finished so far: the n-th one completes the program's n-th op. */
+  private reported = 0;
   private entryStart: Tick = 0;
   private entryChannels: readonly number[] = [];
   private readonly image: TopspImage;
@@ -91,6 +95,9 @@ export class Topsp {
       throw new SimError("SIM1401", `dev${device} topsp${image.index}: ctrl spad holds ${image.ctrlSpad.length} bytes for op_num ${image.opNum}`, { value: image.ctrlSpad.length });
     }
     this.entries = Array.from({ length: image.opNum }, (_, i) => decodeSpadCtrlEntry(image.ctrlSpad, i * SPAD_CTRL_ENTRY_BYTES));
+    if (image.barrierConfig.length !== image.opNum * BARRIER_CONFIG_BYTES) {
+      throw new SimError("SIM1415", `dev${device} topsp${image.index}: barrier configs hold ${image.barrierConfig.length} bytes for op_num ${image.opNum} (${BARRIER_CONFIG_BYTES} each)`, { value: image.barrierConfig.length });
+    }
   }
 
   get name(): string {
@@ -279,15 +286,57 @@ export class Topsp {
     const i = this.current;
     const e = this.entries[i]!;
     this.host.trace?.entry(this.device, this.index, i, this.entryChannels, this.entryStart, this.host.kernel.now);
-    if (e.reporter) this.host.opDone(i, this.device, this.index, this.host.kernel.now);
-    if (e.triggerNext && i + 1 < this.entries.length) this.fetch(i + 1);
-    else this.current = this.entries.length;
+    if (e.reporter) this.host.opDone(this.reported++, this.device, this.index, this.host.kernel.now);
+    const next = (): void => {
+      if (e.triggerNext && i + 1 < this.entries.length) this.fetch(i + 1);
+      else this.current = this.entries.length;
+    };
+    const barrier = decodeBarrierConfig(this.image.barrierConfig, i);
+    if (barrier.execute) this.barrierStep(barrier, 0, next);
+    else next();
+  }
+
+  /**
+   * Device barrier step k: ARRIVE (advance the barrier queue by m2s_val / s2m_val: its descriptors
+   * increment the peers' semaphores), then WAIT on each non-zero barrier_sema; after the last step
+   * the DMA drain on dma_sync_sema.
+   */
+  private barrierStep(b: BarrierConfig, k: number, then: () => void): void {
+    if (k === b.steps.length) {
+      const syncs = b.dmaSyncSemas.filter((a) => a !== 0).map((a) => ({ sema: a, target: b.dmaSyncValue }));
+      return this.barrierWait(syncs, 0, "barrier dma drain", then);
+    }
+    const s = b.steps[k]!;
+    const waits = (): void => this.barrierWait(s.waits.filter((w) => w.sema !== 0), 0, `barrier step ${k}`, () => this.barrierStep(b, k + 1, then));
+    if (s.m2sVal === 0 && s.s2mVal === 0) return waits();
+    this.busy(this.timing.stepIssuePs, () => {
+      if (s.s2mVal > 0) this.host.mmio(this.device, b.s2mTail, s.s2mVal, b.mask);
+      if (s.m2sVal > 0) this.host.mmio(this.device, b.m2sTail, s.m2sVal, b.mask);
+      waits();
+    });
+  }
+
+  private barrierWait(waits: readonly { sema: number; target: number }[], i: number, role: string, then: () => void): void {
+    if (i === waits.length) {
+      this.barrierWaiting = undefined;
+      return then();
+    }
+    const w = waits[i]!;
+    const sema = this.localSema(w.sema, role);
+    const since = this.host.kernel.now;
+    this.barrierWaiting = { sema, role, target: w.target };
+    this.semas.waitGe(sema, w.target, () => {
+      const now = this.host.kernel.now;
+      if (now > since) this.host.trace?.wait(this.device, this.index, -2, sema, role, w.target, since, now);
+      this.barrierWait(waits, i + 1, role, then);
+    });
   }
 
   /** Channels still waiting, for the hang report. */
   waits(): { channel: number; wait: WaitState; value: number }[] {
     const ring = [...this.channels.values()].filter((r) => r.waiting).map((r) => ({ channel: r.cfg.channelId, wait: r.waiting!, value: this.semas.values[r.waiting!.sema]! }));
     const mesh = this.meshWaiting ? [{ channel: -1, wait: this.meshWaiting, value: this.semas.values[this.meshWaiting.sema]! }] : [];
-    return [...ring, ...mesh];
+    const barrier = this.barrierWaiting ? [{ channel: -2, wait: this.barrierWaiting, value: this.semas.values[this.barrierWaiting.sema]! }] : [];
+    return [...ring, ...mesh, ...barrier];
   }
 }

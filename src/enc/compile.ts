@@ -7,7 +7,7 @@ import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
 import { ALG_NAMES, acrossNodes } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { semaAddr } from "../encd/address.ts";
-import { ProgramBuilder, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
+import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, postOperations, type EncOperation, type Explanation } from "./post.ts";
@@ -18,6 +18,7 @@ import { composeMesh, meshSlotBytes, type MeshRank } from "./mesh.ts";
 import { composeRdh, rdhStepSemas, type RdhRank } from "./rdh.ts";
 import { composeChannelKangaring } from "./kangaring.ts";
 import { planChunks } from "./chunks.ts";
+
 import { StepFlag } from "../encd/slot.ts";
 import { adjacency, deviceRing, deviceRings } from "./topology.ts";
 
@@ -98,7 +99,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const slotsPerTopsp = Math.ceil(channels / tsPerRank);
   // Ring channels' semaphores, then the mesh / RDH program's (handshake, data, data2, completion, RDH steps).
   const meshSemas = 4 + rdhStepSemas(2 ** Math.floor(Math.log2(Math.max(...scn.replicaGroups.map((g) => g.length)))));
-  check(3 * foldN * slotsPerTopsp + meshSemas + slotsPerTopsp <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+  check(3 * foldN * slotsPerTopsp + meshSemas + slotsPerTopsp + 3 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
   checkSignatures(scn, groups);
@@ -233,6 +234,24 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     }
     const staging = toNext ? builder.allocHbm(ci.device, sendSlots(rank, c) * halfBytes) : 0;
     return { toNext, fromPrev, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc"), entries, staging, foldN };
+  };
+  // Device barriers: three semaphores after the proxy triggers, arrivals on the queue below the
+  // collective one of an engine of the TopSP's own; one barrier per node (DMA writes stay inside it).
+  const barrierBase = proxyBase + slotsPerTopsp;
+  const barrierQueue = spec.dma.collectiveQueue - 1;
+  const barrier = (took: readonly { device: number; topsp: number }[]): void => {
+    const byNode = new Map<number, Map<string, { device: number; members: { topsp: number; engine: number }[] }>>();
+    for (const t of [...took].sort((a, b) => a.device - b.device || a.topsp - b.topsp)) {
+      const core = Math.floor(t.topsp / tsPerRank);
+      const node = Math.floor(t.device / idsPerNode);
+      const ranks = byNode.get(node) ?? new Map();
+      byNode.set(node, ranks);
+      const key = `${t.device}/${core}`;
+      const r = ranks.get(key) ?? { device: t.device, members: [] };
+      ranks.set(key, r);
+      r.members.push({ topsp: t.topsp, engine: core * enginesPerRank + (t.topsp % tsPerRank) });
+    }
+    for (const ranks of byNode.values()) builder.deviceBarrier([...ranks.values()] satisfies BarrierRank[], barrierBase, barrierQueue);
   };
   const ops: OpLayout[] = [];
   for (const index of opIndices) {
@@ -376,7 +395,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         }
       }
     }
-    builder.endOp();
+    const took = builder.endOp();
+    // The end of a multi-op program: every rank of a node meets.
+    if (opIndices.length > 1 && index === opIndices[opIndices.length - 1]) barrier(took);
     ops.push({ index, spec: op, opType, algorithm, count, plan: plans, operation, ranks: rankLayouts });
   }
   const image = builder.build();

@@ -15,6 +15,7 @@ import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
 import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
 import { packProxyEntries, type ProxyEntry } from "./proxy.ts";
+import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
 
 export interface TopspImage {
   readonly index: number;
@@ -27,6 +28,8 @@ export interface TopspImage {
   readonly slotSpad: readonly Uint8Array[];
   /** The mesh event tape (80-byte records, the per-arch device capacity), after the ring region. */
   readonly meshConfig: Uint8Array;
+  /** One 296-byte neff_barrier_config per ctrl entry: the device barrier run after that entry. */
+  readonly barrierConfig: Uint8Array;
 }
 
 export interface QueueImage {
@@ -108,6 +111,20 @@ interface TopspState {
   mesh: MeshEvent[];
   /** The op index of the last mesh event appended (-1: none). */
   meshOp: number;
+  /** Device barriers by ctrl entry index. */
+  barriers: Map<number, BarrierConfig>;
+}
+
+/** One participant of a device barrier: a TopSP and the DMA engine whose barrier queue carries its arrivals. */
+export interface BarrierMember {
+  readonly topsp: number;
+  readonly engine: number;
+}
+
+/** A rank's part in a device barrier: its TopSPs, the first one leading. */
+export interface BarrierRank {
+  readonly device: number;
+  readonly members: readonly BarrierMember[];
 }
 
 interface DeviceState {
@@ -120,6 +137,8 @@ interface DeviceState {
   vrings: Map<string, { engine: number; queue: number; vring: Vring }>;
   topsps: Map<number, TopspState>;
   proxies: { topsp: number; sema: number; entries: ProxyEntry[] }[];
+  /** Per TopSP: the DMA queue carrying its barrier arrivals. */
+  barrierQueues: Map<number, { vring: Vring; mask: number; seng: number; engine: number }>;
 }
 
 export class ProgramBuilder {
@@ -127,6 +146,8 @@ export class ProgramBuilder {
   private readonly devices = new Map<number, DeviceState>();
   private readonly channels: EncdChannel[] = [];
   private opIndex = -1;
+  /** Cumulative arrivals each barrier semaphore has been promised (targets never reset). */
+  private readonly barrierCounts = new Map<string, number>();
 
   constructor(params: EmitterParams) {
     this.params = params;
@@ -147,6 +168,7 @@ export class ProgramBuilder {
         vrings: new Map(),
         topsps: new Map(),
         proxies: [],
+        barrierQueues: new Map(),
       };
       this.devices.set(device, d);
     }
@@ -223,7 +245,7 @@ export class ProgramBuilder {
   }
 
   private newTopsp(): TopspState {
-    return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1 };
+    return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1, barriers: new Map() };
   }
 
   /** Bind one vring per engine; the engines must share a SENG, whose broadcast mask names them. */
@@ -305,21 +327,92 @@ export class ProgramBuilder {
    * Close the current op: one cc_op_entry per TopSP that took part — RING naming the channels that
    * ran it, or MESH for a mesh event tape (one kind per TopSP per op).
    */
-  endOp(): void {
+  endOp(report = true): { device: number; topsp: number }[] {
+    const took: { device: number; topsp: number }[] = [];
     for (const [device, d] of this.devices) {
       for (const [index, ts] of d.topsps) {
         const active = this.channels.filter((c) => c.placement.device === device && c.placement.topsp === index && c.lastEndedOp === this.opIndex);
         const mesh = ts.meshOp === this.opIndex;
         if (active.length > 0 && mesh) throw new InternalError(`dev${device} topsp${index} ran both ring channels and a mesh tape in op ${this.opIndex}`);
         if (mesh) {
-          ts.ctrl.push({ ...ringEntry(0), algoType: EncPattern.MESH, algoSubType: EncAlgMeshType.FULL_MESH, reporter: true, semaShiftOffset: 0, semaMask: 0xffff });
+          ts.ctrl.push({ ...ringEntry(0), algoType: EncPattern.MESH, algoSubType: EncAlgMeshType.FULL_MESH, reporter: report, semaShiftOffset: 0, semaMask: 0xffff });
+          took.push({ device, topsp: index });
           continue;
         }
         if (active.length === 0) continue;
         const channelList = active.reduce((m, c) => (m | (1 << c.placement.channelId)) >>> 0, 0);
-        const reporter = active.some((c) => c.placement.reporter);
+        const reporter = report && active.some((c) => c.placement.reporter);
         ts.ctrl.push(ringEntry(channelList, { reporter, algoType: EncPattern.RING }));
+        took.push({ device, topsp: index });
       }
+    }
+    return took;
+  }
+
+  /**
+   * A counted device barrier after each member's last entry, on semaphores semaBase..semaBase+2 of
+   * every member: (0) the rank's other TopSPs arrive at its leader, (1) the leaders arrive at each
+   * other, (2) each leader releases its rank's other TopSPs. Arrivals are semaphore increments on
+   * the member's barrier queue; targets count up over the program.
+   */
+  deviceBarrier(ranks: readonly BarrierRank[], semaBase: number, queue: number): void {
+    const target = (device: number, topsp: number, k: number, add: number): number => {
+      const key = `${device}/${topsp}/${semaBase + k}`;
+      const v = (this.barrierCounts.get(key) ?? 0) + add;
+      this.barrierCounts.set(key, v);
+      return v;
+    };
+    const read = (device: number, topsp: number, k: number) => semaAddr(device, topsp, semaBase + k, "read");
+    const inc = (device: number, topsp: number, k: number) => semaAddr(device, topsp, semaBase + k, "inc");
+    for (const r of ranks) {
+      const leader = r.members[0];
+      if (!leader) continue;
+      r.members.forEach((m, j) => {
+        const d = this.dev(r.device);
+        const ts = d.topsps.get(m.topsp);
+        if (!ts || ts.ctrl.length === 0) throw new InternalError(`barrier on dev${r.device} topsp${m.topsp}, which has no entry`);
+        let q = d.barrierQueues.get(m.topsp);
+        if (!q) {
+          const bound = this.bindVrings(d, r.device, [m.engine], queue);
+          q = { vring: bound.vrings[0]!, mask: bound.mask, seng: bound.seng, engine: m.engine };
+          d.barrierQueues.set(m.topsp, q);
+        }
+        const vr = q.vring;
+        const arrive = (targets: readonly number[]): { m2sVal: number; s2mVal: number } => {
+          let tx = 0;
+          let rx = 0;
+          for (const a of targets) {
+            const c = vr.addSemaphoreWrite(d.constAddr, a);
+            tx += c.tx;
+            rx += c.rx;
+          }
+          return { m2sVal: tx, s2mVal: rx };
+        };
+        const others = ranks.filter((o) => o !== r && o.members.length > 0);
+        const steps: BarrierStep[] =
+          j === 0
+            ? [
+                { m2sVal: 0, s2mVal: 0, waits: r.members.length > 1 ? [{ sema: read(r.device, m.topsp, 0), target: target(r.device, m.topsp, 0, r.members.length - 1) }] : [] },
+                { ...arrive(others.map((o) => inc(o.device, o.members[0]!.topsp, 1))), waits: others.length > 0 ? [{ sema: read(r.device, m.topsp, 1), target: target(r.device, m.topsp, 1, others.length) }] : [] },
+                { ...arrive(r.members.slice(1).map((o) => inc(r.device, o.topsp, 2))), waits: [] },
+              ]
+            : [
+                { ...arrive([inc(r.device, leader.topsp, 0)]), waits: [] },
+                { m2sVal: 0, s2mVal: 0, waits: [] },
+                { m2sVal: 0, s2mVal: 0, waits: [{ sema: read(r.device, m.topsp, 2), target: target(r.device, m.topsp, 2, 1) }] },
+              ];
+        ts.barriers.set(ts.ctrl.length - 1, {
+          ...NO_BARRIER,
+          execute: true,
+          steps,
+          m2sTail: tailDoorbellAddr(r.device, undefined, queue, "m2s", q.seng),
+          s2mTail: tailDoorbellAddr(r.device, undefined, queue, "s2m", q.seng),
+          mask: q.mask,
+          descCount: vr.txCount,
+          enginesBitmap: q.mask & 0xffff,
+          queueId: queue,
+        });
+      });
     }
   }
 
@@ -340,7 +433,9 @@ export class ProgramBuilder {
           const slotSpad = Array.from({ length: maxSlot + 1 }, (_, s) => concat(ts.slots.get(s) ?? []));
           const meshConfig = new Uint8Array(maxMeshEvents(this.params.arch) * MESH_EVENT_BYTES);
           ts.mesh.forEach((e, i) => packMeshEvent(e, meshConfig, i));
-          return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig };
+          const barrierConfig = new Uint8Array(ts.ctrl.length * BARRIER_CONFIG_BYTES);
+          for (const [i, b] of ts.barriers) packBarrierConfig(b, barrierConfig, i);
+          return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig, barrierConfig };
         });
       const proxyQueues = d.proxies.filter((p) => p.entries.length > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, fifo: packProxyEntries(p.entries) }));
       devices.push({ device, topsps, queues, memory: d.memory, payload: d.payload, semaphores: d.semaphores, proxyQueues });
