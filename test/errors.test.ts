@@ -94,10 +94,16 @@ describe("composer errors", () => {
     ["CMP1101", () => planChunks(100, 4, 4, 1)],
     ["CMP1201", () => dispatch(EncOpType.ALLTOALL_V, EncAlgType.RING, 8, "ops[0].op")],
     ["CMP1202", () => dispatch(EncOpType.BROADCAST, EncAlgType.RING, 8, "ops[0].op")],
-    ["CMP1203", () => dispatch(EncOpType.ALLREDUCE, EncAlgType.HIER, 8, "ops[0].op")],
+    ["CMP1203", () => dispatch(EncOpType.ALLREDUCE, EncAlgType.INTER_RDH, 8, "ops[0].op")],
     ["CMP1308", () => compileProgram(scenario({ ranks: 4, nodes: 2, ops: [{ op: "permute", bytes: 4096, dtype: "fp32", reduce: "sum", pairs: [[0, 2], [2, 0], [1, 3], [3, 1]] }] }), trn1, [0])],
     ["CMP1307", () => compileProgram(scenario({ ranks: 16, ranksPerDevice: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.KANGARING], replicaGroups: [[0, 2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0])],
     ["CMP1301", compile({ instance: "ideal", ranks: 4, nodes: 2, ops: op }, ideal)],
+    // Hierarchical: 4 ranks on 2 nodes; 4100 B of fp32 does not split in 2; all-gather needs position-major order.
+    ["CMP1309", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], ops: [{ op: "all-reduce", bytes: 4100, dtype: "fp32", reduce: "sum" }] })],
+    ["CMP1309", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
+    // The inter all-gather list (mesh, inter RDH) has nothing for 2 nodes of 2 ranks at 1 MiB.
+    ["CMP1310", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], replicaGroups: [[0, 2, 1, 3]], ops: [{ op: "all-gather", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] })],
+    ["CMP1310", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], replicaGroups: [[0, 2, 1, 3]], hierarchical: { intra: "ring", inter: "single-cycle-ring" }, ops: [{ op: "reduce-scatter", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
     ["CMP1302", compile({ ranks: 6, ranksPerDevice: 3, ops: op })],
     ["CMP1303", compile({ ranks: 17, ops: op })],
     ["CMP1304", compile({ ranks: 2, channels: 9, ops: op })],
@@ -370,11 +376,6 @@ describe("simulator errors", () => {
       // A MESH entry on a program with no mesh tape walks empty events to the end of the tape.
       const img = image();
       img.devices[0]!.topsps[0]!.ctrlSpad[1] = 1;
-      sim(img)();
-    }],
-    ["SIM1405", () => {
-      const img = image();
-      dv(img.devices[0]!.topsps[0]!.ctrlSpad).setUint32(4, 0, true);
       sim(img)();
     }],
     ["SIM1406", () => {

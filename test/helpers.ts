@@ -25,6 +25,7 @@ export function scenario(over: Partial<Omit<Scenario, "ops">> & { ops: readonly 
     seed: 1,
     check: "values",
     rankOverrides: [],
+    hierarchical: { intra: "auto", inter: "auto" },
     ...rest,
     ops: ops.map((o) => ({ stream: 0, priorityClass: 0, ...o })),
   };

@@ -13,15 +13,19 @@ export class Fabric {
 
   /** Devices per node; node k's device d is k * devicesPerNode + d. */
   readonly devicesPerNode: number;
-  /** Each node's NIC, one resource per direction (the host network proxy drives them). */
+  /** Each node's (or each device's) NIC, one resource per direction (the host network proxy drives them). */
   readonly nicTx: Resource[];
   readonly nicRx: Resource[];
+  private readonly nicPerDevice: boolean;
 
   constructor(spec: DeviceSpec, devicesPerNode: number, nodes = 1) {
     this.devicesPerNode = devicesPerNode;
     const adj = acrossNodes(routingAdjacency(spec.topology, devicesPerNode), nodes);
-    this.nicTx = Array.from({ length: nodes }, (_, k) => new Resource(`nic${k}.tx`, spec.network?.bytesPerSecond ?? 0));
-    this.nicRx = Array.from({ length: nodes }, (_, k) => new Resource(`nic${k}.rx`, spec.network?.bytesPerSecond ?? 0));
+    this.nicPerDevice = spec.network?.nicPerDevice === 1;
+    const nics = this.nicPerDevice ? nodes * devicesPerNode : nodes;
+    const nicName = (k: number) => (this.nicPerDevice ? `dev${k}.nic` : `nic${k}`);
+    this.nicTx = Array.from({ length: nics }, (_, k) => new Resource(`${nicName(k)}.tx`, spec.network?.bytesPerSecond ?? 0));
+    this.nicRx = Array.from({ length: nics }, (_, k) => new Resource(`${nicName(k)}.rx`, spec.network?.bytesPerSecond ?? 0));
     for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));
     this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
     this.latencyPs = spec.link.latencyPs;
@@ -53,6 +57,11 @@ export class Fabric {
 
   get deviceCount(): number {
     return this.hbm.length;
+  }
+
+  /** The NIC a device's network traffic uses: its own, or its node's. */
+  nicOf(device: number): number {
+    return this.nicPerDevice ? device : this.nodeOf(device);
   }
 
   nodeOf(device: number): number {

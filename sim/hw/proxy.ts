@@ -65,8 +65,8 @@ export class ProxyQueue {
     const net = host.network;
     // Sending NIC, then the receiving one a network latency later; a credit is a 4-byte message.
     const stages = [
-      { res: host.fabric.nicTx[host.fabric.nodeOf(this.device)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: net.latencyPs },
-      { res: host.fabric.nicRx[host.fabric.nodeOf(to)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: 0 },
+      { res: host.fabric.nicTx[host.fabric.nicOf(this.device)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: net.latencyPs },
+      { res: host.fabric.nicRx[host.fabric.nicOf(to)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: 0 },
     ];
     const trace = host.trace;
     const t = pipeline(kern.now + net.messageCostPs, stages, 1, trace ? (res, bytes, a, b) => trace.link(res.name, bytes, a, b) : undefined);

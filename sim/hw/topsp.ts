@@ -151,10 +151,11 @@ export class Topsp {
     if (e.algoType !== EncPattern.RING) throw new SimError("SIM1404", `${this.name} op ${i}: algo_type ${e.algoType} is not a device pattern this model runs (RING 0, MESH 1)`, { value: e.algoType });
     const ids: number[] = [];
     for (let c = 0; c < 32; c++) if ((e.channelList >>> c) & 1) ids.push(c);
-    if (ids.length === 0) throw new SimError("SIM1405", `${this.name} op ${i}: empty channel_list`, { value: e.channelList });
     this.activeChannels = ids.length;
     this.entryStart = this.host.kernel.now;
     this.entryChannels = ids;
+    // An empty channel_list: this TopSP has nothing to run in this op.
+    if (ids.length === 0) return this.entryDone();
     for (const c of ids) {
       let run = this.channels.get(c);
       if (!run) {

@@ -54,6 +54,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       for (const w of warnings) log.warn(w);
     }
     const ol = layout.ops[0]!;
+    if (ol.selections) log.info({ op: i, stages: ol.stages.map((s) => `${s.level} ${s.op}`) }, ol.selections);
     const values = scn.check === "values";
     if (i === 0) for (const r of layout.rings) if (!r.followsLinks) log.warn({ group: r.group }, "no ring over direct links for this group: non-neighbour hops are routed");
     if (values) {
@@ -96,7 +97,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       count: ol.count,
       dtype: op.dtype,
       ranks: n,
-      algorithm: algorithmLabel(ol.algorithm),
+      algorithm: algorithmLabel(ol.algorithm, ol.stages),
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
       check: !values ? "skipped" : mismatch ? "fail" : "pass",
     };

@@ -21,6 +21,13 @@ import { planChunks } from "./chunks.ts";
 
 import { StepFlag } from "../encd/slot.ts";
 import { adjacency, deviceRing, deviceRings } from "./topology.ts";
+import { hierStages, type Comm, type RingSet, type Stage, type StageRecord } from "./hier.ts";
+
+/** A rank's buffers for one stage: input, output, ring receive slots, mesh / RDH scratch. */
+interface StageBuffers extends RankBuffers {
+  readonly chbufBytes: readonly number[];
+  readonly scratch: number;
+}
 
 export interface BufferRef {
   readonly addr: number;
@@ -48,13 +55,16 @@ export interface OpLayout {
   readonly plan: readonly ChunkPlan[];
   readonly operation: EncOperation;
   readonly ranks: readonly RankLayout[];
+  /** A hierarchical op's stages (empty for a flat op), and the runtime's selection line for them. */
+  readonly stages: readonly StageRecord[];
+  readonly selections?: string;
 }
 
 export interface ProgramLayout {
   readonly channels: number;
   readonly foldN: number;
   /** Per replica group: the ring (global ranks) each channel follows, and whether it follows links. */
-  readonly rings: readonly { readonly group: readonly number[]; readonly channels: readonly (readonly number[])[]; readonly followsLinks: boolean }[];
+  readonly rings: readonly RingSet[];
   readonly ops: readonly OpLayout[];
 }
 
@@ -94,12 +104,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const channels = scn.channels ?? spec.ring.defaultChannels;
   const foldN = spec.ring.foldN;
   const enginesPerRank = spec.dma.enginesPerCore * vcore;
-  check(channels * foldN <= enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds need more DMA engines than the ${enginesPerRank} per rank`, "channels", channels);
   const tsPerRank = (spec.topsp.perDevice / spec.coresPerDevice) * vcore;
   const slotsPerTopsp = Math.ceil(channels / tsPerRank);
-  // Ring channels' semaphores, then the mesh / RDH program's (handshake, data, data2, completion, RDH steps).
-  const meshSemas = 4 + rdhStepSemas(2 ** Math.floor(Math.log2(Math.max(...scn.replicaGroups.map((g) => g.length)))));
-  check(3 * foldN * slotsPerTopsp + meshSemas + slotsPerTopsp + 3 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
   checkSignatures(scn, groups);
@@ -110,14 +116,28 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
   const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes);
 
+  // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
+  // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
+  const hier = opIndices.some((i) => posted.operations[i]!.alg === EncAlgType.HIER);
+  const sets = hier ? 3 : 1;
+  check(sets * channels * foldN <= enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets (hierarchical)` : ""} need more DMA engines than the ${enginesPerRank} per rank`, "channels", channels);
+  check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
+  // Ring channels' semaphores, then the mesh / RDH program's (handshake, data, data2, completion,
+  // RDH steps), the proxy triggers (one per slot), the device barrier's three.
+  const ringSemas = 3 * foldN * slotsPerTopsp * sets;
+  const meshSemas = 4 + rdhStepSemas(2 ** Math.floor(Math.log2(Math.max(...scn.replicaGroups.map((g) => g.length)))));
+  const proxyBase = ringSemas + meshSemas;
+  const barrierBase = proxyBase + sets * slotsPerTopsp;
+  check(barrierBase + 3 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+
   // Ring order per group: device cycles that follow links (two edge-disjoint ones where the topology
   // has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of one device
   // stay adjacent.
-  const rings = groups.map((g) => {
+  const ringsOf = (g: readonly number[]): RingSet => {
     const nodesOfGroup = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
     // Across nodes: each node's cycle opened into a path, the paths joined node after node (the
     // joins are network hops).
-    const devices = g.map((r) => info[r]!.device);
+    const devices = [...new Set(g.map((r) => info[r]!.device))];
     const perNode = nodesOfGroup.length > 1 ? nodesOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / idsPerNode) === k))) : [];
     const cycles = perNode.length > 0 ? [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }] : deviceRings(adj, devices);
     const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
@@ -129,74 +149,101 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       }),
       followsLinks: cycles.every((dr) => dr.followsLinks),
     };
-  });
+  };
+  const makeComm = (set: number, gs: readonly (readonly number[])[]): Comm => {
+    const pos = new Map<number, { group: number; groupRank: number }>();
+    gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
+    return { set, groups: gs, pos, rings: gs.map(ringsOf) };
+  };
+  const main = makeComm(0, groups);
+  // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
+  // the same position on every node.
+  const hierComms = hier
+    ? (() => {
+        const intra: number[][] = [];
+        const inter: number[][] = [];
+        for (const g of groups) {
+          const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
+          const perNode = nodes.map((k) => g.filter((r) => info[r]!.node === k));
+          intra.push(...perNode);
+          for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
+        }
+        return { intra: makeComm(1, intra), inter: makeComm(2, inter) };
+      })()
+    : undefined;
 
   const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode });
-  const place = (rank: number, c: number) => {
+  /** Channel c of set `set`: channel 0 of every set sits on the rank's first TopSP (the reporter's). */
+  const place = (rank: number, set: number, c: number) => {
     const ci = info[rank]!;
-    const slot = Math.floor(c / tsPerRank);
+    const slot = set * slotsPerTopsp + Math.floor(c / tsPerRank);
     // Per channel: foldN recv-count, foldN send-credit and foldN completion semaphores.
     const base = 3 * foldN * slot;
     return { topsp: ci.core * tsPerRank + (c % tsPerRank), slot, recv: base, send: base + foldN, compl: base + 2 * foldN };
   };
   const neighbor = (a: CommInfo, b: CommInfo) => ({ netIdxAddrs: [], foldN, type: a.device === b.device ? NeighType.LOCAL : NeighType.P2P });
-  const ringPos = (gi: number, c: number, rank: number) => {
-    const ring = rings[gi]!.channels[c]!;
+  const ringPos = (comm: Comm, c: number, rank: number) => {
+    const ring = comm.rings[comm.pos.get(rank)!.group]!.channels[c]!;
     const i = ring.indexOf(rank);
     return { ring, i, next: ring[(i + 1) % ring.length]!, prev: ring[(i + ring.length - 1) % ring.length]! };
   };
 
   // Receive slots of a rank's channel: a network hop gets the network's deeper pool (its credits
   // cover a round trip through both proxies), a link hop the ring's.
-  const recvSlots = (rank: number, c: number): number => {
-    const prev = ringPos(info[rank]!.group, c, rank).prev;
+  const recvSlots = (comm: Comm, rank: number, c: number): number => {
+    const prev = ringPos(comm, c, rank).prev;
     return info[prev]!.node !== info[rank]!.node ? spec.network!.bufferSlots : spec.ring.bufferSlots;
   };
-  const sendSlots = (rank: number, c: number): number => recvSlots(ringPos(info[rank]!.group, c, rank).next, c);
+  const sendSlots = (comm: Comm, rank: number, c: number): number => recvSlots(comm, ringPos(comm, c, rank).next, c);
 
   const chans = new Map<string, EncdChannel>();
-  for (let rank = 0; rank < scn.ranks; rank++) {
-    const ci = info[rank]!;
-    for (let c = 0; c < channels; c++) {
-      const { next, prev } = ringPos(ci.group, c, rank);
-      const p = place(rank, c);
-      chans.set(
-        `${rank}/${c}`,
-        builder.addChannel({
-          device: ci.device,
-          topsp: p.topsp,
-          channelId: c,
-          slot: p.slot,
-          engines: Array.from({ length: foldN }, (_, f) => ci.core * enginesPerRank + c * foldN + f),
-          queue: spec.dma.collectiveQueue,
-          recvSema: p.recv,
-          sendSema: p.send,
-          complSema: p.compl,
-          reporter: c === 0,
-          next: neighbor(ci, info[next]!),
-          prev: neighbor(ci, info[prev]!),
-          initialCredits: sendSlots(rank, c),
-        }),
-      );
+  const chan = (comm: Comm, rank: number, c: number): EncdChannel => chans.get(`${comm.set}/${rank}/${c}`)!;
+  for (const comm of [main, ...(hierComms ? [hierComms.intra, hierComms.inter] : [])]) {
+    for (let rank = 0; rank < scn.ranks; rank++) {
+      const ci = info[rank]!;
+      for (let c = 0; c < channels; c++) {
+        const { next, prev } = ringPos(comm, c, rank);
+        const p = place(rank, comm.set, c);
+        const id = comm.set * channels + c;
+        chans.set(
+          `${comm.set}/${rank}/${c}`,
+          builder.addChannel({
+            device: ci.device,
+            topsp: p.topsp,
+            channelId: id,
+            slot: p.slot,
+            engines: Array.from({ length: foldN }, (_, f) => ci.core * enginesPerRank + id * foldN + f),
+            queue: spec.dma.collectiveQueue,
+            recvSema: p.recv,
+            sendSema: p.send,
+            complSema: p.compl,
+            reporter: c === 0,
+            next: neighbor(ci, info[next]!),
+            prev: neighbor(ci, info[prev]!),
+            initialCredits: sendSlots(comm, rank, c),
+          }),
+        );
+      }
     }
   }
 
   // Mesh programs are built on first use: TopSP 0 of the rank's core, the engines the ring channels
   // leave free, four semaphores after the ring channels'.
-  const meshBase = 3 * foldN * slotsPerTopsp;
+  const meshBase = ringSemas;
   const meshPlace = (rank: number) => ({
     topsp: info[rank]!.core * tsPerRank,
     semas: { handshake: meshBase, data: meshBase + 1, data2: meshBase + 2, compl: meshBase + 3 },
   });
   const meshPrograms = new Map<number, MeshProgram>();
-  const meshProgram = (rank: number): MeshProgram => {
+  const meshProgram = (comm: Comm, rank: number): MeshProgram => {
     let m = meshPrograms.get(rank);
     if (!m) {
       const ci = info[rank]!;
-      const first = ci.core * enginesPerRank + channels * foldN;
-      const free = Math.min(enginesPerRank, 32 - ((ci.core * enginesPerRank) % 32)) - channels * foldN;
-      const peers = Math.max(1, groups[ci.group]!.length - 1);
-      if (free < 1) throw new CompileError("CMP1306", `mesh needs a DMA engine the ${channels} ring channels x ${foldN} folds do not use`, { path: "channels", value: channels });
+      const used = sets * channels * foldN;
+      const first = ci.core * enginesPerRank + used;
+      const free = Math.min(enginesPerRank, 32 - ((ci.core * enginesPerRank) % 32)) - used;
+      const peers = Math.max(1, comm.groups[comm.pos.get(rank)!.group]!.length - 1);
+      if (free < 1) throw new CompileError("CMP1306", `mesh needs a DMA engine the ${channels} ring channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets` : ""} do not use`, { path: "channels", value: channels });
       const engines = Array.from({ length: Math.min(free, peers) }, (_, k) => first + k);
       m = builder.addMesh({ device: ci.device, topsp: meshPlace(rank).topsp, engines, queue: spec.dma.collectiveQueue, complSema: meshPlace(rank).semas.compl });
       meshPrograms.set(rank, m);
@@ -204,40 +251,41 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     return m;
   };
   /** Kangaring's view of a group: its chips in ring order, each chip's ranks (adjacent group ranks). */
-  const kangaringGroup = (g: readonly number[], gi: number, opType: EncOpType, count: number, esize: number) => {
-    const firstOrder = rings[gi]!.channels[0]!;
+  const kangaringGroup = (comm: Comm, gi: number, opType: EncOpType, count: number, esize: number) => {
+    const g = comm.groups[gi]!;
+    const gr = (r: number) => comm.pos.get(r)!.groupRank;
+    const firstOrder = comm.rings[gi]!.channels[0]!;
     const devices = [...new Set(firstOrder.map((r) => info[r]!.device))];
-    const chips = devices.map((d, index) => ({ index, ranks: g.filter((r) => info[r]!.device === d).sort((a, b) => info[a]!.groupRank - info[b]!.groupRank) }));
+    const chips = devices.map((d, index) => ({ index, ranks: g.filter((r) => info[r]!.device === d).sort((a, b) => gr(a) - gr(b)) }));
     const m = chips[0]!.ranks.length;
     for (const chip of chips) {
-      const base = info[chip.ranks[0]!]!.groupRank;
-      const ok = chip.ranks.length === m && chip.ranks.every((r, j) => info[r]!.groupRank === base + j) && base % m === 0;
+      const base = gr(chip.ranks[0]!);
+      const ok = chip.ranks.length === m && chip.ranks.every((r, j) => gr(r) === base + j) && base % m === 0;
       if (!ok) throw new CompileError("CMP1307", `kangaring needs each device's ranks to be ${m} adjacent ranks of replica group ${gi}`, { path: `replicaGroups[${gi}]`, value: chip.ranks });
     }
     // Chip c holds group ranks [c*m, c*m + m): chip blocks follow ring order by their first rank.
-    const ordered = chips.map((chip) => ({ ...chip, index: info[chip.ranks[0]!]!.groupRank / m }));
+    const ordered = chips.map((chip) => ({ ...chip, index: gr(chip.ranks[0]!) / m }));
     const rankBlock = opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : count / g.length;
     return { chips: ordered, m, rankBlock, plan: planChunks(Math.max(1, m * rankBlock), chunkBytes, esize, channels) };
   };
   // Network hops: one proxy work queue per (rank, channel), triggered by a semaphore after the
   // mesh / RDH ones; sends across nodes stage in local slots first.
-  const proxyBase = 3 * foldN * slotsPerTopsp + meshSemas;
   const proxyQueues = new Map<string, ProxyEntry[]>();
-  const netHop = (rank: number, c: number, toNext: boolean, fromPrev: boolean, halfBytes: number): NetHop => {
+  const netHop = (comm: Comm, rank: number, c: number, toNext: boolean, fromPrev: boolean, halfBytes: number): NetHop => {
     const ci = info[rank]!;
-    const p = place(rank, c);
-    const key = `${rank}/${c}`;
+    const p = place(rank, comm.set, c);
+    const key = `${comm.set}/${rank}/${c}`;
     let entries = proxyQueues.get(key);
     if (!entries) {
       entries = builder.addProxyQueue(ci.device, p.topsp, proxyBase + p.slot);
       proxyQueues.set(key, entries);
     }
-    const staging = toNext ? builder.allocHbm(ci.device, sendSlots(rank, c) * halfBytes) : 0;
+    const staging = toNext ? builder.allocHbm(ci.device, sendSlots(comm, rank, c) * halfBytes) : 0;
     return { toNext, fromPrev, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc"), entries, staging, foldN };
   };
-  // Device barriers: three semaphores after the proxy triggers, arrivals on the queue below the
-  // collective one of an engine of the TopSP's own; one barrier per node (DMA writes stay inside it).
-  const barrierBase = proxyBase + slotsPerTopsp;
+
+  // Device barriers: arrivals on the queue below the collective one of an engine of the TopSP's
+  // own; one barrier per node (DMA writes stay inside it).
   const barrierQueue = spec.dma.collectiveQueue - 1;
   const barrier = (took: readonly { device: number; topsp: number }[]): void => {
     const byNode = new Map<number, Map<string, { device: number; members: { topsp: number; engine: number }[] }>>();
@@ -253,6 +301,160 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     }
     for (const ranks of byNode.values()) builder.deviceBarrier([...ranks.values()] satisfies BarrierRank[], barrierBase, barrierQueue);
   };
+
+  /** Buffers one stage of an op needs beyond its input and output: ring receive slots, mesh / RDH scratch. */
+  const stageBuffers = (st: Stage, io: (rank: number) => { input: number; output: number }, halfBytes: (rank: number) => number, pairSource?: ReadonlyMap<number, number>) => {
+    const buffers = new Map<number, StageBuffers>();
+    for (let rank = 0; rank < scn.ranks; rank++) {
+      const ci = info[rank]!;
+      const n = st.comm.groups[st.comm.pos.get(rank)!.group]!.length;
+      // A pairs op's source cycles through as many of our slots as it has credits.
+      const src = pairSource?.get(rank);
+      const chbufBytes = Array.from({ length: channels }, (_, c) => Math.max(recvSlots(st.comm, rank, c), src === undefined ? 0 : sendSlots(st.comm, src, c)) * halfBytes(rank));
+      const meshLike = st.alg === EncAlgType.MESH || st.alg === EncAlgType.INTRA_RDH;
+      const chbuf = meshLike ? [] : chbufBytes.map((b) => builder.allocHbm(ci.device, b));
+      const reduces = st.opType === EncOpType.ALLREDUCE || st.opType === EncOpType.REDUCE_SCATTER;
+      // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
+      const scratch = reduces && meshLike ? builder.allocHbm(ci.device, (st.alg === EncAlgType.MESH ? n : 2 * n) * meshSlotBytes(st.op, st.opType, n)) : 0;
+      buffers.set(rank, { ...io(rank), chbuf, chbufBytes, scratch });
+    }
+    return buffers;
+  };
+
+  /** Compose one stage (a whole op, or one level of a hierarchical op) on every rank. */
+  const composeStage = (st: Stage, buffers: ReadonlyMap<number, StageBuffers>, plans: readonly ChunkPlan[], kang: ReturnType<typeof kangaringGroup>[] | undefined, path: string): void => {
+    const { comm, op, opType, alg, count, reduceSliceBytes } = st;
+    const gr = (r: number) => comm.pos.get(r)!.groupRank;
+    if (kang) {
+      comm.groups.forEach((_, gi) => {
+        const k = kang[gi]!;
+        for (let c = 0; c < channels; c++) {
+          // The chips in this channel's device order (its cycle, forward or reversed).
+          const devOrder = [...new Set(comm.rings[gi]!.channels[c]!.map((r) => info[r]!.device))];
+          const order = devOrder.map((d) => k.chips.find((chip) => info[chip.ranks[0]!]!.device === d)!);
+          order.forEach((chip, idx) => {
+            const primary = chip.ranks[0]!;
+            const nextP = order[(idx + 1) % order.length]!.ranks[0]!;
+            const prevP = order[(idx + order.length - 1) % order.length]!.ranks[0]!;
+            const pn = place(nextP, comm.set, c);
+            const pp = place(prevP, comm.set, c);
+            const signals = composeChannelKangaring(
+              { op, opType, plan: k.plan, count, rankBlock: k.rankBlock, m: k.m, chips: order.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes },
+              c,
+              chan(comm, primary, c),
+              {
+                na: Array.from({ length: order.length }, (_, j) => order[(idx + j) % order.length]!.index),
+                chip: chip.ranks.map((r) => buffers.get(r)!),
+                chipBase: gr(primary),
+                secondaryInc: chip.ranks.slice(1).map((r) => semaAddr(info[r]!.device, place(r, comm.set, c).topsp, place(r, comm.set, c).recv, "inc")),
+                next: buffers.get(nextP)!,
+                nextRecvInc: semaAddr(info[nextP]!.device, pn.topsp, pn.recv, "inc"),
+                prevSendInc: semaAddr(info[prevP]!.device, pp.topsp, pp.send, "inc"),
+              },
+            );
+            // A secondary only waits for its primary's writes into its output.
+            for (const r of chip.ranks.slice(1)) {
+              const ch = chan(comm, r, c);
+              for (let i = 0; i < signals; i++) ch.markStep(StepFlag.WAIT_RECV);
+              ch.markEnd();
+            }
+          });
+        }
+      });
+    } else if (alg === EncAlgType.INTRA_RDH) {
+      comm.groups.forEach((g) => {
+        const ranks = g.map((rank): RdhRank => {
+          const b = buffers.get(rank)!;
+          const m = meshPlace(rank);
+          return { groupRank: gr(rank), device: info[rank]!.device, topsp: m.topsp, handshake: m.semas.handshake, local: m.semas.data, stepSema: m.semas.compl + 1, compl: m.semas.compl, input: b.input, output: b.output, scratch: b.scratch };
+        });
+        g.forEach((rank, k) => composeRdh({ op, opType, ranks, count, reduceSliceBytes }, ranks[k]!, meshProgram(comm, rank), `${path}.op`));
+      });
+    } else if (alg === EncAlgType.MESH) {
+      comm.groups.forEach((g) => {
+        const ranks = g.map((rank): MeshRank => {
+          const b = buffers.get(rank)!;
+          return { groupRank: gr(rank), device: info[rank]!.device, topsp: meshPlace(rank).topsp, semas: meshPlace(rank).semas, input: b.input, output: b.output, scratch: b.scratch };
+        });
+        g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes }, ranks[k]!, meshProgram(comm, rank)));
+      });
+    } else if (op.pairs) {
+      op.pairs.forEach(([a, b], k) =>
+        check(info[a]!.node === info[b]!.node, "CMP1308", `ranks ${a} and ${b} are on different nodes (${info[a]!.node} and ${info[b]!.node}): ${op.op} across nodes is not supported yet`, `${path}.pairs[${k}]`, [a, b]),
+      );
+      const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
+      const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
+      const reduce = opType === EncOpType.PERMUTE_REDUCE || opType === EncOpType.PERMUTE_REDUCE_IMPLICIT;
+      for (let rank = 0; rank < scn.ranks; rank++) {
+        const t = targetOf.get(rank);
+        const src = sourceOf.get(rank);
+        for (let c = 0; c < channels; c++) {
+          const pt = t === undefined ? undefined : place(t, comm.set, c);
+          const ps = src === undefined ? undefined : place(src, comm.set, c);
+          composeChannelPermute(
+            { op, channels, pieceBytes: plans[comm.pos.get(rank)!.group]!.halfBytes, reduceSliceBytes, reduce },
+            c,
+            chan(comm, rank, c),
+            {
+              me: buffers.get(rank)!,
+              target: t === undefined ? undefined : { buffers: buffers.get(t)!, recvInc: semaAddr(info[t]!.device, pt!.topsp, pt!.recv, "inc"), self: t === rank },
+              source: src === undefined ? undefined : { sendInc: semaAddr(info[src]!.device, ps!.topsp, ps!.send, "inc"), self: src === rank },
+              sendSlots: sendSlots(comm, rank, c),
+              recvSlots: src === undefined ? 0 : sendSlots(comm, src, c),
+            },
+          );
+        }
+      }
+    } else {
+      for (let rank = 0; rank < scn.ranks; rank++) {
+        const ci = info[rank]!;
+        const gi = comm.pos.get(rank)!.group;
+        for (let c = 0; c < channels; c++) {
+          const { ring, i, next, prev } = ringPos(comm, c, rank);
+          const na = ring.map((_, j) => gr(ring[(i + j) % ring.length]!));
+          const pn = place(next, comm.set, c);
+          const pp = place(prev, comm.set, c);
+          const toNext = info[next]!.node !== ci.node;
+          const fromPrev = info[prev]!.node !== ci.node;
+          const net = toNext || fromPrev ? netHop(comm, rank, c, toNext, fromPrev, plans[gi]!.halfBytes) : undefined;
+          composeChannelRing(
+            { op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes },
+            c,
+            chan(comm, rank, c),
+            {
+              na,
+              me: buffers.get(rank)!,
+              next: buffers.get(next)!,
+              nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
+              prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
+              sendSlots: sendSlots(comm, rank, c),
+              recvSlots: recvSlots(comm, rank, c),
+              ...(net ? { net } : {}),
+            },
+          );
+        }
+      }
+    }
+  };
+
+  /** Chunk plans of a stage, per group of its comm (as postOperation plans a whole op). */
+  const stagePlans = (comm: Comm, opType: EncOpType, count: number, esize: number): ChunkPlan[] =>
+    comm.groups.map((g) => planChunks(Math.max(1, opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : Math.floor(count / g.length)), chunkBytes, esize, channels));
+
+  /** Allocate a stage's buffers and compose it; `io` gives each rank's input and output. */
+  const runStage = (st: Stage, io: (rank: number) => { input: number; output: number }, path: string, plans?: readonly ChunkPlan[]): void => {
+    const esize = dtypeSize(st.op.dtype);
+    const kang = st.alg === EncAlgType.KANGARING ? st.comm.groups.map((_, gi) => kangaringGroup(st.comm, gi, st.opType, st.count, esize)) : undefined;
+    const p = plans ?? stagePlans(st.comm, st.opType, st.count, esize);
+    const half = (rank: number) => (kang ? kang[st.comm.pos.get(rank)!.group]!.plan.halfBytes : p[st.comm.pos.get(rank)!.group]!.halfBytes);
+    const pairSource = st.op.pairs ? new Map(st.op.pairs.map(([a, b]) => [b, a])) : undefined;
+    const buffers = stageBuffers(st, io, half, pairSource);
+    composeStage(st, buffers, p, kang, path);
+    return void stageLog.push({ st, buffers });
+  };
+  const stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
+
+  const warnings = [...posted.warnings];
   const ops: OpLayout[] = [];
   for (const index of opIndices) {
     const op = scn.ops[index]!;
@@ -261,153 +463,67 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const { opType, alg: algorithm, plans } = operation;
     const esize = dtypeSize(op.dtype);
     const count = op.bytes / esize;
-    builder.beginOp();
-    // Kangaring: chips in ring order per group, and a chunk plan over chip blocks.
-    const kang = algorithm === EncAlgType.KANGARING ? groups.map((g, gi) => kangaringGroup(g, gi, opType, count, esize)) : undefined;
-    const buffers = new Map<number, RankBuffers & { scratch: number }>();
-    const pairSource = op.pairs ? new Map(op.pairs.map(([a, b]) => [b, a])) : undefined;
+    // Every rank's input and output as the scenario op sees them.
     const rankLayouts: RankLayout[] = [];
+    const io = new Map<number, { input: number; output: number }>();
     for (let rank = 0; rank < scn.ranks; rank++) {
       const ci = info[rank]!;
-      const n = groups[ci.group]!.length;
-      const { inBytes, outBytes } = bufferBytes(op, opType, n, ci.groupRank);
+      const { inBytes, outBytes } = bufferBytes(op, opType, groups[ci.group]!.length, ci.groupRank);
       const input = builder.allocHbm(ci.device, inBytes);
       const output = builder.allocHbm(ci.device, outBytes);
-      const halfBytes = kang ? kang[ci.group]!.plan.halfBytes : plans[ci.group]!.halfBytes;
-      // A pairs op's source cycles through as many of our slots as it has credits.
-      const src = pairSource?.get(rank);
-      const chbufBytes = Array.from({ length: channels }, (_, c) => Math.max(recvSlots(rank, c), src === undefined ? 0 : sendSlots(src, c)) * halfBytes);
-      const chbuf = algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH ? [] : chbufBytes.map((b) => builder.allocHbm(ci.device, b));
-      const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
-      // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
-      const scratch = reduces && (algorithm === EncAlgType.MESH || algorithm === EncAlgType.INTRA_RDH) ? builder.allocHbm(ci.device, (algorithm === EncAlgType.MESH ? n : 2 * n) * meshSlotBytes(op, opType, n)) : 0;
-      buffers.set(rank, { input, output, chbuf, scratch });
-      rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: input, bytes: inBytes }, output: { addr: output, bytes: outBytes }, chbuf: chbuf.map((addr, c) => ({ addr, bytes: chbufBytes[c]! })) });
+      io.set(rank, { input, output });
     }
-    if (kang) {
-      groups.forEach((g, gi) => {
-        const k = kang[gi]!;
-        for (let c = 0; c < channels; c++) {
-          // The chips in this channel's device order (its cycle, forward or reversed).
-          const devOrder = [...new Set(rings[gi]!.channels[c]!.map((r) => info[r]!.device))];
-          const order = devOrder.map((d) => k.chips.find((chip) => info[chip.ranks[0]!]!.device === d)!);
-          order.forEach((chip, idx) => {
-            const primary = chip.ranks[0]!;
-            const nextP = order[(idx + 1) % order.length]!.ranks[0]!;
-            const prevP = order[(idx + order.length - 1) % order.length]!.ranks[0]!;
-            const pn = place(nextP, c);
-            const pp = place(prevP, c);
-            const signals = composeChannelKangaring(
-              { op, opType, plan: k.plan, count, rankBlock: k.rankBlock, m: k.m, chips: order.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes: operation.reduceSliceBytes },
-              c,
-              chans.get(`${primary}/${c}`)!,
-              {
-                na: Array.from({ length: order.length }, (_, j) => order[(idx + j) % order.length]!.index),
-                chip: chip.ranks.map((r) => buffers.get(r)!),
-                chipBase: info[primary]!.groupRank,
-                secondaryInc: chip.ranks.slice(1).map((r) => semaAddr(info[r]!.device, place(r, c).topsp, place(r, c).recv, "inc")),
-                next: buffers.get(nextP)!,
-                nextRecvInc: semaAddr(info[nextP]!.device, pn.topsp, pn.recv, "inc"),
-                prevSendInc: semaAddr(info[prevP]!.device, pp.topsp, pp.send, "inc"),
-              },
-            );
-            // A secondary only waits for its primary's writes into its output.
-            for (const r of chip.ranks.slice(1)) {
-              const ch = chans.get(`${r}/${c}`)!;
-              for (let i = 0; i < signals; i++) ch.markStep(StepFlag.WAIT_RECV);
-              ch.markEnd();
-            }
-          });
-        }
+    let stages: readonly StageRecord[] = [];
+    let selections: string | undefined;
+    let took: { device: number; topsp: number }[];
+    if (algorithm === EncAlgType.HIER) {
+      const plan = hierStages(scn, spec, hierComms!, info, op, opType, channels, chunkBytes, path);
+      stages = plan.stages.map((s) => ({ level: s.comm.set === 1 ? "intra" : "inter", op: s.op.op, alg: s.alg }));
+      // Stage k reads what stage k-1 wrote: a scratch buffer per rank between stages.
+      let prevOut = (rank: number) => io.get(rank)!.input;
+      took = [];
+      plan.stages.forEach((st, k) => {
+        const last = k === plan.stages.length - 1;
+        const outBytes = plan.outBytes[k]!;
+        const outs = new Map<number, number>();
+        for (let rank = 0; rank < scn.ranks; rank++) outs.set(rank, last ? io.get(rank)!.output : builder.allocHbm(info[rank]!.device, outBytes));
+        const inOf = prevOut;
+        builder.beginOp();
+        runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inOf(rank), output: outs.get(rank)! }), `${path}.stage${k}`);
+        took = builder.endOp(last);
+        // Ranks meet before the next stage reads this one's output.
+        if (!last) barrier(took);
+        prevOut = (rank) => outs.get(rank)!;
       });
-    } else if (algorithm === EncAlgType.INTRA_RDH) {
-      groups.forEach((g) => {
-        const ranks = g.map((rank): RdhRank => {
-          const ci = info[rank]!;
-          const b = buffers.get(rank)!;
-          const m = meshPlace(rank);
-          return { groupRank: ci.groupRank, device: ci.device, topsp: m.topsp, handshake: m.semas.handshake, local: m.semas.data, stepSema: m.semas.compl + 1, compl: m.semas.compl, input: b.input, output: b.output, scratch: b.scratch };
-        });
-        g.forEach((rank, k) => composeRdh({ op, opType, ranks, count, reduceSliceBytes: operation.reduceSliceBytes }, ranks[k]!, meshProgram(rank), `${path}.op`));
-      });
-    } else if (algorithm === EncAlgType.MESH) {
-      groups.forEach((g) => {
-        const ranks = g.map((rank): MeshRank => {
-          const ci = info[rank]!;
-          const b = buffers.get(rank)!;
-          return { groupRank: ci.groupRank, device: ci.device, topsp: meshPlace(rank).topsp, semas: meshPlace(rank).semas, input: b.input, output: b.output, scratch: b.scratch };
-        });
-        g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes: operation.reduceSliceBytes }, ranks[k]!, meshProgram(rank)));
-      });
-    } else if (op.pairs) {
-      op.pairs.forEach(([a, b], k) =>
-        check(info[a]!.node === info[b]!.node, "CMP1308", `ranks ${a} and ${b} are on different nodes (${info[a]!.node} and ${info[b]!.node}): ${op.op} across nodes is not supported yet`, `${path}.pairs[${k}]`, [a, b]),
-      );
-      const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
-      const reduce = opType === EncOpType.PERMUTE_REDUCE || opType === EncOpType.PERMUTE_REDUCE_IMPLICIT;
-      for (let rank = 0; rank < scn.ranks; rank++) {
-        const t = targetOf.get(rank);
-        const src = pairSource!.get(rank);
-        for (let c = 0; c < channels; c++) {
-          const pt = t === undefined ? undefined : place(t, c);
-          const ps = src === undefined ? undefined : place(src, c);
-          composeChannelPermute(
-            { op, channels, pieceBytes: plans[info[rank]!.group]!.halfBytes, reduceSliceBytes: operation.reduceSliceBytes, reduce },
-            c,
-            chans.get(`${rank}/${c}`)!,
-            {
-              me: buffers.get(rank)!,
-              target: t === undefined ? undefined : { buffers: buffers.get(t)!, recvInc: semaAddr(info[t]!.device, pt!.topsp, pt!.recv, "inc"), self: t === rank },
-              source: src === undefined ? undefined : { sendInc: semaAddr(info[src]!.device, ps!.topsp, ps!.send, "inc"), self: src === rank },
-              sendSlots: sendSlots(rank, c),
-              recvSlots: src === undefined ? 0 : sendSlots(src, c),
-            },
-          );
-        }
-      }
+      selections = plan.log;
     } else {
-      for (let rank = 0; rank < scn.ranks; rank++) {
-        const ci = info[rank]!;
-        const g = groups[ci.group]!;
-        for (let c = 0; c < channels; c++) {
-          const { ring, i, next, prev } = ringPos(ci.group, c, rank);
-          const na = Array.from({ length: ring.length }, (_, j) => info[ring[(i + j) % ring.length]!]!.groupRank);
-          const pn = place(next, c);
-          const pp = place(prev, c);
-          const toNext = info[next]!.node !== ci.node;
-          const fromPrev = info[prev]!.node !== ci.node;
-          const net = toNext || fromPrev ? netHop(rank, c, toNext, fromPrev, plans[ci.group]!.halfBytes) : undefined;
-          composeChannelRing(
-            { op, opType, plan: plans[ci.group]!, count, rankN: g.length, reduceSliceBytes: operation.reduceSliceBytes },
-            c,
-            chans.get(`${rank}/${c}`)!,
-            {
-              na,
-              me: buffers.get(rank)!,
-              next: buffers.get(next)!,
-              nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
-              prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
-              sendSlots: sendSlots(rank, c),
-              recvSlots: recvSlots(rank, c),
-              ...(net ? { net } : {}),
-            },
-          );
-        }
-      }
+      builder.beginOp();
+      runStage({ comm: main, op, opType, alg: algorithm, count, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => io.get(rank)!, path, algorithm === EncAlgType.KANGARING ? undefined : plans);
+      took = builder.endOp();
     }
-    const took = builder.endOp();
+    const chbufOf = (rank: number) => {
+      const last = stageLog[stageLog.length - 1]!;
+      const b = last.buffers.get(rank)!;
+      return b.chbuf.map((addr, c) => ({ addr, bytes: b.chbufBytes[c]! }));
+    };
+    for (let rank = 0; rank < scn.ranks; rank++) {
+      const ci = info[rank]!;
+      const { inBytes, outBytes } = bufferBytes(op, opType, groups[ci.group]!.length, ci.groupRank);
+      rankLayouts.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: io.get(rank)!.input, bytes: inBytes }, output: { addr: io.get(rank)!.output, bytes: outBytes }, chbuf: chbufOf(rank) });
+    }
     // The end of a multi-op program: every rank of a node meets.
     if (opIndices.length > 1 && index === opIndices[opIndices.length - 1]) barrier(took);
-    ops.push({ index, spec: op, opType, algorithm, count, plan: plans, operation, ranks: rankLayouts });
+    ops.push({ index, spec: op, opType, algorithm, count, plan: plans, operation, ranks: rankLayouts, stages, ...(selections ? { selections } : {}) });
   }
   const image = builder.build();
   validateCcops(image);
-  return { image, layout: { channels, foldN, rings, ops }, explain: posted.explain, warnings: posted.warnings };
+  return { image, layout: { channels, foldN, rings: main.rings, ops }, explain: posted.explain, warnings };
 }
 
 /** The algorithm as the scenario names it (the runtime's printed names are ambiguous: two "RDH", and "Invalid" for the single-cycle ring). */
-export function algorithmLabel(alg: EncAlgType): string {
-  return (ALG_NAMES as readonly string[])[alg] ?? `alg${alg}`;
+export function algorithmLabel(alg: EncAlgType, stages: readonly StageRecord[] = []): string {
+  const name = (ALG_NAMES as readonly string[])[alg] ?? `alg${alg}`;
+  return stages.length > 0 ? `${name}(${stages.map((s) => algorithmLabel(s.alg)).join(",")})` : name;
 }
 
 /** Input and output bytes of one rank for an op (group of n ranks). */

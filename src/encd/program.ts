@@ -339,7 +339,13 @@ export class ProgramBuilder {
           took.push({ device, topsp: index });
           continue;
         }
-        if (active.length === 0) continue;
+        if (active.length === 0) {
+          // Nothing for this TopSP in this op: a no-op entry keeps its entries in step with the op
+          // sequence (a device barrier after the op holds it too).
+          ts.ctrl.push(ringEntry(0, { reporter: false, algoType: EncPattern.RING }));
+          took.push({ device, topsp: index });
+          continue;
+        }
         const channelList = active.reduce((m, c) => (m | (1 << c.placement.channelId)) >>> 0, 0);
         const reporter = report && active.some((c) => c.placement.reporter);
         ts.ctrl.push(ringEntry(channelList, { reporter, algoType: EncPattern.RING }));

@@ -25,7 +25,7 @@ function fail(code: string, message: string, path: string, value: unknown): neve
  */
 export function validateCcops(image: ProgramImage): void {
   for (const d of image.devices) {
-    const queues = new Map<number, QueueImage>(d.queues.map((q) => [q.engine, q]));
+    const queues = new Map<string, QueueImage>(d.queues.map((q) => [`${q.engine}/${q.queue}`, q]));
     for (const t of d.topsps) {
       const where = `dev${d.device}.topsp${t.index}`;
       const entries = Array.from({ length: t.opNum }, (_, i) => decodeSpadCtrlEntry(t.ctrlSpad, i * SPAD_CTRL_ENTRY_BYTES));
@@ -40,8 +40,9 @@ export function validateCcops(image: ProgramImage): void {
         const spad = t.slotSpad[cfg.spadSlotIdx] ?? new Uint8Array(0);
         const bc = decodeAddress(cfg.bcastM2sTail);
         const seng = bc.kind === "doorbell" ? bc.seng : 0;
+        const queue = bc.kind === "doorbell" ? bc.queue : -1;
         const folds = [...Array(ENGINES_PER_SENG).keys()].filter((e) => (cfg.bcastMask >>> e) & 1).map((e) => seng * ENGINES_PER_SENG + e);
-        const rings = folds.map((e) => queues.get(e));
+        const rings = folds.map((e) => queues.get(`${e}/${queue}`));
         if (rings.some((q) => !q) || folds.length !== cfg.foldN) fail("CMP1602", `${where} channel ${c}: fold_n ${cfg.foldN} but ${rings.filter(Boolean).length} DMA rings`, `${where}.channel${c}`, folds);
         const fq = rings as QueueImage[];
         const lens = fq.map((q) => [q.tx.length / DESC_BYTES, q.rx.length / DESC_BYTES] as const);

@@ -93,6 +93,8 @@ export interface DeviceSpec {
         readonly messageCostPs: number;
         /** Receive slots (and so send credits) of a ring channel whose previous rank is on another node. */
         readonly bufferSlots: number;
+        /** 1: every device has its own NIC of `bytesPerSecond`; 0: one NIC per node. */
+        readonly nicPerDevice: number;
       }
     | undefined;
   /** What the instance's runtime can build, and the inputs of the admission gates. */
@@ -193,6 +195,14 @@ export interface RankOverride {
   readonly priorityClass?: number;
 }
 
+/** Stage algorithms a hierarchical op may name per level ("auto": the runtime's selection lists). */
+export const HIER_INTRA = ["auto", "ring", "kangaring", "mesh", "intra-rdh"] as const;
+export const HIER_INTER = ["auto", "ring", "single-cycle-ring"] as const;
+export interface HierChoice {
+  readonly intra: (typeof HIER_INTRA)[number];
+  readonly inter: (typeof HIER_INTER)[number];
+}
+
 export interface Scenario {
   readonly name: string;
   readonly instance: string;
@@ -203,6 +213,8 @@ export interface Scenario {
   readonly algorithm: AlgorithmChoice;
   /** Host algorithms the run may use (the runtime's allowed-algorithm switches); undefined = the preset's supported set. */
   readonly allowedAlgorithms: readonly EncAlgType[] | undefined;
+  /** Stage algorithms of hierarchical ops. */
+  readonly hierarchical: HierChoice;
   /** Ring channels; undefined = the device preset's default. */
   readonly channels: number | undefined;
   /** Ring chunk bytes; undefined = the device preset's default. */

@@ -43,7 +43,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>
     k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64),
   );
-  const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : f.int(0))) : undefined;
+  const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : f.int(0))) : undefined;
   const collectives = parseCollectives(r.get("collectives"));
   numbers.push(...COLLECTIVE_KEYS.map((k) => `collectives.${k}`));
   const sources = r.get("sources");

@@ -1,9 +1,9 @@
 // Loader + validator for scenarios (scenarios/*.json); see scenarios/scenario.schema.json.
 import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
-import { ALG_NAMES, ALGORITHMS, OP_NAMES, algTypeOf, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, ALGORITHMS, HIER_INTER, HIER_INTRA, OP_NAMES, algTypeOf, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "channels", "chunkBytes", "seed", "check", "ops", "rankOverrides"] as const;
+const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "ops", "rankOverrides"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
 /** Ops driven by source/target pairs. */
 const PAIR_OPS: readonly OpName[] = ["send", "recv", "permute", "permute-reduce", "permute-implicit", "permute-reduce-implicit"];
@@ -51,6 +51,12 @@ export function parseScenario(file: string, json: unknown): Scenario {
           return algTypeOf(name);
         });
   if (allowedAlgorithms && allowedAlgorithms.length === 0) allowedR!.fail("SCN1005", "must allow at least one algorithm");
+  const hierR = r.opt("hierarchical");
+  hierR?.keys(["intra", "inter"]);
+  const hierarchical = {
+    intra: hierR?.opt("intra")?.oneOf(HIER_INTRA) ?? "auto",
+    inter: hierR?.opt("inter")?.oneOf(HIER_INTER) ?? "auto",
+  };
   const channels = r.opt("channels")?.int(1, 32);
   const chunkBytes = r.opt("chunkBytes")?.int(64);
   const seed = r.opt("seed")?.int(0) ?? 1;
@@ -61,7 +67,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const groupSizes = [...new Set(replicaGroups.map((g) => g.length))];
   const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
-  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, channels, chunkBytes, seed, check, ops, rankOverrides };
+  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, ops, rankOverrides };
 }
 
 function checkBytes(bytesR: Reader, op: OpName, bytes: number, dtype: OpSpec["dtype"], groupSizes: readonly number[]): void {

@@ -133,7 +133,7 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
   });
 
   it("a resolved algorithm that is not built fails with 'not supported yet' naming it, never a silent fallback", () => {
-    expect(() => dispatch(EncOpType.ALLREDUCE, EncAlgType.HIER, 16, "p")).toThrow('algorithm 1 HIER ("Hier") is not supported yet');
+    expect(() => dispatch(EncOpType.ALLREDUCE, EncAlgType.TWO_STEP_POD_MESH, 16, "p")).toThrow('algorithm 8 TWO_STEP_POD_MESH ("UltraServer Mesh") is not supported yet');
     expect(() => dispatch(EncOpType.ALLGATHER, EncAlgType.INTER_RDH, 16, "p")).toThrow('algorithm 7 INTER_RDH ("RDH") is not supported yet');
     expect(() => compileProgram(auto({ ranks: 6, allowedAlgorithms: algs("ring", "mesh", "intra-rdh"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0])).toThrow(/INTRA_RDH \("RDH"\) with 6 ranks \(not a power of two\) is not supported yet/);
     // Where no other family is feasible the cascade's own last rule is the ring.
@@ -255,7 +255,7 @@ describe("the cc-op validate pass (enc_validate_and_merge_ccops)", () => {
   });
   it(`rejects an op that does not increment its completion semaphore: '${MUST_INCREMENT}'`, () => {
     const img = fresh();
-    const q = img.devices[0]!.queues[1]!;
+    const q = img.devices[0]!.queues.find((x) => x.engine === 1 && x.queue === trn1.dma.collectiveQueue)!;
     const last = q.rx.length / DESC_BYTES - 1;
     new DataView(q.rx.buffer, q.rx.byteOffset).setBigUint64(last * DESC_BYTES + 8, 4n, true);
     expect(() => validateCcops(img)).toThrow(/^Collective instruction must increment semaphore when done \(dev0.topsp0 channel 0 fold 1, op 1\)$/);
@@ -263,8 +263,7 @@ describe("the cc-op validate pass (enc_validate_and_merge_ccops)", () => {
   it("rejects folds with unequal descriptor counts", () => {
     const img = fresh();
     const d = img.devices[0]!;
-    const q = d.queues[1]!;
-    const cut = { ...img, devices: [{ ...d, queues: [d.queues[0]!, { ...q, tx: q.tx.subarray(16), rx: q.rx.subarray(16) }] }, ...img.devices.slice(1)] };
+    const cut = { ...img, devices: [{ ...d, queues: d.queues.map((q) => (q.engine === 1 && q.queue === trn1.dma.collectiveQueue ? { ...q, tx: q.tx.subarray(16), rx: q.rx.subarray(16) } : q)) }, ...img.devices.slice(1)] };
     expect(() => validateCcops(cut)).toThrow(/its folds have unequal descriptor counts/);
   });
   it("rejects a step whose counts overflow the 16-bit tp_inc counter", () => {

@@ -1,0 +1,140 @@
+// Hierarchical (HIER) composition: one op split into stages on two levels of communicators —
+// intra (each replica group's ranks on one node) and inter (the ranks at the same position on
+// every node) — each stage composed by a flat algorithm (spec/hierarchical-rdh-and-proxy.md §1).
+//
+//   all-reduce      intra reduce-scatter -> inter all-reduce -> intra all-gather
+//   reduce-scatter  intra reduce-scatter -> inter reduce-scatter
+//   all-gather      inter all-gather     -> intra all-gather
+import { dtypeSize } from "../ir/dtypes.ts";
+import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
+import { CompileError } from "../ir/errors.ts";
+import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
+import { algTypeOf } from "../ir/spec.ts";
+import { initComm } from "./algorithms.ts";
+import type { CommInfo } from "./groups.ts";
+import { commContext, dispatch, runGates, type Gate } from "./post.ts";
+
+/** The rings a group's channels follow (global ranks), and whether they follow links. */
+export interface RingSet {
+  readonly group: readonly number[];
+  readonly channels: readonly (readonly number[])[];
+  readonly followsLinks: boolean;
+}
+
+/** A set of communicators (a partition of the ranks) with its rings and its channel set. */
+export interface Comm {
+  /** Channel set: its channels are abs_id set * channels + c, with their own semaphores and engines. */
+  readonly set: number;
+  readonly groups: readonly (readonly number[])[];
+  readonly pos: ReadonlyMap<number, { readonly group: number; readonly groupRank: number }>;
+  readonly rings: readonly RingSet[];
+}
+
+/** One flat collective over a comm: a whole op, or one stage of a hierarchical one. */
+export interface Stage {
+  readonly comm: Comm;
+  readonly op: OpSpec;
+  readonly opType: EncOpType;
+  readonly alg: EncAlgType;
+  readonly count: number;
+  readonly reduceSliceBytes: number;
+}
+
+/** A stage as the layout reports it. */
+export interface StageRecord {
+  readonly level: "intra" | "inter";
+  readonly op: OpName;
+  readonly alg: EncAlgType;
+}
+
+export interface HierPlan {
+  readonly stages: readonly Omit<Stage, "reduceSliceBytes">[];
+  /** Output bytes per rank of each stage (the last one's is the op's output). */
+  readonly outBytes: readonly number[];
+  /** The runtime's selection line. */
+  readonly log: string;
+}
+
+/** The runtime's selection lists per stage slot (first feasible wins). */
+const INTRA_LIST: readonly EncAlgType[] = [EncAlgType.INTRA_RDH, EncAlgType.MESH, EncAlgType.KANGARING];
+const INTER_ALLR_LIST: readonly EncAlgType[] = [EncAlgType.MESH, EncAlgType.INTER_RDH, EncAlgType.SINGLE_CYCLE_RING];
+const INTER_LIST: readonly EncAlgType[] = [EncAlgType.MESH, EncAlgType.INTER_RDH];
+const GATE_OF: Partial<Record<EncAlgType, Gate>> = {
+  [EncAlgType.INTRA_RDH]: "intra_rdh",
+  [EncAlgType.MESH]: "mesh",
+  [EncAlgType.KANGARING]: "kangaring",
+  [EncAlgType.INTER_RDH]: "inter_rdh",
+  [EncAlgType.SINGLE_CYCLE_RING]: "single_cycle_ring",
+};
+
+const OP_TYPE: Partial<Record<OpName, EncOpType>> = { "all-reduce": EncOpType.ALLREDUCE, "reduce-scatter": EncOpType.REDUCE_SCATTER, "all-gather": EncOpType.ALLGATHER };
+
+/** Split a hierarchical op into its stages and pick each stage's algorithm. */
+export function hierStages(
+  scn: Scenario,
+  spec: DeviceSpec,
+  comms: { readonly intra: Comm; readonly inter: Comm },
+  info: readonly CommInfo[],
+  op: OpSpec,
+  opType: EncOpType,
+  channels: number,
+  chunkBytes: number,
+  path: string,
+): HierPlan {
+  const esize = dtypeSize(op.dtype);
+  const localN = comms.intra.groups[0]!.length;
+  const nodeN = comms.inter.groups[0]!.length;
+  const s = op.bytes;
+  if (opType === EncOpType.ALLREDUCE && s % (localN * esize) !== 0) {
+    throw new CompileError("CMP1309", `a hierarchical all-reduce of ${s} bytes does not split into ${localN} whole ${op.dtype} blocks (one per rank of a node)`, { path: `${path}.bytes`, value: s });
+  }
+  if (opType !== EncOpType.ALLREDUCE) {
+    // Blocks stay contiguous at both levels only if group rank g is (position on its node) * nodes + node.
+    scn.replicaGroups.forEach((g, gi) => {
+      const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
+      const bad = g.findIndex((r, p) => info[r]!.node !== nodes[p % nodes.length]);
+      if (bad >= 0) {
+        throw new CompileError("CMP1309", `a hierarchical ${op.op} needs replica group ${gi} ordered node by node within each position (group rank p on node p mod ${nodes.length}); rank ${g[bad]} at position ${bad} is on node ${info[g[bad]!]!.node}`, {
+          path: `replicaGroups[${gi}][${bad}]`,
+          value: g[bad],
+        });
+      }
+    });
+  }
+  const stage = (level: "intra" | "inter", name: OpName, bytes: number, list: readonly EncAlgType[]) => {
+    const comm = comms[level];
+    const stageType = OP_TYPE[name]!;
+    const choice = level === "intra" ? scn.hierarchical.intra : scn.hierarchical.inter;
+    let alg: EncAlgType;
+    if (choice !== "auto") alg = algTypeOf(choice);
+    else {
+      // The stage gates see every algorithm the preset supports (the scenario's allowed set picks HIER itself).
+      const inp = { scn: { ...scn, allowedAlgorithms: undefined }, spec, groups: comm.groups, channels, chunkBytes };
+      const c = commContext(inp, comm.groups[0]!);
+      const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes);
+      const can = (a: EncAlgType) => gates.some((x) => x.gate === GATE_OF[a] && x.verdict.ok);
+      alg = list.find(can) ?? EncAlgType.INVALID;
+    }
+    return { level, comm, op: { ...op, op: name, bytes }, opType: stageType, alg, count: bytes / esize };
+  };
+  const stages =
+    opType === EncOpType.ALLREDUCE
+      ? [stage("intra", "reduce-scatter", s, INTRA_LIST), stage("inter", "all-reduce", s / localN, INTER_ALLR_LIST), stage("intra", "all-gather", s, INTRA_LIST)]
+      : opType === EncOpType.REDUCE_SCATTER
+        ? [stage("intra", "reduce-scatter", s, INTRA_LIST), stage("inter", "reduce-scatter", s / localN, INTER_LIST)]
+        : [stage("inter", "all-gather", s / localN, INTER_LIST), stage("intra", "all-gather", s, INTRA_LIST)];
+  const outBytes = opType === EncOpType.ALLREDUCE ? [s / localN, s / localN, s] : opType === EncOpType.REDUCE_SCATTER ? [s / localN, s / localN / nodeN] : [s / localN, s];
+  const slot = (level: string, name: string) => stages.find((x) => x.level === level && x.op.op === name)?.alg ?? EncAlgType.INVALID;
+  const log = `Hier algorithm selections - alg_intra_allg ${slot("intra", "all-gather")} alg_intra_redsct ${slot("intra", "reduce-scatter")} alg_inter_allr ${slot("inter", "all-reduce")} alg_inter_allg ${slot("inter", "all-gather")} alg_inter_redsct ${slot("inter", "reduce-scatter")}`;
+  stages.forEach((st, k) => {
+    if (st.alg === EncAlgType.INVALID) {
+      throw new CompileError("CMP1310", `Invalid allr alg types: no algorithm the ${st.level}-node ${st.op.op} stage admits (${log}); name one with "hierarchical": { "${st.level}": ... }`, { path: `${path}.stage${k}`, value: st.op.op });
+    }
+    const ok: readonly EncAlgType[] = st.level === "intra" ? [EncAlgType.RING, EncAlgType.KANGARING, EncAlgType.MESH, EncAlgType.INTRA_RDH] : [EncAlgType.RING, EncAlgType.SINGLE_CYCLE_RING, EncAlgType.MESH, EncAlgType.INTER_RDH];
+    if (!ok.includes(st.alg)) throw new CompileError("CMP1310", `${encAlgorithmName(st.alg)} cannot run a ${st.level}-node stage`, { path: `${path}.stage${k}`, value: st.alg });
+    if (st.alg === EncAlgType.SINGLE_CYCLE_RING && st.opType !== EncOpType.ALLREDUCE) throw new CompileError("CMP1310", `the single-cycle ring runs all-reduce only, not the inter-node ${st.op.op} stage`, { path: `${path}.stage${k}`, value: st.alg });
+    // The same dispatch a flat op goes through (refuses what this build does not compose).
+    dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`, st.level === "inter" ? nodeN : 1);
+  });
+  return { stages: stages.map(({ level: _l, ...st }) => st), outBytes, log };
+}
