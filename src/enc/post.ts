@@ -230,6 +230,10 @@ export function checkSignatures(scn: Scenario, groups: readonly (readonly number
 export function postOperations(inp: PostInputs): Posted {
   const { scn, spec, groups, channels, chunkBytes } = inp;
   const warnings: string[] = [];
+  const unsupported = (scn.allowedAlgorithms ?? []).filter((a) => !spec.collectives.supportedAlgorithms.includes(a));
+  if (unsupported.length > 0) {
+    warnings.push(`${spec.name} does not support ${unsupported.map((a) => `${ALG_ENUM_NAME[a]} (${a})`).join(", ")}: not allowed in this run, so ops fall back to what the gates admit (RING at last)`);
+  }
   const inits = groups.map((g) => {
     const c = commContext(inp, g);
     return { c, init: initComm(c, (m) => warnings.push(m)) };

@@ -55,6 +55,12 @@ describe("comm init: 'If any MESH-family algorithm is allowed it takes the mesh 
     expect(init.allowed[EncAlgType.INTRA_RDH]!.verdict.ok).toBe(false);
   });
 
+  it("warns when the scenario allows an algorithm the preset does not support (it cannot be chosen)", () => {
+    const { warnings, layout } = compileProgram(scenario({ instance: "ideal", ranks: 4, nodes: 1, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], ops: [op("all-reduce")] }), ideal, [0]);
+    expect(warnings).toContain("ideal does not support HIER (1): not allowed in this run, so ops fall back to what the gates admit (RING at last)");
+    expect(layout.ops[0]!.algorithm).toBe(EncAlgType.RING);
+  });
+
   it("logs that line through the run's logger, and the op still runs on the ring", () => {
     let logged = "";
     const log = pino({ level: "warn", base: null, timestamp: false }, new Writable({ write: (c, _e, cb) => ((logged += String(c)), cb()) }));
