@@ -277,6 +277,7 @@ describe("encode errors", () => {
       },
     ],
     ["ENC1609", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place()).reduce([hbmAddr(0, 64), hbmAddr(0, 128)], hbmAddr(0, 256), 8, 0, 10, 4, 6)],
+    ["ENC1610", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place()).replicate(hbmAddr(0, 64), [hbmAddr(0, 128), hbmAddr(0, 256)], 8, 10, 4, 8)],
     ["ENC1608", () => new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 }).addChannel(place({ reporter: false }))],
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));
 });
@@ -354,6 +355,13 @@ describe("simulator errors", () => {
     ["SIM1310", () => {
       const img = image();
       setRxDst(img, 0, 0x90_0000_0000);
+      sim(img)();
+    }],
+    ["SIM1311", () => {
+      // A CCE packet that claims two destinations: the RX descriptor after its own is not one of its length.
+      const img = image();
+      const m = tx(img, (d) => d.kind === "cce");
+      dv(q0(img).tx).setUint32(m * DESC_BYTES + 12, 1, true);
       sim(img)();
     }],
     ["SIM1401", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, topsps: d.topsps.map((t) => ({ ...t, opNum: 2 })) })) })()],

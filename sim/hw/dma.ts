@@ -104,10 +104,12 @@ export class DmaEngine {
     let op: number | undefined;
     let dtype = 0;
     let bytes = 0;
+    let dests = 1;
     if (head.kind === "cce") {
       op = head.op;
       dtype = head.dtype;
       bytes = head.length;
+      dests = head.dests;
       i++;
     }
     for (;;) {
@@ -122,7 +124,8 @@ export class DmaEngine {
       if (!d.concat && op === undefined) throw new SimError("SIM1306", `${where(i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
     }
     const nTx = i - q.txHead;
-    const need = op === undefined ? srcs.reduce((n, s) => n + s.len, 0) : bytes;
+    // A CCE packet writes its result to each of its destinations (replication).
+    const need = op === undefined ? srcs.reduce((n, s) => n + s.len, 0) : bytes * dests;
     if (op !== undefined && srcs.some((s) => s.len !== bytes)) throw new SimError("SIM1307", `${where(q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: srcs.map((s) => s.len) });
     const dsts: { addr: number; len: number }[] = [];
     let got = 0;
@@ -131,6 +134,7 @@ export class DmaEngine {
       if (j >= q.rxTail) return undefined;
       const r = decodeRx(q.rx, j * DESC_BYTES);
       if (r.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${r.ringId}, expected ${INITIAL_RING_ID}`, { value: r.ringId });
+      if (dests > 1 && r.length !== bytes) throw new SimError("SIM1311", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: a replicated CCE packet of ${bytes} bytes needs ${dests} rx descriptors of that length, not ${r.length}`, { value: r.length });
       dsts.push({ addr: r.dst, len: r.length });
       got += r.length;
       j++;
@@ -175,7 +179,9 @@ export class DmaEngine {
     let data: Uint8Array | undefined;
     if (!dropped) {
       if (p.op !== undefined) {
-        data = cceReduce(p.op, p.dtype, p.srcs.map((s, i) => host.read(this.device, offs[i]!, s.len)));
+        const result = cceReduce(p.op, p.dtype, p.srcs.map((s, i) => host.read(this.device, offs[i]!, s.len)));
+        data = new Uint8Array(p.bytes);
+        for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
       } else {
         data = new Uint8Array(p.bytes);
         let o = 0;
@@ -186,6 +192,8 @@ export class DmaEngine {
       }
     }
     const readBytes = p.srcs.reduce((n, s) => n + s.len, 0);
+    // Source reads are charged piece by piece, the extra reads of a reduce with the first one.
+    let readsLeft = readBytes;
     const fixed = this.params.descriptorCostPs * (p.nTx + p.nRx);
     let engineFree = k.now;
     let o = 0;
@@ -194,9 +202,9 @@ export class DmaEngine {
       if (dst.kind === "unmapped" || dst.kind === "doorbell" || dst.device >= host.fabric.deviceCount) {
         throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${d.addr.toString(16)}, which is not HBM or a semaphore`, { value: d.addr });
       }
-      // The first destination piece also carries the extra source reads of a reduce.
       const first = d === p.dsts[0];
-      const share = d.len + (first ? readBytes - p.bytes : 0);
+      const share = Math.min(readsLeft, d.len + (first ? Math.max(0, readBytes - p.bytes) : 0));
+      readsLeft -= share;
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
       const stages: Stage[] = [{ res: this.res, bytes: d.len, fixedPs: first ? fixed : 0, latPs: 0 }];
       const links = host.fabric.route(this.device, dst.device);

@@ -339,7 +339,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
             const pn = place(nextP, comm.set, c);
             const pp = place(prevP, comm.set, c);
             const signals = composeChannelKangaring(
-              { op, opType, plan: k.plan, count, rankBlock: k.rankBlock, m: k.m, chips: order.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes },
+              { op, opType, plan: k.plan, count, rankBlock: k.rankBlock, m: k.m, chips: order.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes, replication: spec.arch >= 3 },
               c,
               chan(comm, primary, c),
               {

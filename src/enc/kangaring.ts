@@ -1,7 +1,9 @@
 // The kangaring composer (metaring KANGARING, device pattern RING): only each chip's primary rank
 // is on the ring of chips; it reduces its chip's ranks' inputs with the incoming partial in one
 // N-read-1-write CCE (KANGARING_NR1W), and duplicates every finished piece into its secondaries'
-// outputs (two writes per read on v2, which has no multi-destination CCE). The step program is
+// outputs: on v3+ with CCE replication (one read, a write per destination: the next chip and
+// every secondary), on v2 — which has no multi-destination CCE — with a copy per secondary. The
+// step program is
 // the ring's (R-1 reduce-scatter and R-1 all-gather steps over the R chips, H0 then H1).
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { EncOpType } from "../ir/enums.ts";
@@ -25,6 +27,8 @@ export interface KangaringContext {
   readonly chips: number;
   readonly bufferSlots: number;
   readonly reduceSliceBytes: number;
+  /** The DMA engines can write one read to several destinations (CCE replication, arch v3+). */
+  readonly replication: boolean;
 }
 
 export interface KangaringView {
@@ -94,6 +98,12 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
   const duplicate = (p: Piece) => {
     for (const s of secondaries) chan.copy(P.output + outOff(v.chipBase, p.lo), s.output + outOff(v.chipBase, p.lo), len(p), esize);
   };
+  /** `src` (global element `lo` on) to the same place in every output of `outs`: one read with replication. */
+  const fanOut = (src: number, outs: readonly number[], lo: number, bytes: number) => {
+    if (ctx.replication) chan.replicate(src, outs.map((o) => o + outOff(0, lo)), bytes, sdma, esize, ctx.reduceSliceBytes);
+    else for (const o of outs) chan.copy(src, o + outOff(0, lo), bytes, esize);
+  };
+  const secondaryOuts = secondaries.map((s) => s.output);
 
   const send = (p: Piece) => {
     reduceOrCopy(chipInputs(p), slotOf(v.next.chbuf[ch]!, sent++), len(p));
@@ -114,6 +124,9 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
         const srcs = [slot + (o.lo - p.lo) * esize, ...v.chip.map((b, j) => b.input + inOff(v.chipBase + j, o.lo))];
         chan.reduce(srcs, v.chip[o.j]!.output + outOff(v.chipBase + o.j, o.lo), (o.hi - o.lo) * esize, cce, sdma, esize, ctx.reduceSliceBytes);
       }
+    } else if (ctx.replication) {
+      // The reduced piece written to every output of the chip at once.
+      chan.reduce([slot, ...chipInputs(p)], v.chip.map((b) => b.output + outOff(0, p.lo)), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
     } else {
       chan.reduce([slot, ...chipInputs(p)], P.output + outOff(v.chipBase, p.lo), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
       duplicate(p);
@@ -127,9 +140,7 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
       // All-gather: every rank's own part into every output of the chip and on to the next chip.
       for (const o of owners(p)) {
         const src = v.chip[o.j]!.input + inOff(v.chipBase + o.j, o.lo);
-        const bytes = (o.hi - o.lo) * esize;
-        for (const b of v.chip) chan.copy(src, b.output + outOff(0, o.lo), bytes, esize);
-        chan.copy(src, v.next.output + outOff(0, o.lo), bytes, esize);
+        fanOut(src, [...v.chip.map((b) => b.output), v.next.output], o.lo, (o.hi - o.lo) * esize);
       }
       signalSecondaries();
     } else {
@@ -139,14 +150,13 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
     chan.markStep(0);
   };
   const directRecvSend = (p: Piece) => {
-    chan.copy(P.output + outOff(0, p.lo), v.next.output + outOff(0, p.lo), len(p), esize);
-    duplicate(p);
+    fanOut(P.output + outOff(0, p.lo), [v.next.output, ...secondaryOuts], p.lo, len(p));
     signalSecondaries();
     chan.semaInc(v.nextRecvInc);
     chan.markStep(StepFlag.WAIT_RECV);
   };
   const directRecv = (p: Piece) => {
-    duplicate(p);
+    fanOut(P.output + outOff(0, p.lo), secondaryOuts, p.lo, len(p));
     signalSecondaries();
     chan.markStep(StepFlag.WAIT_RECV);
   };

@@ -520,14 +520,28 @@ export class EncdChannel {
     });
   }
 
+  /**
+   * One read of `src`, written to every address of `dsts` (CCE replication: a one-source ADD packet
+   * per `packetBytes` with several destinations). Arch v3+ only; shared across the folds.
+   */
+  replicate(src: number, dsts: readonly number[], bytes: number, sdmaDtype: number, esize: number, packetBytes: number): void {
+    if (this.builder.params.arch < 3) throw new EncodeError("ENC1610", "CCE replication not supported for v1/v2 archs", { path: "reduce.num_dests", value: dsts.length });
+    if (dsts.length === 1) return this.copy(src, dsts[0]!, bytes, esize);
+    this.shares(bytes, esize).forEach((s, f) => {
+      if (s.len > 0) this.count(f, this.folds[f]!.addCce(SdmaCceType.ADD, sdmaDtype, [src + s.off], dsts.map((d) => d + s.off), s.len, packetBytes));
+    });
+  }
+
   /** encd_dma_reduce_copy: dst = op(srcs...) element-wise over `bytes`, in CCE packets of at most `packetBytes`. */
-  reduce(srcs: readonly number[], dst: number, bytes: number, op: SdmaCceType, sdmaDtype: number, esize: number, packetBytes: number): void {
+  reduce(srcs: readonly number[], dst: number | readonly number[], bytes: number, op: SdmaCceType, sdmaDtype: number, esize: number, packetBytes: number): void {
+    const dsts = typeof dst === "number" ? [dst] : dst;
+    if (dsts.length > 1 && this.builder.params.arch < 3) throw new EncodeError("ENC1610", "CCE replication not supported for v1/v2 archs", { path: "reduce.num_dests", value: dsts.length });
     if (packetBytes % esize !== 0 || packetBytes > this.builder.params.maxDescriptorBytes || packetBytes < esize) {
       throw new EncodeError("ENC1609", `CCE packet of ${packetBytes} bytes is not whole ${esize}-byte elements within one descriptor`, { path: "reduce.packet", value: packetBytes });
     }
     const packet = packetBytes;
     this.shares(bytes, esize).forEach((s, f) => {
-      if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, srcs.map((a) => a + s.off), dst + s.off, s.len, packet));
+      if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, srcs.map((a) => a + s.off), dsts.map((d) => d + s.off), s.len, packet));
     });
   }
 
@@ -560,6 +574,9 @@ export class EncdChannel {
         sources.push(k);
         extra -= k;
       }
+      // Short of RX instead (a replicated packet): one replicated no-op of 2 TX and extra + 2 RX.
+      const fan = extra < 0 && dTx >= 2 && -extra + 2 <= 256 ? -extra + 2 : 0;
+      if (fan > 0) extra = 0;
       if (extra !== 0 || sources.length > dRx) {
         throw new EncodeError("ENC1606", `fold ${f} cannot be padded: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
           path: `channel${this.placement.channelId}.fold${f}`,
@@ -567,7 +584,8 @@ export class EncdChannel {
         });
       }
       for (const k of sources) this.count(f, v.addCceNoop(this.padAddr, k));
-      for (let i = sources.length; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
+      if (fan > 0) this.count(f, v.addReplicateNoop(this.padAddr, fan));
+      for (let i = sources.length + fan; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
     });
     const m2s = this.tx[0] ?? 0;
     const s2m = this.rx[0] ?? 0;

@@ -123,12 +123,13 @@ export function cceMetaWord(op: SdmaCceType, sdmaDtype: number): number {
 }
 
 /** META descriptor opening a CCE packet of `bytes` output bytes. */
-export function packCceMeta(op: SdmaCceType, sdmaDtype: number, bytes: number, ringId: number, at: DescSlot = fresh()): Uint8Array {
+export function packCceMeta(op: SdmaCceType, sdmaDtype: number, bytes: number, ringId: number, at: DescSlot = fresh(), dests = 1): Uint8Array {
   // W0 carries no length (it lives in word 2, 24 bits); the ring id rides in bits 25:24 as usual.
   encodeLength(bytes);
   const w0 = (LEN_CTRL.FIRST | LEN_CTRL.META | (field(ringId, 2, "ring_id", FORMAT) << LEN_CTRL.RING_ID_SHIFT)) >>> 0;
   const w2 = (bytes & 0xffffff) | (op === SdmaCceType.ADD ? 0 : CCE_W2_MINMAX);
-  return write(at, w0, cceMetaWord(op, sdmaDtype), w2, 0);
+  // W3 bits 7:0: destinations - 1 (replication; 0 for every single-destination packet).
+  return write(at, w0, cceMetaWord(op, sdmaDtype), w2, field(dests - 1, 8, "num_dests - 1", FORMAT));
 }
 
 export type DecodedTx =
@@ -150,6 +151,8 @@ export type DecodedTx =
       readonly op: number;
       readonly dtype: number;
       readonly metaCtrl: number;
+      /** Destinations the result is written to (CCE replication; 1 on v2). */
+      readonly dests: number;
     };
 
 export interface DecodedRx {
@@ -168,7 +171,7 @@ export function decodeTx(ring: Uint8Array, offset: number): DecodedTx {
   if (w0 & LEN_CTRL.META) {
     const w2 = v.getUint32(8, true);
     const length = w2 & 0xffffff;
-    return { kind: "cce", length, ringId, op: w1 & 7, dtype: (w1 >>> 16) & 0xf, metaCtrl: w1 };
+    return { kind: "cce", length, ringId, op: w1 & 7, dtype: (w1 >>> 16) & 0xf, metaCtrl: w1, dests: (v.getUint32(12, true) & 0xff) + 1 };
   }
   return {
     kind: "data",

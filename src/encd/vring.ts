@@ -90,22 +90,27 @@ export class Vring {
    * An in-DMA reduce of `srcs` (each `bytes` long) into `dst`, tiled into CCE packets of at most
    * `packetBytes`: META descriptor + one descriptor per source (CONCAT, LAST on the final one) + one RX.
    */
-  addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number, bytes: number, packetBytes: number): DescCounts {
-    if (srcs.length < 2) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
+  /**
+   * CCE packets of at most `packetBytes`: op over `srcs`, the result written to `dst` — or, with
+   * several destinations (replication, arch v3+), to each of them from one read of the sources.
+   */
+  addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number | readonly number[], bytes: number, packetBytes: number): DescCounts {
+    const dsts = typeof dst === "number" ? [dst] : dst;
+    if (srcs.length < (dsts.length > 1 ? 1 : 2)) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
     let done = 0;
     const c = { tx: 0, rx: 0 };
     while (done < bytes) {
       const chunk = Math.min(bytes - done, packetBytes);
-      packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.txList.next(this.name));
+      packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.txList.next(this.name), dsts.length);
       srcs.forEach((s, i) => {
         const last = i === srcs.length - 1;
         packTx(s + done, chunk, INITIAL_RING_ID, { concat: !last, last }, 0, this.txList.next(this.name));
       });
-      packRx(dst + done, chunk, INITIAL_RING_ID, {}, this.rxList.next(this.name));
+      for (const d of dsts) packRx(d + done, chunk, INITIAL_RING_ID, {}, this.rxList.next(this.name));
       this.totalTxBytes += chunk * srcs.length;
-      this.totalRxBytes += chunk;
+      this.totalRxBytes += chunk * dsts.length;
       c.tx += 1 + srcs.length;
-      c.rx += 1;
+      c.rx += dsts.length;
       done += chunk;
     }
     return c;
@@ -119,6 +124,11 @@ export class Vring {
   /** A reduce-shaped no-op: a 4-byte CCE ADD of the pad word onto itself (1 + `sources` TX, 1 RX descriptors). */
   addCceNoop(padAddr: number, sources = 2): DescCounts {
     return this.addCce(SdmaCceType.ADD, SDMA_UINT32, Array(sources).fill(padAddr), padAddr, WORD_BYTES, WORD_BYTES);
+  }
+
+  /** A replicated no-op: a 4-byte one-source CCE ADD of the pad word onto itself, `dests` times (2 TX, `dests` RX). */
+  addReplicateNoop(padAddr: number, dests: number): DescCounts {
+    return this.addCce(SdmaCceType.ADD, SDMA_UINT32, [padAddr], Array(dests).fill(padAddr), WORD_BYTES, WORD_BYTES);
   }
 
   /** A no-op: a 4-byte self-copy; costs engine time, moves nothing useful. */

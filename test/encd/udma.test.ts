@@ -42,7 +42,14 @@ describe("16-byte UDMA descriptor", () => {
     expect(hex(packCceMeta(SdmaCceType.ADD, 6, 4096, 1))).toBe("00 00 80 05 80 60 06 02 00 10 00 00 00 00 00 00");
     expect(hex(packCceMeta(SdmaCceType.MAX, 6, 4096, 1))).toBe("00 00 80 05 12 66 06 02 00 10 00 02 00 00 00 00");
     const d = decodeTx(packCceMeta(SdmaCceType.MIN, 8, 2048, 1), 0);
-    expect(d).toMatchObject({ kind: "cce", op: SdmaCceType.MIN, dtype: 8, length: 2048, ringId: 1 });
+    expect(d).toMatchObject({ kind: "cce", op: SdmaCceType.MIN, dtype: 8, length: 2048, ringId: 1, dests: 1 });
+  });
+
+  it("replication (v3+): destinations - 1 in W3 bits 7:0 of the META descriptor", () => {
+    const m = packCceMeta(SdmaCceType.ADD, 10, 4096, 1, undefined, 3);
+    expect(hex(m)).toBe("00 00 80 05 80 a0 0a 02 00 10 00 00 02 00 00 00");
+    expect(decodeTx(m, 0)).toMatchObject({ kind: "cce", dests: 3, length: 4096 });
+    expect(() => packCceMeta(SdmaCceType.ADD, 10, 4096, 1, undefined, 257)).toThrow(EncodeError);
   });
 
   it("tells copies from compute by ssmae_op (is_cme_desc)", () => {
