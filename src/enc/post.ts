@@ -120,11 +120,19 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
   return [
     { gate: "kangaring", verdict: familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring") },
     { gate: "mesh", verdict: mesh },
-    { gate: "intra_rdh", verdict: familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH") },
+    { gate: "intra_rdh", verdict: rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, bytes) },
     { gate: "inter_rdh", verdict: familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH") },
     { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, [EncOpType.ALLREDUCE], "single-cycle ring (all-reduce only)") },
     { gate: "hierarchical", verdict: familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical") },
   ];
+}
+
+/** RDH is a mesh subtype with its own op_min_limit / op_max_limit window. */
+function rdhWindow(v: Verdict, spec: DeviceSpec, bytes: number): Verdict {
+  if (!v.ok) return v;
+  const { rdhMinBytes: lo, rdhMaxBytes: hi } = spec.collectives;
+  if (bytes < lo || bytes > hi) return no(`${bytes} bytes is outside the RDH subtype's window [${lo}, ${hi}]`);
+  return hi === Number.MAX_SAFE_INTEGER && lo === 0 ? v : ok(`${v.reason}; ${bytes} bytes within [${lo}, ${hi}]`);
 }
 
 /**

@@ -106,6 +106,9 @@ export interface DeviceSpec {
     /** Largest op (bytes) the full-mesh subtype t1 takes; t0 (one node, two ranks) takes meshMaxBytesTwoRanks. */
     readonly meshMaxBytes: number;
     readonly meshMaxBytesTwoRanks: number;
+    /** The intra RDH subtype's size window [rdhMinBytes, rdhMaxBytes] (default: every size). */
+    readonly rdhMinBytes: number;
+    readonly rdhMaxBytes: number;
     /** cc_cce_reduce_prio_pkt_size[priority_class]: CCE packet cap per priority class (5 classes). */
     readonly cceReducePacketBytes: readonly number[];
   };

@@ -4,6 +4,8 @@ import { Reader } from "./reader.ts";
 
 const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "sources"] as const;
 const COLLECTIVE_KEYS = ["supportedAlgorithms", "virtualCoreSize", "meshMaxBytes", "meshMaxBytesTwoRanks", "cceReducePacketBytes"] as const;
+/** Optional collectives numbers (each needs a source when given). */
+const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes"] as const;
 
 /** Largest device count the address map's routing bits can name. */
 export const MAX_DEVICES = 32;
@@ -46,6 +48,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : f.int(0))) : undefined;
   const collectives = parseCollectives(r.get("collectives"));
   numbers.push(...COLLECTIVE_KEYS.map((k) => `collectives.${k}`));
+  for (const k of COLLECTIVE_OPTIONAL) if (r.get("collectives").has(k)) numbers.push(`collectives.${k}`);
   const sources = r.get("sources");
   const src: Record<string, string> = {};
   for (const k of Object.keys(sources.object())) src[k] = sources.get(k).string();
@@ -74,7 +77,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
 }
 
 function parseCollectives(c: Reader): DeviceSpec["collectives"] {
-  c.keys(COLLECTIVE_KEYS);
+  c.keys([...COLLECTIVE_KEYS, ...COLLECTIVE_OPTIONAL]);
   const supported = c.get("supportedAlgorithms").items().map((a) => algTypeOf(a.oneOf(ALG_NAMES)));
   if (!supported.includes(0)) c.get("supportedAlgorithms").fail("SCN1101", `must include "ring" (the universal fallback)`);
   const pkt = c.get("cceReducePacketBytes");
@@ -90,6 +93,8 @@ function parseCollectives(c: Reader): DeviceSpec["collectives"] {
     meshMaxBytes: c.get("meshMaxBytes").int(0),
     meshMaxBytesTwoRanks: c.get("meshMaxBytesTwoRanks").int(0),
     cceReducePacketBytes: sizes,
+    rdhMinBytes: c.opt("rdhMinBytes")?.int(0) ?? 0,
+    rdhMaxBytes: c.opt("rdhMaxBytes")?.int(0) ?? Number.MAX_SAFE_INTEGER,
   };
 }
 

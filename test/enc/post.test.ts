@@ -8,7 +8,7 @@ import { CommType, EncAlgType, EncOpType, EncPattern, ENC_ALG_NAME, MetaringType
 import { algTypeOf, type AlgName, type OpName } from "../../src/ir/spec.ts";
 import { ccAlgorithmAllowed, initComm, RDH_WITHOUT_MESH, allowedMask, type CommContext } from "../../src/enc/algorithms.ts";
 import { checkSignatures, dispatch, GATES, opSignature, postOperations, resolveAlgorithm, runGates, type Gate } from "../../src/enc/post.ts";
-import { compileProgram } from "../../src/enc/compile.ts";
+import { compileProgram, explainScenario } from "../../src/enc/compile.ts";
 import { validateCcops, MUST_INCREMENT } from "../../src/encd/validate.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeTx, DESC_BYTES } from "../../src/encd/udma.ts";
@@ -16,6 +16,7 @@ import { parseScenario } from "../../src/scenario/index.ts";
 import { runScenario } from "../../src/cli/pipeline.ts";
 import { main } from "../../src/cli/sim.ts";
 import { ideal, scenario, trn1, type LooseOp } from "../helpers.ts";
+import { loadDevice } from "../../src/cli/load.ts";
 
 const ctx = (over: Partial<CommContext> = {}): CommContext => ({
   commType: CommType.INTRA,
@@ -120,6 +121,16 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     expect(feasible).toEqual(["kangaring", "mesh", "intra_rdh"]);
     expect(p.explain[0]!.resolved).toEqual({ value: EncAlgType.INTRA_RDH, name: "RDH" });
   }, 0);
+
+  it("on trn2 (64 ranks, 4 per chip) the RDH subtype's window moves all-reduce from mesh to RDH to kangaring as it grows", () => {
+    const trn2 = loadDevice("trn2");
+    const sizes = [1 << 15, (1 << 15) + 4, 56 << 20, (56 << 20) + 4];
+    const scn = { ...auto({ ranks: 64, ops: sizes.map((b) => op("all-reduce", b)) }), instance: "trn2", ranksPerDevice: 4, allowedAlgorithms: undefined };
+    const resolved = explainScenario(scn, trn2).map((e) => e.resolved.value);
+    expect(resolved).toEqual([EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING]);
+    const rdh = explainScenario(scn, trn2)[3]!.gates.find((g) => g.gate === "intra_rdh")!.verdict;
+    expect(rdh.reason).toBe(`${(56 << 20) + 4} bytes is outside the RDH subtype's window [32769, 58720256]`);
+  });
 
   it("'HIER > INTRA_RDH > MESH > KANGARING > SINGLE_CYCLE_RING > INTER_RDH > RING': precedence, not the battery order, decides", () => {
     const can = (...g: Gate[]) => Object.fromEntries(GATES.map((x) => [x, g.includes(x)])) as Record<Gate, boolean>;
