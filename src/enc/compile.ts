@@ -147,6 +147,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         const base = orders[Math.floor(c / 2) % orders.length]!;
         return c % 2 === 0 ? base : [...base].reverse();
       }),
+      cycle: Array.from({ length: channels }, (_, c) => Math.floor(c / 2) % orders.length),
       followsLinks: cycles.every((dr) => dr.followsLinks),
     };
   };
@@ -332,10 +333,13 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           // The chips in this channel's device order (its cycle, forward or reversed).
           const devOrder = [...new Set(comm.rings[gi]!.channels[c]!.map((r) => info[r]!.device))];
           const order = devOrder.map((d) => k.chips.find((chip) => info[chip.ranks[0]!]!.device === d)!);
+          // Primary and secondary roles alternate between the device cycles.
+          const pi = comm.rings[gi]!.cycle[c]! % k.m;
           order.forEach((chip, idx) => {
-            const primary = chip.ranks[0]!;
-            const nextP = order[(idx + 1) % order.length]!.ranks[0]!;
-            const prevP = order[(idx + order.length - 1) % order.length]!.ranks[0]!;
+            const primary = chip.ranks[pi]!;
+            const secondaries = chip.ranks.filter((_, j) => j !== pi);
+            const nextP = order[(idx + 1) % order.length]!.ranks[pi]!;
+            const prevP = order[(idx + order.length - 1) % order.length]!.ranks[pi]!;
             const pn = place(nextP, comm.set, c);
             const pp = place(prevP, comm.set, c);
             const signals = composeChannelKangaring(
@@ -345,15 +349,16 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
               {
                 na: Array.from({ length: order.length }, (_, j) => order[(idx + j) % order.length]!.index),
                 chip: chip.ranks.map((r) => buffers.get(r)!),
-                chipBase: gr(primary),
-                secondaryInc: chip.ranks.slice(1).map((r) => semaAddr(info[r]!.device, place(r, comm.set, c).topsp, place(r, comm.set, c).recv, "inc")),
+                primary: pi,
+                chipBase: gr(chip.ranks[0]!),
+                secondaryInc: secondaries.map((r) => semaAddr(info[r]!.device, place(r, comm.set, c).topsp, place(r, comm.set, c).recv, "inc")),
                 next: buffers.get(nextP)!,
                 nextRecvInc: semaAddr(info[nextP]!.device, pn.topsp, pn.recv, "inc"),
                 prevSendInc: semaAddr(info[prevP]!.device, pp.topsp, pp.send, "inc"),
               },
             );
             // A secondary only waits for its primary's writes into its output.
-            for (const r of chip.ranks.slice(1)) {
+            for (const r of secondaries) {
               const ch = chan(comm, r, c);
               for (let i = 0; i < signals; i++) ch.markStep(StepFlag.WAIT_RECV);
               ch.markEnd();

@@ -18,6 +18,8 @@ import { commContext, dispatch, runGates, type Gate } from "./post.ts";
 export interface RingSet {
   readonly group: readonly number[];
   readonly channels: readonly (readonly number[])[];
+  /** Which device cycle each channel follows (0, or 1 for the second edge-disjoint one). */
+  readonly cycle: readonly number[];
   readonly followsLinks: boolean;
 }
 

@@ -34,11 +34,13 @@ export interface KangaringContext {
 export interface KangaringView {
   /** Chips in ring order, rotated so that index 0 is this primary's chip. */
   readonly na: readonly number[];
-  /** This chip's ranks, primary first (group-rank order). */
+  /** This chip's ranks in group-rank order. */
   readonly chip: readonly RankBuffers[];
+  /** Which of them is the primary on this channel (the roles alternate between the cycles). */
+  readonly primary: number;
   /** Group rank of the chip's first rank. */
   readonly chipBase: number;
-  /** The secondaries' receive-semaphore INC addresses on this channel. */
+  /** The secondaries' receive-semaphore INC addresses on this channel (chip order, primary left out). */
   readonly secondaryInc: readonly number[];
   readonly next: RankBuffers;
   readonly nextRecvInc: number;
@@ -54,8 +56,8 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
   const esize = dtypeSize(op.dtype);
   const cce = REDUCE_TO_CCE[op.reduce];
   const sdma = SDMA_DTYPE[op.dtype];
-  const P = v.chip[0]!;
-  const secondaries = v.chip.slice(1);
+  const P = v.chip[v.primary]!;
+  const secondaries = v.chip.filter((_, j) => j !== v.primary);
   let sent = 0;
   let received = 0;
   let signals = 0;

@@ -11,6 +11,9 @@ import { compileProgram } from "../../src/enc/compile.ts";
 import { loadDevice } from "../../src/cli/load.ts";
 import { simulate } from "../../sim/index.ts";
 import { DESC_BYTES, decodeTx } from "../../src/encd/udma.ts";
+import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
+import { decodeChannelConfig } from "../../src/encd/channel.ts";
+import { decodeSlotEntry, StepFlag } from "../../src/encd/slot.ts";
 import { expectRunChecks, scenario, trn1 } from "../helpers.ts";
 
 const trn2 = loadDevice("trn2");
@@ -53,6 +56,25 @@ describe("kangaring on trn1", () => {
     expect(k.algorithm).toBe("kangaring");
     expect(r.algorithm).toBe("ring");
     expect(k.timeUs).toBeLessThan(0.75 * r.timeUs);
+  });
+});
+
+describe("kangaring on the two edge-disjoint cycles of 16 trn1 devices", () => {
+  it("alternates primary and secondary between the cycles, and checks with 4 channels", () => {
+    const scn = scenario({ ranks: 32, ranksPerDevice: 2, channels: 4, chunkBytes: 4096, algorithm: "auto", allowedAlgorithms: KANG, ops: [{ op: "all-reduce", bytes: 32 * 1000 * 4, dtype: "fp32", reduce: "sum" }] });
+    expectRunChecks(scn, trn1, "kangaring");
+    const { image } = compileProgram(scn, trn1, [0]);
+    // On device 0 (ranks 0 and 1): which core's copy of channel c sends (waits for credit).
+    const sender = (c: number) => {
+      const cores: number[] = [];
+      for (const t of image.devices[0]!.topsps) {
+        if (!((decodeSpadCtrlEntry(t.ctrlSpad, 0).channelList >>> c) & 1)) continue;
+        const spad = t.slotSpad[decodeChannelConfig(t.ringConfig, c).spadSlotIdx]!;
+        for (let o = 0; o < spad.length; o += 8) if (decodeSlotEntry(spad, o).flags & StepFlag.WAIT_CREDIT) cores.push(Math.floor(t.index / 3));
+      }
+      return [...new Set(cores)];
+    };
+    expect([0, 1, 2, 3].map(sender)).toEqual([[0], [0], [1], [1]]);
   });
 });
 
