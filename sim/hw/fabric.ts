@@ -1,6 +1,6 @@
 // Device-to-device links (one resource per direction) with hop-by-hop routing, and the
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
-import { acrossNodes, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
+import { acrossNodes, podLinked, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { transferPs, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
@@ -17,12 +17,15 @@ export class Fabric {
   readonly nicTx: Resource[];
   readonly nicRx: Resource[];
   private readonly nicPerDevice: boolean;
+  /** The nodes form a NeuronLink pod: Z links join them, so routes cross nodes. */
+  readonly pod: boolean;
 
   constructor(spec: DeviceSpec, devicesPerNode: number, nodes = 1) {
     this.devicesPerNode = devicesPerNode;
-    const adj = acrossNodes(routingAdjacency(spec.topology, devicesPerNode), nodes);
+    this.pod = podLinked(spec.topology, nodes);
+    const adj = acrossNodes(routingAdjacency(spec.topology, devicesPerNode), nodes, this.pod);
     this.nicPerDevice = spec.network?.nicPerDevice === 1;
-    const nics = this.nicPerDevice ? nodes * devicesPerNode : nodes;
+    const nics = !spec.network ? 0 : this.nicPerDevice ? nodes * devicesPerNode : nodes;
     const nicName = (k: number) => (this.nicPerDevice ? `dev${k}.nic` : `nic${k}`);
     this.nicTx = Array.from({ length: nics }, (_, k) => new Resource(`${nicName(k)}.tx`, spec.network?.bytesPerSecond ?? 0));
     this.nicRx = Array.from({ length: nics }, (_, k) => new Resource(`${nicName(k)}.rx`, spec.network?.bytesPerSecond ?? 0));
@@ -68,9 +71,9 @@ export class Fabric {
     return Math.floor(device / this.devicesPerNode);
   }
 
-  /** Links crossed from `src` to `dst`, in order (within a node: NeuronLink never crosses nodes). */
+  /** Links crossed from `src` to `dst`, in order (NeuronLink crosses nodes only in a pod's Z links). */
   route(src: number, dst: number): Resource[] {
-    if (this.nodeOf(src) !== this.nodeOf(dst)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); inter-node traffic goes through the network proxy`, { value: { src, dst } });
+    if (!this.pod && this.nodeOf(src) !== this.nodeOf(dst)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); inter-node traffic goes through the network proxy`, { value: { src, dst } });
     const out: Resource[] = [];
     let at = src;
     while (at !== dst) {

@@ -4,9 +4,9 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
-import { ALG_NAMES, acrossNodes } from "../ir/spec.ts";
+import { ALG_NAMES, acrossNodes, podLinked } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
-import { semaAddr } from "../encd/address.ts";
+import { MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
@@ -90,7 +90,9 @@ export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Expla
 
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */
 export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
-  check(scn.nodes === 1 || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section`, "nodes", scn.nodes);
+  // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device, no proxy needed.
+  const pod = podLinked(spec.topology, scn.nodes);
+  check(scn.nodes === 1 || pod || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
   // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
   const vcore = spec.collectives.virtualCoreSize;
   const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
@@ -100,7 +102,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
   // Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used.
   const idsPerNode = spec.topology.kind === "ring" ? deviceCount : spec.devices;
-  check(idsPerNode * scn.nodes <= 32, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the 32 device ids of the address map`, "nodes", scn.nodes);
+  check(idsPerNode * scn.nodes <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
   const channels = scn.channels ?? spec.ring.defaultChannels;
   const foldN = spec.ring.foldN;
   const enginesPerRank = spec.dma.enginesPerCore * vcore;
@@ -114,7 +116,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const refused = posted.refused.find((e) => e !== undefined);
   if (refused) throw refused;
   const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
-  const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes);
+  const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, pod);
+  /** A hop between these ranks goes through the network proxies (different nodes, no pod links). */
+  const viaNetwork = (a: number, b: number) => !pod && info[a]!.node !== info[b]!.node;
 
   // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
   // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
@@ -138,7 +142,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     // Across nodes: each node's cycle opened into a path, the paths joined node after node (the
     // joins are network hops).
     const devices = [...new Set(g.map((r) => info[r]!.device))];
-    const perNode = nodesOfGroup.length > 1 ? nodesOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / idsPerNode) === k))) : [];
+    const perNode = nodesOfGroup.length > 1 && !pod ? nodesOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / idsPerNode) === k))) : [];
     const cycles = perNode.length > 0 ? [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }] : deviceRings(adj, devices);
     const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
     return {
@@ -193,7 +197,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   // cover a round trip through both proxies), a link hop the ring's.
   const recvSlots = (comm: Comm, rank: number, c: number): number => {
     const prev = ringPos(comm, c, rank).prev;
-    return info[prev]!.node !== info[rank]!.node ? spec.network!.bufferSlots : spec.ring.bufferSlots;
+    return viaNetwork(prev, rank) ? spec.network!.bufferSlots : spec.ring.bufferSlots;
   };
   const sendSlots = (comm: Comm, rank: number, c: number): number => recvSlots(comm, ringPos(comm, c, rank).next, c);
 
@@ -286,13 +290,13 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   };
 
   // Device barriers: arrivals on the queue below the collective one of an engine of the TopSP's
-  // own; one barrier per node (DMA writes stay inside it).
+  // own; one barrier per node (DMA writes stay inside it), one for the whole pod.
   const barrierQueue = spec.dma.collectiveQueue - 1;
   const barrier = (took: readonly { device: number; topsp: number }[]): void => {
     const byNode = new Map<number, Map<string, { device: number; members: { topsp: number; engine: number }[] }>>();
     for (const t of [...took].sort((a, b) => a.device - b.device || a.topsp - b.topsp)) {
       const core = Math.floor(t.topsp / tsPerRank);
-      const node = Math.floor(t.device / idsPerNode);
+      const node = pod ? 0 : Math.floor(t.device / idsPerNode);
       const ranks = byNode.get(node) ?? new Map();
       byNode.set(node, ranks);
       const key = `${t.device}/${core}`;
@@ -385,7 +389,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       });
     } else if (op.pairs) {
       op.pairs.forEach(([a, b], k) =>
-        check(info[a]!.node === info[b]!.node, "CMP1308", `ranks ${a} and ${b} are on different nodes (${info[a]!.node} and ${info[b]!.node}): ${op.op} across nodes is not supported yet`, `${path}.pairs[${k}]`, [a, b]),
+        check(!viaNetwork(a, b), "CMP1308", `ranks ${a} and ${b} are on different nodes (${info[a]!.node} and ${info[b]!.node}): ${op.op} across nodes is not supported yet`, `${path}.pairs[${k}]`, [a, b]),
       );
       const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
       const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
@@ -419,8 +423,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           const na = ring.map((_, j) => gr(ring[(i + j) % ring.length]!));
           const pn = place(next, comm.set, c);
           const pp = place(prev, comm.set, c);
-          const toNext = info[next]!.node !== ci.node;
-          const fromPrev = info[prev]!.node !== ci.node;
+          const toNext = viaNetwork(rank, next);
+          const fromPrev = viaNetwork(rank, prev);
           const net = toNext || fromPrev ? netHop(comm, rank, c, toNext, fromPrev, plans[gi]!.halfBytes) : undefined;
           composeChannelRing(
             { op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes },

@@ -9,7 +9,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { algTypeOf } from "../ir/spec.ts";
+import { algTypeOf, podLinked } from "../ir/spec.ts";
 import { initComm } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
 import { commContext, dispatch, runGates, type Gate } from "./post.ts";
@@ -136,7 +136,7 @@ export function hierStages(
     if (!ok.includes(st.alg)) throw new CompileError("CMP1310", `${encAlgorithmName(st.alg)} cannot run a ${st.level}-node stage`, { path: `${path}.stage${k}`, value: st.alg });
     if (st.alg === EncAlgType.SINGLE_CYCLE_RING && st.opType !== EncOpType.ALLREDUCE) throw new CompileError("CMP1310", `the single-cycle ring runs all-reduce only, not the inter-node ${st.op.op} stage`, { path: `${path}.stage${k}`, value: st.alg });
     // The same dispatch a flat op goes through (refuses what this build does not compose).
-    dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`, st.level === "inter" ? nodeN : 1);
+    dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`, st.level === "inter" && !podLinked(spec.topology, scn.nodes) ? nodeN : 1);
   });
   return { stages: stages.map(({ level: _l, ...st }) => st), outBytes, log };
 }

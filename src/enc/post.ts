@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType, ENC_ALG_NAME, metaringTypeOf, type MetaringType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import { opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { opTypeOf, podLinked, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } from "./algorithms.ts";
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 
@@ -299,7 +299,8 @@ export function postOperations(inp: PostInputs): Posted {
         opSlotIdx,
       });
       try {
-        dispatch(opType, alg, g.length, `${path}.op`, c.nodeN);
+        // A pod's nodes are NeuronLink-joined: the composers reach them as if on one node.
+        dispatch(opType, alg, g.length, `${path}.op`, podLinked(spec.topology, scn.nodes) ? 1 : c.nodeN);
       } catch (e) {
         if (!(e instanceof CompileError)) throw e;
         refused[index] ??= e;

@@ -1,6 +1,7 @@
 // The device address space: every address names a device (routing bits) and an offset in it.
 //
-//  bits 52:48  destination device id (ccsim's routing bits; the real layout is not public)
+//  bits 52:48  destination device id bits 4:0, bit 46 its bit 5 (ccsim's routing bits; the real
+//              layout is not public)
 //  bit  47     TopSP bank select (TopSP index > 7)
 //  local map   [0, 0x80_0000_0000)                 HBM
 //              0x0FFF_F000_0000 + e*0x40000        DMA engine e registers (M2S; S2M at +0x20000)
@@ -11,7 +12,9 @@
 import { EncodeError } from "../ir/errors.ts";
 
 export const DEVICE_SHIFT = 2 ** 48;
-export const MAX_DEVICES = 32;
+/** Device id bit 5 rides in address bit 46 (bits 52:48 hold bits 4:0), keeping addresses below 2^53. */
+export const DEVICE_HIGH_BIT = 2 ** 46;
+export const MAX_DEVICES = 64;
 export const HBM_LIMIT = 0x80_0000_0000;
 export const SP_BASE = 0x82_8000_0000;
 export const SP_TILE = 2 ** 30;
@@ -38,7 +41,7 @@ function deviceBits(device: number): number {
   if (!Number.isInteger(device) || device < 0 || device >= MAX_DEVICES) {
     throw new EncodeError("ENC1301", `device ${device} is outside 0..${MAX_DEVICES - 1}`, { path: "address.device", value: device });
   }
-  return device * DEVICE_SHIFT;
+  return (device & 31) * DEVICE_SHIFT + (device >= 32 ? DEVICE_HIGH_BIT : 0);
 }
 
 export function hbmAddr(device: number, offset: number): number {
@@ -72,8 +75,11 @@ export type DecodedAddress =
   | { readonly kind: "unmapped"; readonly device: number; readonly offset: number };
 
 export function decodeAddress(addr: number): DecodedAddress {
-  const device = Math.floor(addr / DEVICE_SHIFT);
-  const local = addr - device * DEVICE_SHIFT;
+  const low = Math.floor(addr / DEVICE_SHIFT);
+  const rest = addr - low * DEVICE_SHIFT;
+  const high = Math.floor(rest / DEVICE_HIGH_BIT) % 2;
+  const device = low + 32 * high;
+  const local = rest - high * DEVICE_HIGH_BIT;
   const bank = local >= SP_BANK ? 1 : 0;
   const l47 = local - bank * SP_BANK;
   if (bank === 0 && l47 < HBM_LIMIT) return { kind: "hbm", device, offset: l47 };

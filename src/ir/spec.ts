@@ -9,6 +9,11 @@ export type Topology =
       readonly neighbours: readonly (readonly number[])[];
       /** Columns of the table in the order routing prefers them (dimension-order routing); default: by device id. */
       readonly routeOrder?: readonly number[];
+      /**
+       * An UltraServer pod: up to this many nodes whose same-position devices are joined by
+       * NeuronLinks in a ring (Z links: device d of node k to device d of nodes k ± 1).
+       */
+      readonly podNodes?: number;
     }
   | { readonly kind: "ring" };
 
@@ -37,9 +42,26 @@ export function routingAdjacency(topology: Topology, deviceCount: number): numbe
   return topologyAdjacency(topology, deviceCount);
 }
 
-/** One node's adjacency repeated for `nodes` nodes: node k's device d is k * (devices per node) + d. */
-export function acrossNodes(local: readonly (readonly number[])[], nodes: number): number[][] {
-  return Array.from({ length: nodes }, (_, k) => local.map((row) => row.map((d) => k * local.length + d))).flat();
+/**
+ * One node's adjacency repeated for `nodes` nodes (node k's device d is k * (devices per node) + d);
+ * with `zRing`, device d of node k also links to device d of nodes k ± 1 (listed last, so routing
+ * takes the Z dimension after the node's own).
+ */
+export function acrossNodes(local: readonly (readonly number[])[], nodes: number, zRing = false): number[][] {
+  const n = local.length;
+  return Array.from({ length: nodes }, (_, k) =>
+    local.map((row, d) => {
+      const own = row.map((e) => k * n + e);
+      if (!zRing || nodes < 2) return own;
+      const z = [...new Set([((k + 1) % nodes) * n + d, ((k + nodes - 1) % nodes) * n + d])];
+      return [...own, ...z];
+    }),
+  ).flat();
+}
+
+/** Whether `nodes` nodes of this topology form a NeuronLink pod (Z rings), so DMA reaches every device. */
+export function podLinked(topology: Topology, nodes: number): boolean {
+  return nodes > 1 && topology.kind === "table" && topology.podNodes !== undefined && nodes <= topology.podNodes;
 }
 
 export interface DeviceSpec {

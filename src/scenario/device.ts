@@ -31,6 +31,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const topology = parseTopology(r.get("topology"), devices);
   if (topology.kind === "table") numbers.push("topology.neighbours");
   if (topology.kind === "table" && topology.routeOrder) numbers.push("topology.routeOrder");
+  if (topology.kind === "table" && topology.podNodes !== undefined) numbers.push("topology.podNodes");
   const topsp = section("topsp", ["perDevice", "semaphores", "entryDecodePs", "stepIssuePs", "semaWakePs"] as const, (k, f) =>
     k === "perDevice" ? f.int(1, 16) : k === "semaphores" ? f.int(1, 256) : f.int(0),
   );
@@ -104,7 +105,8 @@ function parseTopology(t: Reader, devices: number): Topology {
     t.keys(["kind"]);
     return { kind };
   }
-  t.keys(["kind", "neighbours", "routeOrder"]);
+  t.keys(["kind", "neighbours", "routeOrder", "podNodes"]);
+  const podNodes = t.opt("podNodes")?.int(2, 4);
   const rows = t.get("neighbours").items();
   if (rows.length !== devices) t.get("neighbours").fail("SCN1103", `has ${rows.length} rows, expected one per device (${devices})`, rows.length);
   const neighbours = rows.map((row, d) =>
@@ -120,9 +122,10 @@ function parseTopology(t: Reader, devices: number): Topology {
     }),
   );
   const orderR = t.opt("routeOrder");
-  if (!orderR) return { kind, neighbours };
+  const pod = podNodes === undefined ? {} : { podNodes };
+  if (!orderR) return { kind, neighbours, ...pod };
   const width = Math.max(...neighbours.map((r) => r.length));
   const routeOrder = orderR.items().map((c) => c.int(0, width - 1));
   if (new Set(routeOrder).size !== width || routeOrder.length !== width) orderR.fail("SCN1103", `must list each of the ${width} table columns once`, routeOrder);
-  return { kind, neighbours, routeOrder };
+  return { kind, neighbours, routeOrder, ...pod };
 }

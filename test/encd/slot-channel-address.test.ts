@@ -83,6 +83,17 @@ describe("address map", () => {
     expect(decodeAddress(tailDoorbellAddr(2, 17, 3, "m2s"))).toEqual({ kind: "doorbell", device: 2, engine: 17, seng: 0, queue: 3, dir: "m2s" });
     expect(decodeAddress(tailDoorbellAddr(2, 100, 15, "s2m"))).toEqual({ kind: "doorbell", device: 2, engine: 100, seng: 3, queue: 15, dir: "s2m" });
     expect(() => semaAddr(0, 0, 256, "read")).toThrow(/semaphore 256/);
-    expect(() => hbmAddr(32, 0)).toThrow(/device 32/);
+    expect(() => hbmAddr(64, 0)).toThrow(/device 64/);
+  });
+
+  it("names 64 devices: bits 52:48 carry device bits 4:0, bit 46 bit 5, every address below 2^53", () => {
+    expect(hbmAddr(33, 0x10)).toBe(2 ** 48 + 2 ** 46 + 0x10);
+    for (const d of [0, 31, 32, 47, 63]) {
+      const s = semaAddr(d, 15, 255, "dec");
+      expect(Number.isSafeInteger(s)).toBe(true);
+      expect(decodeAddress(s)).toEqual({ kind: "sema", device: d, topsp: 15, sema: 255, window: "dec" });
+      expect(decodeAddress(hbmAddr(d, 0x7f_ffff_fff0))).toEqual({ kind: "hbm", device: d, offset: 0x7f_ffff_fff0 });
+      expect(decodeAddress(tailDoorbellAddr(d, 255, 15, "s2m"))).toEqual({ kind: "doorbell", device: d, engine: 255, seng: 7, queue: 15, dir: "s2m" });
+    }
   });
 });

@@ -1,0 +1,74 @@
+// A Trn2 UltraServer pod: nodes joined by Z-link rings (same-position devices), so DMA reaches
+// every device over NeuronLink and no hop goes through the network proxy.
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { loadDevice } from "../../src/cli/load.ts";
+import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import { EncAlgType } from "../../src/ir/enums.ts";
+import { CompileError } from "../../src/ir/errors.ts";
+import type { OpName } from "../../src/ir/spec.ts";
+import { acrossNodes } from "../../src/ir/spec.ts";
+import { simulate } from "../../sim/index.ts";
+import { expectRunChecks, scenario } from "../helpers.ts";
+
+const pod = loadDevice("trn2-ultraserver");
+
+describe("trn2 UltraServer pod", () => {
+  it("adds Z links: device d of node k to device d of nodes k +- 1 (a 4x4x4 torus on 4 nodes)", () => {
+    const local = [[1], [0]];
+    expect(acrossNodes(local, 4, true)).toEqual([
+      [1, 2, 6],
+      [0, 3, 7],
+      [3, 4, 0],
+      [2, 5, 1],
+      [5, 6, 2],
+      [4, 7, 3],
+      [7, 0, 4],
+      [6, 1, 5],
+    ]);
+    // Two nodes: one Z partner.
+    expect(acrossNodes(local, 2, true)[0]).toEqual([1, 2]);
+  });
+
+  it("random ring configurations across 2 or 4 nodes check, over NeuronLinks only", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(2, 4),
+        fc.constantFrom(2, 4, 8),
+        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
+        fc.constantFrom(...DTYPES),
+        fc.integer({ min: 1, max: 200 }),
+        fc.integer({ min: 1, max: 2 }),
+        (nodes, perNode, op, dtype, elems, channels) => {
+          const ranks = nodes * perNode;
+          const scn = scenario({ instance: pod.name, ranks, nodes, channels, chunkBytes: 4096, ops: [{ op, bytes: elems * ranks * dtypeSize(dtype), dtype, reduce: "sum" }] });
+          expectRunChecks(scn, pod);
+        },
+      ),
+      { numRuns: 12, seed: 11 },
+    );
+  });
+
+  it("crosses nodes on Z links, never through a proxy, and a hierarchical op's inter stage rides them too", () => {
+    const scn = scenario({ instance: pod.name, ranks: 16, nodes: 4, channels: 2, check: "none", ops: [{ op: "all-gather", bytes: 1 << 18, dtype: "fp32", reduce: "sum" }] });
+    const { image } = compileProgram(scn, pod, [0]);
+    expect(image.devices.every((d) => d.proxyQueues.length === 0)).toBe(true);
+    const r = simulate(pod, image, { storePayload: false });
+    expect(r.hang).toBeUndefined();
+    // Links between nodes join same-position devices (ids 16 apart per node step) and carry the ring.
+    const zLinks = r.links.filter((l) => l.name.startsWith("link ")).map((l) => ({ ...l, ends: l.name.slice(5).split("->").map(Number) as [number, number] })).filter((l) => Math.floor(l.ends[0] / 16) !== Math.floor(l.ends[1] / 16));
+    expect(zLinks.length).toBeGreaterThan(0);
+    for (const l of zLinks) expect(l.ends[0] % 16).toBe(l.ends[1] % 16);
+    expect(zLinks.reduce((n, l) => n + l.bytes, 0)).toBeGreaterThan(0);
+    expect(r.links.some((l) => l.name.startsWith("nic"))).toBe(false);
+    const hier = scenario({ instance: pod.name, ranks: 16, nodes: 4, channels: 1, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, ops: [{ op: "all-reduce", bytes: 16 * 1000 * 4, dtype: "fp32", reduce: "sum" }] });
+    expectRunChecks(hier, pod, "hier(ring,ring,ring)");
+  });
+
+  it("more nodes than the pod holds need a network, which the preset does not have", () => {
+    const scn = scenario({ instance: pod.name, ranks: 8, nodes: 8, ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
+    expect(() => compileProgram(scn, pod, [0])).toThrow(CompileError);
+    expect(() => compileProgram(scn, pod, [0])).toThrow(/has no network: a multi-node scenario needs a preset with a "network" section \(or at most 4 nodes of its pod\)/);
+  });
+});
