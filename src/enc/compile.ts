@@ -132,7 +132,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const meshSemas = 4 + rdhStepSemas(2 ** Math.floor(Math.log2(Math.max(...scn.replicaGroups.map((g) => g.length)))));
   const proxyBase = ringSemas + meshSemas;
   const barrierBase = proxyBase + sets * slotsPerTopsp;
-  check(barrierBase + 3 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+  // Then the trigger of an inter-node RDH program's proxy queue.
+  const rdhProxySema = barrierBase + 3;
+  check(rdhProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   // Ring order per group: device cycles that follow links (two edge-disjoint ones where the topology
   // has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of one device
@@ -289,6 +291,19 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     return { toNext, fromPrev, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc"), entries, staging, foldN };
   };
 
+  /** A rank's inter-node RDH proxy queue (on its mesh TopSP), made on first use. */
+  const rdhProxies = new Map<number, { entries: ProxyEntry[]; trigger: number }>();
+  const rdhProxy = (rank: number) => {
+    let q = rdhProxies.get(rank);
+    if (!q) {
+      const ci = info[rank]!;
+      const ts = meshPlace(rank).topsp;
+      q = { entries: builder.addProxyQueue(ci.device, ts, rdhProxySema), trigger: semaAddr(ci.device, ts, rdhProxySema, "inc") };
+      rdhProxies.set(rank, q);
+    }
+    return q;
+  };
+
   // Device barriers: arrivals on the queue below the collective one of an engine of the TopSP's
   // own; one barrier per node (DMA writes stay inside it), one for the whole pod.
   const barrierQueue = spec.dma.collectiveQueue - 1;
@@ -316,7 +331,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       // A pairs op's source cycles through as many of our slots as it has credits.
       const src = pairSource?.get(rank);
       const chbufBytes = Array.from({ length: channels }, (_, c) => Math.max(recvSlots(st.comm, rank, c), src === undefined ? 0 : sendSlots(st.comm, src, c)) * halfBytes(rank));
-      const meshLike = st.alg === EncAlgType.MESH || st.alg === EncAlgType.INTRA_RDH;
+      const meshLike = st.alg === EncAlgType.MESH || st.alg === EncAlgType.INTRA_RDH || st.alg === EncAlgType.INTER_RDH;
       const chbuf = meshLike ? [] : chbufBytes.map((b) => builder.allocHbm(ci.device, b));
       const reduces = st.opType === EncOpType.ALLREDUCE || st.opType === EncOpType.REDUCE_SCATTER;
       // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
@@ -370,14 +385,19 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           });
         }
       });
-    } else if (alg === EncAlgType.INTRA_RDH) {
+    } else if (alg === EncAlgType.INTRA_RDH || alg === EncAlgType.INTER_RDH) {
       comm.groups.forEach((g) => {
         const ranks = g.map((rank): RdhRank => {
           const b = buffers.get(rank)!;
           const m = meshPlace(rank);
           return { groupRank: gr(rank), device: info[rank]!.device, topsp: m.topsp, handshake: m.semas.handshake, local: m.semas.data, stepSema: m.semas.compl + 1, compl: m.semas.compl, input: b.input, output: b.output, scratch: b.scratch };
         });
-        g.forEach((rank, k) => composeRdh({ op, opType, ranks, count, reduceSliceBytes }, ranks[k]!, meshProgram(comm, rank), `${path}.op`));
+        const name = alg === EncAlgType.INTER_RDH ? '7 INTER_RDH ("RDH")' : '5 INTRA_RDH ("RDH")';
+        g.forEach((rank, k) => {
+          // Across nodes every partner is remote: the program's transfers go through the rank's proxy queue.
+          const net = g.some((r) => viaNetwork(rank, r)) ? rdhProxy(rank) : undefined;
+          composeRdh({ op, opType, ranks, count, reduceSliceBytes, name, ...(net ? { net } : {}) }, ranks[k]!, meshProgram(comm, rank), `${path}.op`);
+        });
       });
     } else if (alg === EncAlgType.MESH) {
       comm.groups.forEach((g) => {

@@ -150,7 +150,7 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
 }
 
 /** Families this build composes. */
-export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.HIER, EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING, EncAlgType.SINGLE_CYCLE_RING];
+export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.HIER, EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING, EncAlgType.SINGLE_CYCLE_RING, EncAlgType.INTER_RDH];
 
 function notYet(what: string, path: string, value: unknown): never {
   throw new CompileError("CMP1203", `${what} is not supported yet`, { path, value });

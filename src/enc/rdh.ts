@@ -1,7 +1,9 @@
-// Intra-node RDH (INTRA_RDH): recursive doubling for all-gather, recursive halving for
-// reduce-scatter, both for all-reduce, over log2(n) pairwise exchange steps. It runs on the mesh
-// event tape (device pattern MESH): each step is one event that waits for the previous step's data
-// and sends this step's to the partner rank XOR 2^k, every engine carrying a share and signalling it.
+// RDH: recursive doubling for all-gather, recursive halving for reduce-scatter, both for
+// all-reduce, over log2(n) pairwise exchange steps. It runs on the mesh event tape (device pattern
+// MESH): each step is one event that waits for the previous step's data and sends this step's to
+// the partner rank XOR 2^k, every engine carrying a share and signalling it. Intra-node (INTRA_RDH)
+// the engines write the partner directly; inter-node (INTER_RDH, one rank per node) every transfer
+// and signal to the partner is a network proxy entry, which the step's DMA leg triggers.
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { EncOpType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
@@ -9,6 +11,7 @@ import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
+import type { ProxyEntry } from "../encd/proxy.ts";
 
 export interface RdhRank {
   readonly groupRank: number;
@@ -32,6 +35,10 @@ export interface RdhOpContext {
   readonly ranks: readonly RdhRank[];
   readonly count: number;
   readonly reduceSliceBytes: number;
+  /** Inter-node: this rank's proxy work queue and the INC address of its trigger semaphore. */
+  readonly net?: { readonly entries: ProxyEntry[]; readonly trigger: number };
+  /** The algorithm's name for messages. */
+  readonly name?: string;
 }
 
 export function log2Exact(n: number): number | undefined {
@@ -54,7 +61,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   const { op, opType, ranks } = ctx;
   const n = ranks.length;
   const L = log2Exact(n);
-  if (L === undefined) throw new CompileError("CMP1203", `algorithm 5 INTRA_RDH ("RDH") with ${n} ranks (not a power of two) is not supported yet`, { path, value: n });
+  if (L === undefined) throw new CompileError("CMP1203", `algorithm ${ctx.name ?? '5 INTRA_RDH ("RDH")'} with ${n} ranks (not a power of two) is not supported yet`, { path, value: n });
   const i = me.groupRank;
   const esize = dtypeSize(op.dtype);
   const E = prog.dma.foldN;
@@ -67,12 +74,35 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   const blockBytes = rsIn ? op.bytes / n : blockOffset(ctx.count, n, 1, esize);
   const W = me.scratch;
   const slot = (r: RdhRank, k: number) => r.scratch + n * blockBytes + (n - n / 2 ** k) * blockBytes;
+  // Writes and signals to a partner: DMA on fold f, or (inter-node) proxy entries batched until
+  // the next event's DMA leg triggers them (one increment per fold; the batch's first entry
+  // waits for all of them).
+  const net = ctx.net;
+  const batch: ProxyEntry[] = [];
+  const remoteCopy = (f: number, src: number, dst: number, bytes: number, signal: number, signals: boolean): void => {
+    if (!net) {
+      dma.copyOn(f, src, dst, bytes);
+      if (signals) dma.semaIncOn(f, signal);
+    } else batch.push({ src, dst, bytes, trigger: 0, semaN: signals ? 1 : 0, sema: signal });
+  };
+  const remoteSignal = (f: number, signal: number): void => {
+    if (!net) dma.semaIncOn(f, signal);
+    else batch.push({ src: 0, dst: 0, bytes: 0, trigger: 0, semaN: 1, sema: signal });
+  };
+  const flush = (): void => {
+    if (!net || batch.length === 0) return;
+    batch[0] = { ...batch[0]!, trigger: E };
+    for (let f = 0; f < E; f++) dma.semaIncOn(f, net.trigger);
+    net.entries.push(...batch);
+    batch.length = 0;
+  };
 
   prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
   [...Array(L).keys()].forEach((k) => {
     const p = ranks[i ^ (1 << k)]!;
-    dma.semaIncOn(k % E, inc(p, p.handshake));
+    remoteSignal(k % E, inc(p, p.handshake));
   });
+  flush();
   prog.event(MeshEventType.RDH_LOCAL_HANDSHAKE, { dma: true });
   // Each event waits for what the one before produced: handshakes, a partner's data, or this rank's reduce.
   let wait: { sema: number; value: number } = { sema: read(me.handshake), value: L };
@@ -93,10 +123,8 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
       const mid = (lo + hi) / 2;
       const [keepLo, keepHi, sendLo, sendHi] = i & bit ? [mid, hi, lo, mid] : [lo, mid, mid, hi];
       const src = k === 0 ? me.input : W;
-      splitWhole(off(sendHi) - off(sendLo), esize, E).forEach((x, f) => {
-        dma.copyOn(f, src + off(sendLo) + x.off, slot(partner, k) + x.off, x.len);
-        dma.semaIncOn(f, inc(partner, me.stepSema + k));
-      });
+      splitWhole(off(sendHi) - off(sendLo), esize, E).forEach((x, f) => remoteCopy(f, src + off(sendLo) + x.off, slot(partner, k) + x.off, x.len, inc(partner, me.stepSema + k), true));
+      flush();
       event(MeshEventType.RH_STEP_0 + k);
       wait = { sema: read(me.stepSema + k), value: E };
       const last = k === L - 1;
@@ -130,10 +158,11 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
     for (const piece of pieces) {
       const bytes = off(piece.to) - off(piece.from);
       if (bytes <= 0) continue;
-      splitWhole(bytes, esize, E).forEach((x, f) => dma.copyOn((f + f0) % E, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len));
+      splitWhole(bytes, esize, E).forEach((x, f) => remoteCopy((f + f0) % E, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len, inc(partner, sema), false));
       f0++;
     }
-    for (let f = 0; f < E; f++) dma.semaIncOn(f, inc(partner, sema));
+    for (let f = 0; f < E; f++) remoteSignal(f, inc(partner, sema));
+    flush();
     event(MeshEventType.RD_STEP_0 + k);
     wait = { sema: read(sema), value: E };
   }

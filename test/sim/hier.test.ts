@@ -8,6 +8,7 @@ import { EncAlgType } from "../../src/ir/enums.ts";
 import type { DeviceSpec, HierChoice, OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
 import { expectRunChecks, ideal, scenario, trn1 } from "../helpers.ts";
+import { loadDevice } from "../../src/cli/load.ts";
 
 /** Group ranks position by position across nodes (rank l of node k at group rank l * nodes + k). */
 const positionMajor = (nodes: number, perNode: number) => Array.from({ length: nodes * perNode }, (_, g) => (g % nodes) * perNode + Math.floor(g / nodes));
@@ -59,6 +60,14 @@ describe("hierarchical on two trn1 nodes", () => {
       { level: "intra", op: "all-gather", alg: EncAlgType.INTRA_RDH },
     ]);
     expect(ol.selections).toBe("Hier algorithm selections - alg_intra_allg 5 alg_intra_redsct 5 alg_inter_allr 4 alg_inter_allg 11 alg_inter_redsct 11");
+  });
+
+  it("plugs inter-node RDH into the inter stage: the lists put it before the single-cycle ring (8 nodes of the ideal network machine)", () => {
+    const net = loadDevice("ideal-net");
+    for (const op of ["all-gather", "reduce-scatter", "all-reduce"] as const) {
+      const scn = scenario({ instance: "ideal-net", ranks: 16, nodes: 8, channels: 1, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "auto" }, replicaGroups: [positionMajor(8, 2)], ops: [{ op, bytes: 16 * 64 * 4, dtype: "fp32", reduce: "sum" }] });
+      expectRunChecks(scn, net, op === "all-reduce" ? "hier(ring,inter-rdh,ring)" : op === "all-gather" ? "hier(inter-rdh,ring)" : "hier(ring,inter-rdh)");
+    }
   });
 
   it("only the last stage reports; a barrier closes each earlier stage", () => {
