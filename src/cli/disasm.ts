@@ -9,6 +9,7 @@ import type { DeviceSpec } from "../ir/spec.ts";
 import { compileProgram, type ProgramLayout } from "../enc/compile.ts";
 import { decodeAddress, describeAddress } from "../encd/address.ts";
 import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES } from "../encd/ccop.ts";
+import { decodeBarrierConfig } from "../encd/barrier.ts";
 import { decodeChannelConfig, NeighType } from "../encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../encd/slot.ts";
 import { DESC_BYTES, decodeRx, decodeTx, isCmeDesc } from "../encd/udma.ts";
@@ -105,6 +106,21 @@ export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: Progr
               ring: { channel_list: e.channelList },
               mesh: { sema_shift_offset: e.semaShiftOffset, sema_mask: e.semaMask },
             })),
+            // The device barrier after each entry whose execute_device_barrier gate is set.
+            barriers: entries.flatMap((_, i) => {
+              const b = decodeBarrierConfig(t.barrierConfig, i);
+              if (!b.execute) return [];
+              return [
+                {
+                  entry: i,
+                  steps: b.steps
+                    .map((st, k) => ({ step: k, m2s_val: st.m2sVal, s2m_val: st.s2mVal, waits: st.waits.filter((w) => w.sema !== 0).map((w) => ({ barrier_sema: describeAddress(w.sema), target_sema_val: w.target })) }))
+                    .filter((st) => st.m2s_val > 0 || st.s2m_val > 0 || st.waits.length > 0),
+                  dma_apb_bcast: { m2s_tail_ptr: describeAddress(b.m2sTail), s2m_tail_ptr: describeAddress(b.s2mTail), mask: `0x${b.mask.toString(16).padStart(8, "0")}` },
+                  queue_id: b.queueId,
+                },
+              ];
+            }),
             channels: ids.map((c) => {
               const cfg = decodeChannelConfig(t.ringConfig, c);
               const spad = t.slotSpad[cfg.spadSlotIdx] ?? new Uint8Array(0);
@@ -156,6 +172,10 @@ export function disasmText(title: string, devices: Disasm): string {
       t.entries.forEach((e, i) => {
         const view = e.algo_type === EncPattern.RING ? `channel_list=0x${e.ring.channel_list.toString(16).padStart(8, "0")}` : `sema_shift_offset=${e.mesh.sema_shift_offset} sema_mask=0x${e.mesh.sema_mask.toString(16)}`;
         l.push(`    spad_ctrl[${i}]: cc_op=${e.header.cc_op} algo_type=${e.algo_type}${e.algo_type === EncPattern.RING ? " (RING)" : e.algo_type === EncPattern.MESH ? " (MESH)" : ""} algo_sub_type=${e.algo_sub_type} trigger_next=${e.trigger_next} reporter=${e.reporter} ring_wait_complete=${e.ring_wait_complete} ring_send_complete=${e.ring_send_complete} safe_mode=${e.safe_mode} unique_tensors=${e.unique_tensors} ${view}`);
+        const b = t.barriers.find((x) => x.entry === i);
+        if (!b) return;
+        l.push(`      device barrier: queue ${b.queue_id} via ${b.dma_apb_bcast.m2s_tail_ptr} mask=${b.dma_apb_bcast.mask}`);
+        for (const st of b.steps) l.push(`        step ${st.step}: arrive m2s=${st.m2s_val} s2m=${st.s2m_val}${st.waits.map((w) => `, wait ${w.barrier_sema} >= ${w.target_sema_val}`).join("")}`);
       });
       for (const c of t.channels) {
         l.push(`    channel ${c.channel_id}: fold_n=${c.fold_n} spad_slot_idx=${c.spad_slot_idx} next{fold_n=${c.next_neigh.fold_n} type=${c.next_neigh.type}} prev{fold_n=${c.prev_neigh.fold_n} type=${c.prev_neigh.type}}`);

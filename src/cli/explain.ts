@@ -2,6 +2,7 @@
 import { CommType, MetaringType } from "../ir/enums.ts";
 import type { Scenario } from "../ir/spec.ts";
 import type { Explanation } from "../enc/post.ts";
+import { algorithmLabel } from "../enc/compile.ts";
 
 const METARING_NAME = Object.fromEntries(Object.entries(MetaringType).map(([k, v]) => [v, k])) as Record<number, string>;
 const commName = (t: CommType) => (t === CommType.INTER ? "INTER" : "INTRA");
@@ -25,6 +26,7 @@ export function explainJson(explain: readonly Explanation[]): unknown[] {
     pipelineSliceN: e.pipelineSliceN,
     stream: e.stream,
     opSlotIdx: e.opSlotIdx,
+    ...(e.hier ? { hier: { stages: e.hier.stages.map((st) => ({ level: st.level, op: st.op, alg: st.alg, name: algorithmLabel(st.alg) })), selections: e.hier.selections } } : {}),
   }));
 }
 
@@ -41,6 +43,10 @@ export function explainText(scn: Scenario, explain: readonly Explanation[]): str
     for (const x of e.gates) lines.push(`    ${x.gate.padEnd(17)} ${x.verdict.ok ? "feasible" : "no"}: ${x.verdict.reason}`);
     lines.push(`  resolved: enc_alg_type ${e.resolved.value} "${e.resolved.name}", metaring_type ${METARING_NAME[e.metaringType]} (${e.metaringType})`);
     lines.push(`  operation: ${e.channels} channel(s), copy slice ${e.copySliceBytes} B, reduce slice ${e.reduceSliceBytes} B, ${e.pipelineSliceN} pipeline slice(s)`);
+    if (e.hier) {
+      lines.push(`  hierarchical stages: ${e.hier.stages.map((st) => `${st.level} ${st.op} on ${algorithmLabel(st.alg)}`).join(" -> ")}`);
+      lines.push(`    ${e.hier.selections}`);
+    }
   }
   return lines.join("\n") + "\n";
 }

@@ -54,6 +54,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       for (const w of warnings) log.warn(w);
     }
     const ol = layout.ops[0]!;
+    if (ol.selections) explain = explain.map((e) => (e.op === i ? { ...e, hier: { stages: ol.stages, selections: ol.selections! } } : e));
     if (ol.selections) log.info({ op: i, stages: ol.stages.map((s) => `${s.level} ${s.op}`) }, ol.selections);
     const values = scn.check === "values";
     if (i === 0) for (const r of layout.rings) if (!r.followsLinks) log.warn({ group: r.group }, "no ring over direct links for this group: non-neighbour hops are routed");

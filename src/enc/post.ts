@@ -51,6 +51,8 @@ export interface Explanation {
   readonly pipelineSliceN: number;
   readonly stream: number;
   readonly opSlotIdx: number;
+  /** A hierarchical op's stages and the runtime's selection line for them (filled in at compose). */
+  readonly hier?: { readonly stages: readonly { readonly level: string; readonly op: string; readonly alg: EncAlgType }[]; readonly selections: string };
 }
 
 export interface Posted {

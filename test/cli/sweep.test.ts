@@ -143,6 +143,13 @@ describe("disassembler", () => {
     expect(Object.keys(e.mesh)).toEqual(["sema_shift_offset", "sema_mask"]);
     expect(j.devices[0].queues[0].tx.some((t: { kind: string; op?: string }) => t.kind === "cce" && t.op === "ADD")).toBe(true);
   });
+  it("shows the device barrier that closes each earlier stage of a hierarchical op", () => {
+    const r = dis(["scenarios/hier-2x16.json", "--rank", "0"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("      device barrier: queue 14 via dev0:bcast:q14.m2s mask=0x00000001\n        step 0: arrive m2s=0 s2m=0, wait dev0:topsp0:sem35.read >= 1\n        step 1: arrive m2s=15 s2m=15, wait dev0:topsp0:sem36.read >= 15\n");
+    const j = JSON.parse(dis(["scenarios/hier-2x16.json", "--rank", "0", "--json"]).out);
+    expect(j.devices[0].topsps[0].barriers.map((b: { entry: number }) => b.entry)).toEqual([0, 1]);
+  });
   it("bad arguments exit 1", () => {
     expect(dis(["scenarios/ring8.json", "--op", "9"])).toMatchObject({ code: 1, err: expect.stringMatching(/has 3 ops/) });
     expect(dis([])).toMatchObject({ code: 1 });

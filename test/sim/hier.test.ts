@@ -9,6 +9,9 @@ import type { DeviceSpec, HierChoice, OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
 import { expectRunChecks, ideal, scenario, trn1 } from "../helpers.ts";
 import { loadDevice } from "../../src/cli/load.ts";
+import { runScenario } from "../../src/cli/pipeline.ts";
+import { explainText } from "../../src/cli/explain.ts";
+import pino from "pino";
 
 /** Group ranks position by position across nodes (rank l of node k at group rank l * nodes + k). */
 const positionMajor = (nodes: number, perNode: number) => Array.from({ length: nodes * perNode }, (_, g) => (g % nodes) * perNode + Math.floor(g / nodes));
@@ -68,6 +71,15 @@ describe("hierarchical on two trn1 nodes", () => {
       const scn = scenario({ instance: "ideal-net", ranks: 16, nodes: 8, channels: 1, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "auto" }, replicaGroups: [positionMajor(8, 2)], ops: [{ op, bytes: 16 * 64 * 4, dtype: "fp32", reduce: "sum" }] });
       expectRunChecks(scn, net, op === "all-reduce" ? "hier(ring,inter-rdh,ring)" : op === "all-gather" ? "hier(inter-rdh,ring)" : "hier(ring,inter-rdh)");
     }
+  });
+
+  it("--explain shows the stages and the selection line", () => {
+    const scn = scenario({ ranks: 8, nodes: 2, channels: 1, check: "none", algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, ops: [{ op: "all-reduce", bytes: 1 << 16, dtype: "fp32", reduce: "sum" }] });
+    const out = runScenario(scn, trn1, pino({ level: "silent" }));
+    if (out.kind !== "done") throw new Error("hang");
+    const text = explainText(scn, out.explain);
+    expect(text).toContain("  hierarchical stages: intra reduce-scatter on ring -> inter all-reduce on ring -> intra all-gather on ring\n");
+    expect(text).toContain("    Hier algorithm selections - alg_intra_allg 0 alg_intra_redsct 0 alg_inter_allr 0 alg_inter_allg 11 alg_inter_redsct 11\n");
   });
 
   it("only the last stage reports; a barrier closes each earlier stage", () => {
