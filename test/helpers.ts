@@ -1,5 +1,5 @@
 // Shared test helpers: scenarios built in code, device presets from devices/.
-import type { OpSpec, Scenario } from "../src/ir/spec.ts";
+import type { HierChoice, OpSpec, Scenario } from "../src/ir/spec.ts";
 import type { DeviceSpec } from "../src/ir/spec.ts";
 import { loadDevice } from "../src/cli/load.ts";
 import { runScenario } from "../src/cli/pipeline.ts";
@@ -8,9 +8,9 @@ import pino from "pino";
 
 export type LooseOp = Omit<OpSpec, "stream" | "priorityClass"> & Partial<Pick<OpSpec, "stream" | "priorityClass">>;
 
-export function scenario(over: Partial<Omit<Scenario, "ops">> & { ops: readonly LooseOp[] }): Scenario {
+export function scenario(over: Partial<Omit<Scenario, "ops" | "hierarchical">> & { ops: readonly LooseOp[]; hierarchical?: Partial<HierChoice> }): Scenario {
   const ranks = over.ranks ?? 8;
-  const { ops, ...rest } = over;
+  const { ops, hierarchical, ...rest } = over;
   return {
     name: "test",
     instance: "trn1",
@@ -25,8 +25,8 @@ export function scenario(over: Partial<Omit<Scenario, "ops">> & { ops: readonly 
     seed: 1,
     check: "values",
     rankOverrides: [],
-    hierarchical: { intra: "auto", inter: "auto" },
     ...rest,
+    hierarchical: { intra: "auto", inter: "auto", slices: 1, ...hierarchical },
     ops: ops.map((o) => ({ stream: 0, priorityClass: 0, ...o })),
   };
 }

@@ -123,7 +123,10 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
   // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
   const hier = opIndices.some((i) => posted.operations[i]!.alg === EncAlgType.HIER);
-  const sets = hier ? 3 : 1;
+  // A pipelined hierarchical all-reduce runs its intra all-gather beside the next slices' intra
+  // reduce-scatter: a fourth channel set.
+  const pipelined = hier && scn.hierarchical.slices > 1;
+  const sets = hier ? (pipelined ? 4 : 3) : 1;
   check(sets * channels * foldN <= enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets (hierarchical)` : ""} need more DMA engines than the ${enginesPerRank} per rank`, "channels", channels);
   check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
   // Ring channels' semaphores, then the mesh / RDH program's (handshake, data, data2, completion,
@@ -175,7 +178,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           intra.push(...perNode);
           for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
         }
-        return { intra: makeComm(1, intra), inter: makeComm(2, inter) };
+        return { intra: makeComm(1, intra), inter: makeComm(2, inter), ...(pipelined ? { intraAg: makeComm(3, intra) } : {}) };
       })()
     : undefined;
 
@@ -205,7 +208,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
 
   const chans = new Map<string, EncdChannel>();
   const chan = (comm: Comm, rank: number, c: number): EncdChannel => chans.get(`${comm.set}/${rank}/${c}`)!;
-  for (const comm of [main, ...(hierComms ? [hierComms.intra, hierComms.inter] : [])]) {
+  for (const comm of [main, ...(hierComms ? [hierComms.intra, hierComms.inter, ...(hierComms.intraAg ? [hierComms.intraAg] : [])] : [])]) {
     for (let rank = 0; rank < scn.ranks; rank++) {
       const ci = info[rank]!;
       for (let c = 0; c < channels; c++) {
@@ -507,23 +510,39 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     let took: { device: number; topsp: number }[];
     if (algorithm === EncAlgType.HIER) {
       const plan = hierStages(scn, spec, hierComms!, info, op, opType, channels, chunkBytes, path);
-      stages = plan.stages.map((s) => ({ level: s.comm.set === 1 ? "intra" : "inter", op: s.op.op, alg: s.alg }));
-      // Stage k reads what stage k-1 wrote: a scratch buffer per rank between stages.
-      let prevOut = (rank: number) => io.get(rank)!.input;
+      stages = plan.stages.map((s) => ({ level: s.level, op: s.op.op, alg: s.alg }));
+      // Step t runs stage s on slice t - s (one slice: the stages one after another); stage s reads
+      // what stage s - 1 wrote for that slice, through a scratch buffer per rank. The op's input and
+      // output are cut into contiguous slices.
+      const k = plan.slices;
+      const n = plan.stages.length;
+      const inShare = (rank: number) => bufferBytes(op, opType, groups[info[rank]!.group]!.length, info[rank]!.groupRank).inBytes / k;
+      const outShare = (rank: number) => bufferBytes(op, opType, groups[info[rank]!.group]!.length, info[rank]!.groupRank).outBytes / k;
+      const scratch = new Map<string, number>();
+      const out = (s: number, j: number, rank: number): number => {
+        if (s === n - 1) return io.get(rank)!.output + j * outShare(rank);
+        const key = `${s}/${j}/${rank}`;
+        let a = scratch.get(key);
+        if (a === undefined) {
+          a = builder.allocHbm(info[rank]!.device, plan.outBytes[s]!);
+          scratch.set(key, a);
+        }
+        return a;
+      };
+      const inp = (s: number, j: number, rank: number): number => (s === 0 ? io.get(rank)!.input + j * inShare(rank) : out(s - 1, j, rank));
       took = [];
-      plan.stages.forEach((st, k) => {
-        const last = k === plan.stages.length - 1;
-        const outBytes = plan.outBytes[k]!;
-        const outs = new Map<number, number>();
-        for (let rank = 0; rank < scn.ranks; rank++) outs.set(rank, last ? io.get(rank)!.output : builder.allocHbm(info[rank]!.device, outBytes));
-        const inOf = prevOut;
+      for (let t = 0; t < k + n - 1; t++) {
+        const last = t === k + n - 2;
         builder.beginOp();
-        runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inOf(rank), output: outs.get(rank)! }), `${path}.stage${k}`);
+        plan.stages.forEach((st, s) => {
+          const j = t - s;
+          if (j < 0 || j >= k) return;
+          runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inp(s, j, rank), output: out(s, j, rank) }), k > 1 ? `${path}.slice${j}.stage${s}` : `${path}.stage${s}`);
+        });
         took = builder.endOp(last);
-        // Ranks meet before the next stage reads this one's output.
+        // Ranks meet before the next step reads this one's outputs.
         if (!last) barrier(took);
-        prevOut = (rank) => outs.get(rank)!;
-      });
+      }
       selections = plan.log;
     } else {
       builder.beginOp();

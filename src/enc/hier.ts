@@ -50,9 +50,12 @@ export interface StageRecord {
 }
 
 export interface HierPlan {
-  readonly stages: readonly Omit<Stage, "reduceSliceBytes">[];
-  /** Output bytes per rank of each stage (the last one's is the op's output). */
+  /** The stages of one slice (the whole op when `slices` is 1). */
+  readonly stages: readonly (Omit<Stage, "reduceSliceBytes"> & { readonly level: "intra" | "inter" })[];
+  /** Output bytes per rank of each stage of one slice (the last one's is the op's output share). */
   readonly outBytes: readonly number[];
+  /** Pipeline slices: step t runs stage s of slice t - s, every stage on its own channel set. */
+  readonly slices: number;
   /** The runtime's selection line. */
   readonly log: string;
 }
@@ -75,7 +78,7 @@ const OP_TYPE: Partial<Record<OpName, EncOpType>> = { "all-reduce": EncOpType.AL
 export function hierStages(
   scn: Scenario,
   spec: DeviceSpec,
-  comms: { readonly intra: Comm; readonly inter: Comm },
+  comms: { readonly intra: Comm; readonly inter: Comm; readonly intraAg?: Comm },
   info: readonly CommInfo[],
   op: OpSpec,
   opType: EncOpType,
@@ -86,9 +89,14 @@ export function hierStages(
   const esize = dtypeSize(op.dtype);
   const localN = comms.intra.groups[0]!.length;
   const nodeN = comms.inter.groups[0]!.length;
-  const s = op.bytes;
-  if (opType === EncOpType.ALLREDUCE && s % (localN * esize) !== 0) {
-    throw new CompileError("CMP1309", `a hierarchical all-reduce of ${s} bytes does not split into ${localN} whole ${op.dtype} blocks (one per rank of a node)`, { path: `${path}.bytes`, value: s });
+  const slices = scn.hierarchical.slices;
+  if (slices > 1 && opType !== EncOpType.ALLREDUCE) {
+    throw new CompileError("CMP1309", `hierarchical pipelining ("slices": ${slices}) applies to all-reduce only; a ${op.op}'s rank blocks would not stay contiguous in slices`, { path: "hierarchical.slices", value: slices });
+  }
+  // Each slice is a contiguous share of the op (all-reduce only).
+  const s = op.bytes / slices;
+  if (opType === EncOpType.ALLREDUCE && op.bytes % (slices * localN * esize) !== 0) {
+    throw new CompileError("CMP1309", `a hierarchical all-reduce of ${op.bytes} bytes does not split into ${slices > 1 ? `${slices} slices of ` : ""}${localN} whole ${op.dtype} blocks (one per rank of a node)`, { path: `${path}.bytes`, value: op.bytes });
   }
   if (opType !== EncOpType.ALLREDUCE) {
     // Blocks stay contiguous at both levels only if group rank g is (position on its node) * nodes + node.
@@ -103,8 +111,7 @@ export function hierStages(
       }
     });
   }
-  const stage = (level: "intra" | "inter", name: OpName, bytes: number, list: readonly EncAlgType[]) => {
-    const comm = comms[level];
+  const stage = (level: "intra" | "inter", name: OpName, bytes: number, list: readonly EncAlgType[], comm = comms[level]) => {
     const stageType = OP_TYPE[name]!;
     const choice = level === "intra" ? scn.hierarchical.intra : scn.hierarchical.inter;
     let alg: EncAlgType;
@@ -121,7 +128,7 @@ export function hierStages(
   };
   const stages =
     opType === EncOpType.ALLREDUCE
-      ? [stage("intra", "reduce-scatter", s, INTRA_LIST), stage("inter", "all-reduce", s / localN, INTER_ALLR_LIST), stage("intra", "all-gather", s, INTRA_LIST)]
+      ? [stage("intra", "reduce-scatter", s, INTRA_LIST), stage("inter", "all-reduce", s / localN, INTER_ALLR_LIST), stage("intra", "all-gather", s, INTRA_LIST, slices > 1 ? comms.intraAg! : comms.intra)]
       : opType === EncOpType.REDUCE_SCATTER
         ? [stage("intra", "reduce-scatter", s, INTRA_LIST), stage("inter", "reduce-scatter", s / localN, INTER_LIST)]
         : [stage("inter", "all-gather", s / localN, INTER_LIST), stage("intra", "all-gather", s, INTRA_LIST)];
@@ -135,8 +142,13 @@ export function hierStages(
     const ok: readonly EncAlgType[] = st.level === "intra" ? [EncAlgType.RING, EncAlgType.KANGARING, EncAlgType.MESH, EncAlgType.INTRA_RDH] : [EncAlgType.RING, EncAlgType.SINGLE_CYCLE_RING, EncAlgType.MESH, EncAlgType.INTER_RDH];
     if (!ok.includes(st.alg)) throw new CompileError("CMP1310", `${encAlgorithmName(st.alg)} cannot run a ${st.level}-node stage`, { path: `${path}.stage${k}`, value: st.alg });
     if (st.alg === EncAlgType.SINGLE_CYCLE_RING && st.opType !== EncOpType.ALLREDUCE) throw new CompileError("CMP1310", `the single-cycle ring runs all-reduce only, not the inter-node ${st.op.op} stage`, { path: `${path}.stage${k}`, value: st.alg });
+    // The pipelined variant is ring-only: stages of different slices run at once on their channel sets.
+    const ringType: readonly EncAlgType[] = st.level === "intra" ? [EncAlgType.RING, EncAlgType.KANGARING] : [EncAlgType.RING, EncAlgType.SINGLE_CYCLE_RING];
+    if (slices > 1 && !ringType.includes(st.alg)) {
+      throw new CompileError("CMP1310", `the pipelined hierarchical variant ("slices": ${slices}) runs ring-type stages only, not ${encAlgorithmName(st.alg)} for the ${st.level}-node ${st.op.op}`, { path: `${path}.stage${k}`, value: st.alg });
+    }
     // The same dispatch a flat op goes through (refuses what this build does not compose).
     dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`, st.level === "inter" && !podLinked(spec.topology, scn.nodes) ? nodeN : 1);
   });
-  return { stages: stages.map(({ level: _l, ...st }) => st), outBytes, log };
+  return { stages, outBytes, slices, log };
 }

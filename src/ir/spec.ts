@@ -226,6 +226,8 @@ export const HIER_INTER = ["auto", "ring", "single-cycle-ring"] as const;
 export interface HierChoice {
   readonly intra: (typeof HIER_INTRA)[number];
   readonly inter: (typeof HIER_INTER)[number];
+  /** Pipeline slices of a hierarchical all-reduce (1: stages one after another). */
+  readonly slices: number;
 }
 
 export interface Scenario {

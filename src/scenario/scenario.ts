@@ -52,10 +52,11 @@ export function parseScenario(file: string, json: unknown): Scenario {
         });
   if (allowedAlgorithms && allowedAlgorithms.length === 0) allowedR!.fail("SCN1005", "must allow at least one algorithm");
   const hierR = r.opt("hierarchical");
-  hierR?.keys(["intra", "inter"]);
+  hierR?.keys(["intra", "inter", "slices"]);
   const hierarchical = {
     intra: hierR?.opt("intra")?.oneOf(HIER_INTRA) ?? "auto",
     inter: hierR?.opt("inter")?.oneOf(HIER_INTER) ?? "auto",
+    slices: hierR?.opt("slices")?.int(1, 16) ?? 1,
   };
   const channels = r.opt("channels")?.int(1, 32);
   const chunkBytes = r.opt("chunkBytes")?.int(64);
