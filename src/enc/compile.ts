@@ -22,6 +22,7 @@ import { planChunks } from "./chunks.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { adjacency, deviceRing, deviceRings } from "./topology.ts";
 import { hierStages, type Comm, type RingSet, type Stage, type StageRecord } from "./hier.ts";
+import type { NetQueue } from "./peer.ts";
 
 /** A rank's buffers for one stage: input, output, ring receive slots, mesh / RDH scratch. */
 interface StageBuffers extends RankBuffers {
@@ -135,9 +136,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const meshSemas = 4 + rdhStepSemas(2 ** Math.floor(Math.log2(Math.max(...scn.replicaGroups.map((g) => g.length)))));
   const proxyBase = ringSemas + meshSemas;
   const barrierBase = proxyBase + sets * slotsPerTopsp;
-  // Then the trigger of an inter-node RDH program's proxy queue.
-  const rdhProxySema = barrierBase + 3;
-  check(rdhProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+  // Then the trigger of the proxy queue of a mesh-tape program (mesh, RDH) across nodes.
+  const meshProxySema = barrierBase + 3;
+  check(meshProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
   // Ring order per group: device cycles that follow links (two edge-disjoint ones where the topology
   // has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of one device
@@ -294,18 +295,20 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     return { toNext, fromPrev, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc"), entries, staging, foldN };
   };
 
-  /** A rank's inter-node RDH proxy queue (on its mesh TopSP), made on first use. */
-  const rdhProxies = new Map<number, { entries: ProxyEntry[]; trigger: number }>();
-  const rdhProxy = (rank: number) => {
-    let q = rdhProxies.get(rank);
+  /** A rank's network proxy queue for its mesh-tape programs (mesh, RDH), made on first use. */
+  const meshProxies = new Map<number, NetQueue>();
+  const meshProxy = (rank: number): NetQueue => {
+    let q = meshProxies.get(rank);
     if (!q) {
       const ci = info[rank]!;
       const ts = meshPlace(rank).topsp;
-      q = { entries: builder.addProxyQueue(ci.device, ts, rdhProxySema), trigger: semaAddr(ci.device, ts, rdhProxySema, "inc") };
-      rdhProxies.set(rank, q);
+      q = { entries: builder.addProxyQueue(ci.device, ts, meshProxySema), trigger: semaAddr(ci.device, ts, meshProxySema, "inc"), remote: (d) => !pod && Math.floor(d / idsPerNode) !== ci.node };
+      meshProxies.set(rank, q);
     }
     return q;
   };
+  /** The proxy queue a mesh-tape program of `rank` needs: when some peer of its group is across the network. */
+  const meshNet = (rank: number, g: readonly number[]) => (g.some((r) => viaNetwork(rank, r)) ? { net: meshProxy(rank) } : {});
 
   // Device barriers: arrivals on the queue below the collective one of an engine of the TopSP's
   // own; one barrier per node (DMA writes stay inside it), one for the whole pod.
@@ -396,11 +399,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           return { groupRank: gr(rank), device: info[rank]!.device, topsp: m.topsp, handshake: m.semas.handshake, local: m.semas.data, stepSema: m.semas.compl + 1, compl: m.semas.compl, input: b.input, output: b.output, scratch: b.scratch };
         });
         const name = alg === EncAlgType.INTER_RDH ? '7 INTER_RDH ("RDH")' : '5 INTRA_RDH ("RDH")';
-        g.forEach((rank, k) => {
-          // Across nodes every partner is remote: the program's transfers go through the rank's proxy queue.
-          const net = g.some((r) => viaNetwork(rank, r)) ? rdhProxy(rank) : undefined;
-          composeRdh({ op, opType, ranks, count, reduceSliceBytes, name, ...(net ? { net } : {}) }, ranks[k]!, meshProgram(comm, rank), `${path}.op`);
-        });
+        // Across nodes every partner is remote: the program's transfers go through the rank's proxy queue.
+        g.forEach((rank, k) => composeRdh({ op, opType, ranks, count, reduceSliceBytes, name, ...meshNet(rank, g) }, ranks[k]!, meshProgram(comm, rank), `${path}.op`));
       });
     } else if (alg === EncAlgType.MESH) {
       comm.groups.forEach((g) => {
@@ -408,7 +408,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           const b = buffers.get(rank)!;
           return { groupRank: gr(rank), device: info[rank]!.device, topsp: meshPlace(rank).topsp, semas: meshPlace(rank).semas, input: b.input, output: b.output, scratch: b.scratch };
         });
-        g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes }, ranks[k]!, meshProgram(comm, rank)));
+        g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, ...meshNet(rank, g) }, ranks[k]!, meshProgram(comm, rank)));
       });
     } else if (op.pairs) {
       op.pairs.forEach(([a, b], k) =>

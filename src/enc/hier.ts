@@ -9,7 +9,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { algTypeOf, podLinked } from "../ir/spec.ts";
+import { algTypeOf } from "../ir/spec.ts";
 import { initComm } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
 import { commContext, dispatch, runGates, type Gate } from "./post.ts";
@@ -148,7 +148,7 @@ export function hierStages(
       throw new CompileError("CMP1310", `the pipelined hierarchical variant ("slices": ${slices}) runs ring-type stages only, not ${encAlgorithmName(st.alg)} for the ${st.level}-node ${st.op.op}`, { path: `${path}.stage${k}`, value: st.alg });
     }
     // The same dispatch a flat op goes through (refuses what this build does not compose).
-    dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`, st.level === "inter" && !podLinked(spec.topology, scn.nodes) ? nodeN : 1);
+    dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`);
   });
   return { stages, outBytes, slices, log };
 }

@@ -7,6 +7,7 @@ import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
+import { PeerWrites, type NetQueue } from "./peer.ts";
 
 /** Semaphore ids of a rank's mesh program on its TopSP. */
 export interface MeshSemas {
@@ -34,6 +35,8 @@ export interface MeshOpContext {
   readonly ranks: readonly MeshRank[];
   readonly count: number;
   readonly reduceSliceBytes: number;
+  /** Across nodes: this rank's network proxy queue (peers it names remote get proxy entries). */
+  readonly net?: NetQueue;
 }
 
 /** Byte range [off, off+len) of block k when `total` bytes split into n blocks of whole elements (the last may be short). */
@@ -66,10 +69,13 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
   const dma = prog.dma;
   const cce = REDUCE_TO_CCE[op.reduce];
   const sdma = SDMA_DTYPE[op.dtype];
+  // Writes into peers: DMA, or proxy entries for peers across the network (the event triggers them).
+  const peer = new PeerWrites(dma, ctx.net);
 
   prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
   // Handshake: tell every peer its writes into this rank may start.
-  peers.forEach((p, k) => dma.semaIncOn(foldOf(k), inc(p, p.semas.handshake)));
+  peers.forEach((p, k) => peer.signal(foldOf(k), p.device, inc(p, p.semas.handshake)));
+  peer.flush();
   prog.event(MeshEventType.LOCAL_HNDSHK, { dma: true });
 
   const block = (k: number) => meshBlock(ctx.count, n, k, esize);
@@ -91,9 +97,9 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
       dma.copyOn(0, me.input + self.send, me.output + self.recv, self.len);
       peers.forEach((p, k) => {
         const x = part(p.groupRank);
-        dma.copyOn(foldOf(k), me.input + x.send, p.output + x.recv, x.len);
-        dma.semaIncOn(foldOf(k), inc(p, p.semas.data));
+        peer.copy(foldOf(k), p.device, me.input + x.send, p.output + x.recv, x.len, inc(p, p.semas.data));
       });
+      peer.flush();
       prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
       finish(n - 1, me.semas.data);
       return;
@@ -104,9 +110,9 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
       const blockBytes = (k: number) => (opType === EncOpType.REDUCE_SCATTER ? { off: k * (op.bytes / n), len: op.bytes / n } : block(k));
       peers.forEach((p, k) => {
         const b = blockBytes(p.groupRank);
-        dma.copyOn(foldOf(k), me.input + b.off, p.scratch + i * slotBytes(ctx), b.len);
-        dma.semaIncOn(foldOf(k), inc(p, p.semas.data));
+        peer.copy(foldOf(k), p.device, me.input + b.off, p.scratch + i * slotBytes(ctx), b.len, inc(p, p.semas.data));
       });
+      peer.flush();
       prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
       // Step 2: reduce own block with the n-1 received ones (one N-read, 1-write CCE per share).
       const mineB = blockBytes(i);
@@ -124,11 +130,9 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
       }
       // All-reduce step 3: each engine sends its share of the reduced block to every peer.
       shares.forEach((s, f) =>
-        peers.forEach((p) => {
-          dma.copyOn(f, out + s.off, p.output + mineB.off + s.off, s.len);
-          dma.semaIncOn(f, inc(p, p.semas.data2));
-        }),
+        peers.forEach((p) => peer.copy(f, p.device, out + s.off, p.output + mineB.off + s.off, s.len, inc(p, p.semas.data2))),
       );
+      peer.flush();
       prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: n - 1 }, dma: true });
       finish((n - 1) * engines, me.semas.data2);
       return;

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType, ENC_ALG_NAME, metaringTypeOf, type MetaringType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import { opTypeOf, podLinked, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } from "./algorithms.ts";
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 
@@ -162,10 +162,8 @@ function notYet(what: string, path: string, value: unknown): never {
  * The 13-case enc_op_type dispatch: route the op to its handler, or fail as the runtime does.
  * Returns when the op goes to a composer this build has (the ring family).
  */
-export function dispatch(opType: EncOpType, alg: EncAlgType, rankN: number, path: string, nodeN = 1): void {
+export function dispatch(opType: EncOpType, alg: EncAlgType, rankN: number, path: string): void {
   const algName = `algorithm ${alg} ${ALG_ENUM_NAME[alg]} ("${ENC_ALG_NAME[alg]}")`;
-  // The mesh composer writes peers' memory directly; its network legs are not built.
-  if (nodeN > 1 && alg === EncAlgType.MESH) notYet(`${algName} across ${nodeN} nodes`, path, alg);
   switch (opType) {
     case EncOpType.ALLGATHER:
     case EncOpType.ALLREDUCE:
@@ -301,8 +299,7 @@ export function postOperations(inp: PostInputs): Posted {
         opSlotIdx,
       });
       try {
-        // A pod's nodes are NeuronLink-joined: the composers reach them as if on one node.
-        dispatch(opType, alg, g.length, `${path}.op`, podLinked(spec.topology, scn.nodes) ? 1 : c.nodeN);
+        dispatch(opType, alg, g.length, `${path}.op`);
       } catch (e) {
         if (!(e instanceof CompileError)) throw e;
         refused[index] ??= e;

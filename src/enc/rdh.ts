@@ -11,7 +11,7 @@ import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
-import type { ProxyEntry } from "../encd/proxy.ts";
+import { PeerWrites, type NetQueue } from "./peer.ts";
 
 export interface RdhRank {
   readonly groupRank: number;
@@ -35,8 +35,8 @@ export interface RdhOpContext {
   readonly ranks: readonly RdhRank[];
   readonly count: number;
   readonly reduceSliceBytes: number;
-  /** Inter-node: this rank's proxy work queue and the INC address of its trigger semaphore. */
-  readonly net?: { readonly entries: ProxyEntry[]; readonly trigger: number };
+  /** Inter-node: this rank's network proxy queue. */
+  readonly net?: NetQueue;
   /** The algorithm's name for messages. */
   readonly name?: string;
 }
@@ -74,35 +74,15 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   const blockBytes = rsIn ? op.bytes / n : blockOffset(ctx.count, n, 1, esize);
   const W = me.scratch;
   const slot = (r: RdhRank, k: number) => r.scratch + n * blockBytes + (n - n / 2 ** k) * blockBytes;
-  // Writes and signals to a partner: DMA on fold f, or (inter-node) proxy entries batched until
-  // the next event's DMA leg triggers them (one increment per fold; the batch's first entry
-  // waits for all of them).
-  const net = ctx.net;
-  const batch: ProxyEntry[] = [];
-  const remoteCopy = (f: number, src: number, dst: number, bytes: number, signal: number, signals: boolean): void => {
-    if (!net) {
-      dma.copyOn(f, src, dst, bytes);
-      if (signals) dma.semaIncOn(f, signal);
-    } else batch.push({ src, dst, bytes, trigger: 0, semaN: signals ? 1 : 0, sema: signal });
-  };
-  const remoteSignal = (f: number, signal: number): void => {
-    if (!net) dma.semaIncOn(f, signal);
-    else batch.push({ src: 0, dst: 0, bytes: 0, trigger: 0, semaN: 1, sema: signal });
-  };
-  const flush = (): void => {
-    if (!net || batch.length === 0) return;
-    batch[0] = { ...batch[0]!, trigger: E };
-    for (let f = 0; f < E; f++) dma.semaIncOn(f, net.trigger);
-    net.entries.push(...batch);
-    batch.length = 0;
-  };
+  // Writes and signals to a partner: DMA, or (inter-node) proxy entries the next event triggers.
+  const peer = new PeerWrites(dma, ctx.net);
 
   prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
   [...Array(L).keys()].forEach((k) => {
     const p = ranks[i ^ (1 << k)]!;
-    remoteSignal(k % E, inc(p, p.handshake));
+    peer.signal(k % E, p.device, inc(p, p.handshake));
   });
-  flush();
+  peer.flush();
   prog.event(MeshEventType.RDH_LOCAL_HANDSHAKE, { dma: true });
   // Each event waits for what the one before produced: handshakes, a partner's data, or this rank's reduce.
   let wait: { sema: number; value: number } = { sema: read(me.handshake), value: L };
@@ -123,8 +103,8 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
       const mid = (lo + hi) / 2;
       const [keepLo, keepHi, sendLo, sendHi] = i & bit ? [mid, hi, lo, mid] : [lo, mid, mid, hi];
       const src = k === 0 ? me.input : W;
-      splitWhole(off(sendHi) - off(sendLo), esize, E).forEach((x, f) => remoteCopy(f, src + off(sendLo) + x.off, slot(partner, k) + x.off, x.len, inc(partner, me.stepSema + k), true));
-      flush();
+      splitWhole(off(sendHi) - off(sendLo), esize, E).forEach((x, f) => peer.copy(f, partner.device, src + off(sendLo) + x.off, slot(partner, k) + x.off, x.len, inc(partner, me.stepSema + k)));
+      peer.flush();
       event(MeshEventType.RH_STEP_0 + k);
       wait = { sema: read(me.stepSema + k), value: E };
       const last = k === L - 1;
@@ -158,11 +138,11 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
     for (const piece of pieces) {
       const bytes = off(piece.to) - off(piece.from);
       if (bytes <= 0) continue;
-      splitWhole(bytes, esize, E).forEach((x, f) => remoteCopy((f + f0) % E, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len, inc(partner, sema), false));
+      splitWhole(bytes, esize, E).forEach((x, f) => peer.copy((f + f0) % E, partner.device, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len));
       f0++;
     }
-    for (let f = 0; f < E; f++) remoteSignal(f, inc(partner, sema));
-    flush();
+    for (let f = 0; f < E; f++) peer.signal(f, partner.device, inc(partner, sema));
+    peer.flush();
     event(MeshEventType.RD_STEP_0 + k);
     wait = { sema: read(sema), value: E };
   }

@@ -85,9 +85,34 @@ describe("two trn1 nodes", () => {
     expectRunChecks(scenario({ ranks: 4, nodes: 2, algorithm: "auto", allowedAlgorithms: allowed, ops: [ar] }), trn1, "ring");
   });
 
-  it("a mesh across nodes is refused, not run", () => {
-    const scn = scenario({ ranks: 2, nodes: 2, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
-    expect(() => compileProgram(scn, trn1, [0])).toThrow('algorithm 2 MESH ("Mesh") across 2 nodes is not supported yet');
+  it("a mesh across nodes checks: peers on the node by DMA, peers on the other node through the proxy", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(2, 4, 8),
+        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter", "all-to-all") as fc.Arbitrary<OpName>,
+        fc.constantFrom(...DTYPES),
+        fc.integer({ min: 1, max: 200 }),
+        (ranks, op, dtype, elems) => {
+          const scn = scenario({ ranks, nodes: 2, channels: 2, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op, bytes: elems * ranks * dtypeSize(dtype), dtype, reduce: "sum" }] });
+          expectRunChecks(scn, trn1, "mesh");
+        },
+      ),
+      { numRuns: 12, seed: 17 },
+    );
+    const scn = scenario({ ranks: 8, nodes: 2, channels: 2, check: "none", algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op: "all-reduce", bytes: 16384, dtype: "fp32", reduce: "sum" }] });
+    const { image } = compileProgram(scn, trn1, [0]);
+    // Every rank has one proxy queue (its mesh program's), and every entry goes to the other node.
+    for (const d of image.devices) {
+      expect(d.proxyQueues).toHaveLength(1);
+      const q = d.proxyQueues[0]!;
+      for (let i = 0; i < q.fifo.length / PROXY_ENTRY_BYTES; i++) expect(Math.floor(decodeAddress(decodeProxyEntry(q.fifo, i).sema).device / 16)).not.toBe(Math.floor(d.device / 16));
+    }
+    const r = simulate(trn1, image, { storePayload: false });
+    expect(r.hang).toBeUndefined();
+    for (const l of r.links.filter((x) => x.name.startsWith("link") && x.bytes > 0)) {
+      const [a, b] = l.name.slice(5).split("->").map(Number);
+      expect(Math.floor(a! / 16)).toBe(Math.floor(b! / 16));
+    }
   });
 
   it("a permute-reduce inside a node checks when its source's ring channel has a network hop's credits", () => {
