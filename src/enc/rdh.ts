@@ -46,6 +46,13 @@ export function log2Exact(n: number): number | undefined {
   return Number.isInteger(l) ? l : undefined;
 }
 
+/** `x` with its low `bits` bits in reverse order. */
+export function bitReverse(x: number, bits: number): number {
+  let r = 0;
+  for (let b = 0; b < bits; b++) if ((x >> b) & 1) r |= 1 << (bits - 1 - b);
+  return r;
+}
+
 /** Semaphores an RDH program of n ranks needs after its first step semaphore. */
 export function rdhStepSemas(n: number): number {
   return 2 * (log2Exact(n) ?? 0);
@@ -62,7 +69,15 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   const n = ranks.length;
   const L = log2Exact(n);
   if (L === undefined) throw new CompileError("CMP1203", `algorithm ${ctx.name ?? '5 INTRA_RDH ("RDH")'} with ${n} ranks (not a power of two) is not supported yet`, { path, value: n });
-  const i = me.groupRank;
+  // All-reduce runs in bit-reversed rank order: its halving starts with partner i XOR 1 (the
+  // largest exchange between the nearest ranks, e.g. cores of one chip) and its doubling ends
+  // there — intra-chip reduction first, chip axes, intra-chip broadcast last (hardware-facts
+  // §7.1). Which rank holds which block in between does not matter to an all-reduce; a
+  // reduce-scatter's or all-gather's blocks are fixed, so they keep the plain order.
+  const reversed = opType === EncOpType.ALLREDUCE;
+  const rev = (x: number): number => (reversed ? bitReverse(x, L) : x);
+  const at = (v: number): RdhRank => ranks[rev(v)]!;
+  const i = rev(me.groupRank);
   const esize = dtypeSize(op.dtype);
   const E = prog.dma.foldN;
   const dma = prog.dma;
@@ -79,7 +94,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
 
   prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
   [...Array(L).keys()].forEach((k) => {
-    const p = ranks[i ^ (1 << k)]!;
+    const p = at(i ^ (1 << k));
     peer.signal(k % E, p.device, inc(p, p.handshake));
   });
   peer.flush();
@@ -99,7 +114,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
     let hi = n;
     for (let k = 0; k < L; k++) {
       const bit = 1 << (L - 1 - k);
-      const partner = ranks[i ^ bit]!;
+      const partner = at(i ^ bit);
       const mid = (lo + hi) / 2;
       const [keepLo, keepHi, sendLo, sendHi] = i & bit ? [mid, hi, lo, mid] : [lo, mid, mid, hi];
       const src = k === 0 ? me.input : W;
@@ -128,7 +143,7 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   }
   // Recursive doubling: send the span held so far to the partner, doubling it each step.
   for (let k = 0; k < L; k++) {
-    const partner = ranks[i ^ (1 << k)]!;
+    const partner = at(i ^ (1 << k));
     const lo = (i >> k) << k;
     const hi = Math.min(lo + (1 << k), n);
     const sema = me.stepSema + L + k;

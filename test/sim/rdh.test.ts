@@ -8,6 +8,9 @@ import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
 import { expectRunChecks, scenario, trn1 } from "../helpers.ts";
+import { bitReverse } from "../../src/enc/rdh.ts";
+import { DESC_BYTES, decodeRx } from "../../src/encd/udma.ts";
+import { decodeAddress } from "../../src/encd/address.ts";
 
 const base = loadDevice("ideal-mesh");
 const spec = { ...base, collectives: { ...base.collectives, supportedAlgorithms: [EncAlgType.RING, EncAlgType.MESH, EncAlgType.INTRA_RDH] } };
@@ -53,5 +56,21 @@ describe("RDH on trn1", () => {
       ),
       { numRuns: 40, seed: 11 },
     );
+  });
+  it("all-reduce halves with the nearest partner first (i XOR 1), reduce-scatter with the farthest (i XOR n/2)", () => {
+    // The first payload write of rank 0's mesh program after the handshakes names the step-0 partner.
+    const firstPartner = (op: OpName) => {
+      const { image } = compileProgram(scenario({ ranks: 8, algorithm: "auto", allowedAlgorithms: RDH, channels: 2, check: "none", ops: [{ op, bytes: 8 << 12, dtype: "fp32", reduce: "sum" }] }), trn1, [0]);
+      const q = image.devices[0]!.queues.find((x) => x.engine === 4 && x.queue === trn1.dma.collectiveQueue)!;
+      for (let o = 0; o < q.rx.length; o += DESC_BYTES) {
+        const r = decodeRx(q.rx, o);
+        if (r.length > 4) return decodeAddress(r.dst).device;
+      }
+      return -1;
+    };
+    expect(firstPartner("all-reduce")).toBe(1);
+    expect(firstPartner("reduce-scatter")).toBe(4);
+    expect(bitReverse(0b0011, 4)).toBe(0b1100);
+    expect(bitReverse(0b1010, 4)).toBe(0b0101);
   });
 });
