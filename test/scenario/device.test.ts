@@ -47,8 +47,8 @@ describe("presets beyond trn1", () => {
     const t4 = d0.topsps.find((t) => t.index === 4)!;
     const cfg = decodeChannelConfig(t4.ringConfig, 0);
     expect(decodeAddress(cfg.bcastM2sTail)).toMatchObject({ kind: "doorbell", seng: 1 });
-    expect(cfg.bcastMask).toBe(0b11);
-    expect(d0.queues.map((q) => q.engine).filter((e) => e >= 32 && e < 64)).toEqual([32, 33, 34, 35]);
+    expect(cfg.bcastMask).toBe(0b1111);
+    expect(d0.queues.map((q) => q.engine).filter((e) => e >= 32 && e < 64)).toEqual([32, 33, 34, 35, 36, 37, 38, 39]);
     expect(() => compileProgram(scenario({ instance: "trn2", ranks: 10, ranksPerDevice: 5, ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn2, [0])).toThrow(/4 rank\(s\) at logical core size 2/);
   });
 
