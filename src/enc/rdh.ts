@@ -69,11 +69,13 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   const n = ranks.length;
   const L = log2Exact(n);
   if (L === undefined) throw new CompileError("CMP1203", `algorithm ${ctx.name ?? '5 INTRA_RDH ("RDH")'} with ${n} ranks (not a power of two) is not supported yet`, { path, value: n });
+  const lg = L;
   // All-reduce runs in bit-reversed rank order: its halving starts with partner i XOR 1 (the
   // largest exchange between the nearest ranks, e.g. cores of one chip) and its doubling ends
   // there — intra-chip reduction first, chip axes, intra-chip broadcast last (hardware-facts
-  // §7.1). Which rank holds which block in between does not matter to an all-reduce; a
-  // reduce-scatter's or all-gather's blocks are fixed, so they keep the plain order.
+  // §7.1). Which rank holds which block in between does not matter to an all-reduce, so it keeps
+  // contiguous spans; a reduce-scatter's or all-gather's blocks are fixed, so they take the same
+  // partner order over strided block sets (nearFirstHalving, farFirstDoubling).
   const reversed = opType === EncOpType.ALLREDUCE;
   const rev = (x: number): number => (reversed ? bitReverse(x, L) : x);
   const at = (v: number): RdhRank => ranks[rev(v)]!;
@@ -107,6 +109,11 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
   const cce = REDUCE_TO_CCE[op.reduce];
   const sdma = SDMA_DTYPE[op.dtype];
 
+  if (rsIn) {
+    nearFirstHalving();
+    finish();
+    return;
+  }
   if (opType !== EncOpType.ALLGATHER) {
     // Recursive halving: keep the half holding block i, send the other half to the partner, then
     // reduce the partner's copy of the kept half into the working copy (the output at the last step).
@@ -133,13 +140,12 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
       lo = keepLo;
       hi = keepHi;
     }
-    if (rsIn) {
-      finish();
-      return;
-    }
   } else {
     // All-gather: the own block into place (engine 0); sends read it from the input.
     dma.copyOn(0, me.input, me.output + off(i), blockBytes);
+    farFirstDoubling();
+    finish();
+    return;
   }
   // Recursive doubling: send the span held so far to the partner, doubling it each step.
   for (let k = 0; k < L; k++) {
@@ -147,21 +153,65 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
     const lo = (i >> k) << k;
     const hi = Math.min(lo + (1 << k), n);
     const sema = me.stepSema + L + k;
-    // The own block comes from the input when the op is an all-gather (no wait on the local copy).
-    const pieces = opType === EncOpType.ALLGATHER ? [{ from: lo, to: i, base: me.output }, { from: i, to: i + 1, base: me.input - off(i) }, { from: i + 1, to: hi, base: me.output }] : [{ from: lo, to: hi, base: me.output }];
-    let f0 = 0;
-    for (const piece of pieces) {
-      const bytes = off(piece.to) - off(piece.from);
-      if (bytes <= 0) continue;
-      splitWhole(bytes, esize, E).forEach((x, f) => peer.copy((f + f0) % E, partner.device, piece.base + off(piece.from) + x.off, partner.output + off(piece.from) + x.off, x.len));
-      f0++;
-    }
+    splitWhole(off(hi) - off(lo), esize, E).forEach((x, f) => peer.copy(f, partner.device, me.output + off(lo) + x.off, partner.output + off(lo) + x.off, x.len));
     for (let f = 0; f < E; f++) peer.signal(f, partner.device, inc(partner, sema));
     peer.flush();
     event(MeshEventType.RD_STEP_0 + k);
     wait = { sema: read(sema), value: E };
   }
   finish();
+
+  /**
+   * Reduce-scatter, nearest partner first (intra-chip reduction before the chip axes): step k
+   * exchanges with i XOR 2^k the held blocks whose bit k differs from i's — a strided set, sent
+   * block by block into the partner's landing slot k in block order — and reduces the others
+   * with what the partner sent; after lg n steps the rank holds block i.
+   */
+  function nearFirstHalving(): void {
+    let held = [...Array(n).keys()];
+    for (let k = 0; k < lg; k++) {
+      const bit = 1 << k;
+      const partner = ranks[i ^ bit]!;
+      const send = held.filter((b) => (b & bit) !== (i & bit));
+      const keep = held.filter((b) => (b & bit) === (i & bit));
+      const src = k === 0 ? me.input : W;
+      send.forEach((b, j) => splitWhole(blockBytes, esize, E).forEach((x, f) => peer.copy(f, partner.device, src + off(b) + x.off, slot(partner, k) + j * blockBytes + x.off, x.len)));
+      for (let f = 0; f < E; f++) peer.signal(f, partner.device, inc(partner, me.stepSema + k));
+      peer.flush();
+      event(MeshEventType.RH_STEP_0 + k);
+      wait = { sema: read(me.stepSema + k), value: E };
+      const last = k === lg - 1;
+      keep.forEach((b, j) =>
+        splitWhole(blockBytes, esize, E).forEach((x, f) => dma.reduceOn(f, [src + off(b) + x.off, slot(me, k) + j * blockBytes + x.off], (last ? me.output : W + off(b)) + x.off, x.len, cce, sdma, ctx.reduceSliceBytes)),
+      );
+      for (let f = 0; f < E; f++) dma.semaIncOn(f, semaAddr(me.device, me.topsp, me.local, "inc"));
+      event(MeshEventType.REDUCE_WRITE);
+      wait = { sema: read(me.local), value: E };
+      held = keep;
+    }
+  }
+
+  /**
+   * All-gather, farthest partner first (chip axes, then the intra-chip broadcast): step k sends
+   * every held block to i XOR 2^(L-1-k), straight into its output (the own block from the input).
+   */
+  function farFirstDoubling(): void {
+    let held = [i];
+    for (let k = 0; k < lg; k++) {
+      const bit = 1 << (lg - 1 - k);
+      const partner = ranks[i ^ bit]!;
+      const sema = me.stepSema + lg + k;
+      held.forEach((b, j) => {
+        const base = b === i ? me.input - off(i) : me.output;
+        splitWhole(off(b + 1) - off(b), esize, E).forEach((x, f) => peer.copy((f + j) % E, partner.device, base + off(b) + x.off, partner.output + off(b) + x.off, x.len));
+      });
+      for (let f = 0; f < E; f++) peer.signal(f, partner.device, inc(partner, sema));
+      peer.flush();
+      event(MeshEventType.RD_STEP_0 + k);
+      wait = { sema: read(sema), value: E };
+      held = [...held, ...held.map((b) => b ^ bit)].sort((a, b) => a - b);
+    }
+  }
 
   function finish(): void {
     for (let f = 0; f < E; f++) dma.semaIncOn(f, semaAddr(me.device, me.topsp, me.compl, "inc"));

@@ -57,19 +57,20 @@ describe("RDH on trn1", () => {
       { numRuns: 40, seed: 11 },
     );
   });
-  it("all-reduce halves with the nearest partner first (i XOR 1), reduce-scatter with the farthest (i XOR n/2)", () => {
-    // The first payload write of rank 0's mesh program after the handshakes names the step-0 partner.
+  it("halving starts with the nearest partner (i XOR 1), an all-gather's doubling with the farthest (i XOR n/2)", () => {
+    // The first payload write of rank 0's mesh program to another device names the step-0 partner.
     const firstPartner = (op: OpName) => {
       const { image } = compileProgram(scenario({ ranks: 8, algorithm: "auto", allowedAlgorithms: RDH, channels: 2, check: "none", ops: [{ op, bytes: 8 << 12, dtype: "fp32", reduce: "sum" }] }), trn1, [0]);
       const q = image.devices[0]!.queues.find((x) => x.engine === 4 && x.queue === trn1.dma.collectiveQueue)!;
       for (let o = 0; o < q.rx.length; o += DESC_BYTES) {
         const r = decodeRx(q.rx, o);
-        if (r.length > 4) return decodeAddress(r.dst).device;
+        if (r.length > 4 && decodeAddress(r.dst).device !== 0) return decodeAddress(r.dst).device;
       }
       return -1;
     };
     expect(firstPartner("all-reduce")).toBe(1);
-    expect(firstPartner("reduce-scatter")).toBe(4);
+    expect(firstPartner("reduce-scatter")).toBe(1);
+    expect(firstPartner("all-gather")).toBe(4);
     expect(bitReverse(0b0011, 4)).toBe(0b1100);
     expect(bitReverse(0b1010, 4)).toBe(0b0101);
   });
