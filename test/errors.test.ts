@@ -100,7 +100,8 @@ describe("composer errors", () => {
     ["CMP1301", compile({ instance: "ideal", ranks: 4, nodes: 2, ops: op }, ideal)],
     // Hierarchical: 4 ranks on 2 nodes; 4100 B of fp32 does not split in 2; all-gather needs position-major order.
     ["CMP1309", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], ops: [{ op: "all-reduce", bytes: 4100, dtype: "fp32", reduce: "sum" }] })],
-    ["CMP1309", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
+    // Neither node by node nor position by position.
+    ["CMP1309", compile({ ranks: 8, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, replicaGroups: [[0, 1, 4, 5, 2, 3, 6, 7]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
     ["CMP1309", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring", slices: 2 }, replicaGroups: [[0, 2, 1, 3]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
     ["CMP1310", compile({ ranks: 8, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "intra-rdh", inter: "ring", slices: 2 }, ops: [{ op: "all-reduce", bytes: 1 << 16, dtype: "fp32", reduce: "sum" }] })],
     // The inter all-gather list (mesh, inter RDH) has nothing for 2 nodes of 2 ranks at 1 MiB.

@@ -520,7 +520,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       const outShare = (rank: number) => bufferBytes(op, opType, groups[info[rank]!.group]!.length, info[rank]!.groupRank).outBytes / k;
       const scratch = new Map<string, number>();
       const out = (s: number, j: number, rank: number): number => {
-        if (s === n - 1) return io.get(rank)!.output + j * outShare(rank);
+        if (s === n - 1) return opOut(rank) + j * outShare(rank);
         const key = `${s}/${j}/${rank}`;
         let a = scratch.get(key);
         if (a === undefined) {
@@ -529,10 +529,31 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         }
         return a;
       };
-      const inp = (s: number, j: number, rank: number): number => (s === 0 ? io.get(rank)!.input + j * inShare(rank) : out(s - 1, j, rank));
+      // A local block transpose before the first stage or after the last (node-by-node groups).
+      const tr = plan.transpose;
+      const trBuf = new Map<number, number>();
+      if (tr) for (let rank = 0; rank < scn.ranks; rank++) trBuf.set(rank, builder.allocHbm(info[rank]!.device, tr.at === "first" ? inShare(rank) : outShare(rank)));
+      const opIn = (rank: number) => (tr?.at === "first" ? trBuf.get(rank)! : io.get(rank)!.input);
+      const opOut = (rank: number) => (tr?.at === "last" ? trBuf.get(rank)! : io.get(rank)!.output);
+      const transposeStep = (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): void => {
+        builder.beginOp();
+        for (let rank = 0; rank < scn.ranks; rank++) {
+          const ch = chan(hierComms!.intra, rank, 0);
+          const b = bytes(rank) / (tr!.rows * tr!.cols);
+          for (let r = 0; r < tr!.rows; r++) for (let c = 0; c < tr!.cols; c++) ch.copy(from(rank) + (r * tr!.cols + c) * b, to(rank) + (c * tr!.rows + r) * b, b, esize);
+          ch.markStep(0);
+          ch.markEnd();
+        }
+        took = builder.endOp(report);
+      };
       took = [];
+      if (tr?.at === "first") {
+        transposeStep((rank) => io.get(rank)!.input, opIn, inShare, false);
+        barrier(took);
+      }
+      const inp = (s: number, j: number, rank: number): number => (s === 0 ? opIn(rank) + j * inShare(rank) : out(s - 1, j, rank));
       for (let t = 0; t < k + n - 1; t++) {
-        const last = t === k + n - 2;
+        const last = t === k + n - 2 && tr?.at !== "last";
         builder.beginOp();
         plan.stages.forEach((st, s) => {
           const j = t - s;
@@ -543,6 +564,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         // Ranks meet before the next step reads this one's outputs.
         if (!last) barrier(took);
       }
+      if (tr?.at === "last") transposeStep(opOut, (rank) => io.get(rank)!.output, outShare, true);
       selections = plan.log;
     } else {
       builder.beginOp();

@@ -56,6 +56,11 @@ export interface HierPlan {
   readonly outBytes: readonly number[];
   /** Pipeline slices: step t runs stage s of slice t - s, every stage on its own channel set. */
   readonly slices: number;
+  /**
+   * A local block transpose (rows x cols blocks to cols x rows) before the first stage or after
+   * the last, for node-by-node groups of a reduce-scatter / all-gather.
+   */
+  readonly transpose?: { readonly at: "first" | "last"; readonly rows: number; readonly cols: number };
   /** The runtime's selection line. */
   readonly log: string;
 }
@@ -98,18 +103,21 @@ export function hierStages(
   if (opType === EncOpType.ALLREDUCE && op.bytes % (slices * localN * esize) !== 0) {
     throw new CompileError("CMP1309", `a hierarchical all-reduce of ${op.bytes} bytes does not split into ${slices > 1 ? `${slices} slices of ` : ""}${localN} whole ${op.dtype} blocks (one per rank of a node)`, { path: `${path}.bytes`, value: op.bytes });
   }
+  // Reduce-scatter and all-gather blocks stay contiguous at both levels when group rank g is
+  // (position on its node) * nodes + node. Node by node (g = node * ranks per node + position),
+  // the op's N x L blocks are transposed locally first (reduce-scatter) or last (all-gather).
+  let transpose: HierPlan["transpose"];
   if (opType !== EncOpType.ALLREDUCE) {
-    // Blocks stay contiguous at both levels only if group rank g is (position on its node) * nodes + node.
-    scn.replicaGroups.forEach((g, gi) => {
-      const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
-      const bad = g.findIndex((r, p) => info[r]!.node !== nodes[p % nodes.length]);
-      if (bad >= 0) {
-        throw new CompileError("CMP1309", `a hierarchical ${op.op} needs replica group ${gi} ordered node by node within each position (group rank p on node p mod ${nodes.length}); rank ${g[bad]} at position ${bad} is on node ${info[g[bad]!]!.node}`, {
-          path: `replicaGroups[${gi}][${bad}]`,
-          value: g[bad],
-        });
-      }
-    });
+    const order = (pick: (p: number, nodes: readonly number[]) => number | undefined) =>
+      scn.replicaGroups.every((g) => {
+        const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
+        return g.every((r, p) => info[r]!.node === pick(p, nodes));
+      });
+    if (order((p, nodes) => nodes[p % nodes.length])) transpose = undefined;
+    else if (order((p, nodes) => nodes[Math.floor(p / localN)])) transpose = opType === EncOpType.REDUCE_SCATTER ? { at: "first", rows: nodeN, cols: localN } : { at: "last", rows: localN, cols: nodeN };
+    else {
+      throw new CompileError("CMP1309", `a hierarchical ${op.op} needs each replica group ordered node by node (group rank p on node p / ${localN}) or position by position (on node p mod ${nodeN})`, { path: "replicaGroups", value: scn.replicaGroups.map((g) => g.length) });
+    }
   }
   const stage = (level: "intra" | "inter", name: OpName, bytes: number, list: readonly EncAlgType[], comm = comms[level]) => {
     const stageType = OP_TYPE[name]!;
@@ -150,5 +158,5 @@ export function hierStages(
     // The same dispatch a flat op goes through (refuses what this build does not compose).
     dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`);
   });
-  return { stages, outBytes, slices, log };
+  return { stages, outBytes, slices, log, ...(transpose ? { transpose } : {}) };
 }

@@ -29,7 +29,8 @@ describe("hierarchical on two trn1 nodes", () => {
         fc.integer({ min: 1, max: 2 }),
         fc.constantFrom("ring", "kangaring", "mesh", "intra-rdh") as fc.Arbitrary<HierChoice["intra"]>,
         fc.boolean(),
-        (rpd, perNode, op, dtype, elems, channels, intra, scr) => {
+        fc.boolean(),
+        (rpd, perNode, op, dtype, elems, channels, intra, scr, nodeMajor) => {
           const inter = scr && op === "all-reduce" ? "single-cycle-ring" : "ring";
           const ranks = 2 * perNode;
           const scn = scenario({
@@ -41,13 +42,14 @@ describe("hierarchical on two trn1 nodes", () => {
             algorithm: "hier",
             allowedAlgorithms: [EncAlgType.HIER],
             hierarchical: { intra, inter },
-            replicaGroups: [positionMajor(2, perNode)],
+            // Node by node (the default order) needs the local block transpose for RS / AG.
+            replicaGroups: [nodeMajor ? [...Array(ranks).keys()] : positionMajor(2, perNode)],
             ops: [{ op, bytes: elems * ranks * dtypeSize(dtype), dtype, reduce: "sum" }],
           });
           expectRunChecks(scn, trn1);
         },
       ),
-      { numRuns: 16, seed: 5 },
+      { numRuns: 20, seed: 5 },
     );
   });
 
@@ -81,6 +83,19 @@ describe("hierarchical on two trn1 nodes", () => {
     const text = explainText(scn, out.explain);
     expect(text).toContain("  hierarchical stages: intra reduce-scatter on ring -> inter all-reduce on ring -> intra all-gather on ring\n");
     expect(text).toContain("    Hier algorithm selections - alg_intra_allg 0 alg_intra_redsct 0 alg_inter_allr 0 alg_inter_allg 11 alg_inter_redsct 11\n");
+  });
+
+  it("node-by-node groups: reduce-scatter transposes its blocks locally first, all-gather last", () => {
+    for (const op of ["reduce-scatter", "all-gather"] as const) {
+      const scn = scenario({ ranks: 8, nodes: 2, channels: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, ops: [{ op, bytes: 8 * 1000 * 4, dtype: "fp32", reduce: "sum" }] });
+      expectRunChecks(scn, trn1, "hier(ring,ring)");
+      const { image } = compileProgram(scn, trn1, [0]);
+      const t0 = image.devices[0]!.topsps[0]!;
+      expect(t0.opNum).toBe(3);
+      // The transpose runs on the intra set's channel 0 (abs_id 2) alone.
+      const lists = [0, 1, 2].map((i) => decodeSpadCtrlEntry(t0.ctrlSpad, i * 8).channelList);
+      expect(op === "reduce-scatter" ? lists[0] : lists[2]).toBe(1 << 2);
+    }
   });
 
   it("only the last stage reports; a barrier closes each earlier stage", () => {
