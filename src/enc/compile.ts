@@ -486,6 +486,70 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   };
   const stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
 
+  /**
+   * A hierarchical op: step t runs stage s on slice t - s (one slice: the stages one after
+   * another), each step one builder op closed by a device barrier; only the last step reports.
+   */
+  const composeHier = (op: OpSpec, opType: EncOpType, operation: EncOperation, io: ReadonlyMap<number, { input: number; output: number }>, path: string) => {
+    const esize = dtypeSize(op.dtype);
+    let took: { device: number; topsp: number }[] = [];
+    const plan = hierStages(scn, spec, hierComms!, info, op, opType, channels, chunkBytes, path);
+    // Step t runs stage s on slice t - s (one slice: the stages one after another); stage s reads
+    // what stage s - 1 wrote for that slice, through a scratch buffer per rank. The op's input and
+    // output are cut into contiguous slices.
+    const k = plan.slices;
+    const n = plan.stages.length;
+    const inShare = (rank: number) => bufferBytes(op, opType, groups[info[rank]!.group]!.length, info[rank]!.groupRank).inBytes / k;
+    const outShare = (rank: number) => bufferBytes(op, opType, groups[info[rank]!.group]!.length, info[rank]!.groupRank).outBytes / k;
+    const scratch = new Map<string, number>();
+    const out = (s: number, j: number, rank: number): number => {
+      if (s === n - 1) return opOut(rank) + j * outShare(rank);
+      const key = `${s}/${j}/${rank}`;
+      let a = scratch.get(key);
+      if (a === undefined) {
+        a = builder.allocHbm(info[rank]!.device, plan.outBytes[s]!);
+        scratch.set(key, a);
+      }
+      return a;
+    };
+    // A local block transpose before the first stage or after the last (node-by-node groups).
+    const tr = plan.transpose;
+    const trBuf = new Map<number, number>();
+    if (tr) for (let rank = 0; rank < scn.ranks; rank++) trBuf.set(rank, builder.allocHbm(info[rank]!.device, tr.at === "first" ? inShare(rank) : outShare(rank)));
+    const opIn = (rank: number) => (tr?.at === "first" ? trBuf.get(rank)! : io.get(rank)!.input);
+    const opOut = (rank: number) => (tr?.at === "last" ? trBuf.get(rank)! : io.get(rank)!.output);
+    const transposeStep = (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): void => {
+      builder.beginOp();
+      for (let rank = 0; rank < scn.ranks; rank++) {
+        const ch = chan(hierComms!.intra, rank, 0);
+        const b = bytes(rank) / (tr!.rows * tr!.cols);
+        for (let r = 0; r < tr!.rows; r++) for (let c = 0; c < tr!.cols; c++) ch.copy(from(rank) + (r * tr!.cols + c) * b, to(rank) + (c * tr!.rows + r) * b, b, esize);
+        ch.markStep(0);
+        ch.markEnd();
+      }
+      took = builder.endOp(report);
+    };
+    if (tr?.at === "first") {
+      transposeStep((rank) => io.get(rank)!.input, opIn, inShare, false);
+      barrier(took);
+    }
+    const inp = (s: number, j: number, rank: number): number => (s === 0 ? opIn(rank) + j * inShare(rank) : out(s - 1, j, rank));
+    for (let t = 0; t < k + n - 1; t++) {
+      const last = t === k + n - 2 && tr?.at !== "last";
+      builder.beginOp();
+      plan.stages.forEach((st, s) => {
+        const j = t - s;
+        if (j < 0 || j >= k) return;
+        runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inp(s, j, rank), output: out(s, j, rank) }), k > 1 ? `${path}.slice${j}.stage${s}` : `${path}.stage${s}`);
+      });
+      took = builder.endOp(last);
+      // Ranks meet before the next step reads this one's outputs.
+      if (!last) barrier(took);
+    }
+    if (tr?.at === "last") transposeStep(opOut, (rank) => io.get(rank)!.output, outShare, true);
+    return { stages: plan.stages.map((s): StageRecord => ({ level: s.level, op: s.op.op, alg: s.alg })), selections: plan.log, took };
+  };
+
   const warnings = [...posted.warnings];
   const ops: OpLayout[] = [];
   for (const index of opIndices) {
@@ -509,63 +573,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     let selections: string | undefined;
     let took: { device: number; topsp: number }[];
     if (algorithm === EncAlgType.HIER) {
-      const plan = hierStages(scn, spec, hierComms!, info, op, opType, channels, chunkBytes, path);
-      stages = plan.stages.map((s) => ({ level: s.level, op: s.op.op, alg: s.alg }));
-      // Step t runs stage s on slice t - s (one slice: the stages one after another); stage s reads
-      // what stage s - 1 wrote for that slice, through a scratch buffer per rank. The op's input and
-      // output are cut into contiguous slices.
-      const k = plan.slices;
-      const n = plan.stages.length;
-      const inShare = (rank: number) => bufferBytes(op, opType, groups[info[rank]!.group]!.length, info[rank]!.groupRank).inBytes / k;
-      const outShare = (rank: number) => bufferBytes(op, opType, groups[info[rank]!.group]!.length, info[rank]!.groupRank).outBytes / k;
-      const scratch = new Map<string, number>();
-      const out = (s: number, j: number, rank: number): number => {
-        if (s === n - 1) return opOut(rank) + j * outShare(rank);
-        const key = `${s}/${j}/${rank}`;
-        let a = scratch.get(key);
-        if (a === undefined) {
-          a = builder.allocHbm(info[rank]!.device, plan.outBytes[s]!);
-          scratch.set(key, a);
-        }
-        return a;
-      };
-      // A local block transpose before the first stage or after the last (node-by-node groups).
-      const tr = plan.transpose;
-      const trBuf = new Map<number, number>();
-      if (tr) for (let rank = 0; rank < scn.ranks; rank++) trBuf.set(rank, builder.allocHbm(info[rank]!.device, tr.at === "first" ? inShare(rank) : outShare(rank)));
-      const opIn = (rank: number) => (tr?.at === "first" ? trBuf.get(rank)! : io.get(rank)!.input);
-      const opOut = (rank: number) => (tr?.at === "last" ? trBuf.get(rank)! : io.get(rank)!.output);
-      const transposeStep = (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): void => {
-        builder.beginOp();
-        for (let rank = 0; rank < scn.ranks; rank++) {
-          const ch = chan(hierComms!.intra, rank, 0);
-          const b = bytes(rank) / (tr!.rows * tr!.cols);
-          for (let r = 0; r < tr!.rows; r++) for (let c = 0; c < tr!.cols; c++) ch.copy(from(rank) + (r * tr!.cols + c) * b, to(rank) + (c * tr!.rows + r) * b, b, esize);
-          ch.markStep(0);
-          ch.markEnd();
-        }
-        took = builder.endOp(report);
-      };
-      took = [];
-      if (tr?.at === "first") {
-        transposeStep((rank) => io.get(rank)!.input, opIn, inShare, false);
-        barrier(took);
-      }
-      const inp = (s: number, j: number, rank: number): number => (s === 0 ? opIn(rank) + j * inShare(rank) : out(s - 1, j, rank));
-      for (let t = 0; t < k + n - 1; t++) {
-        const last = t === k + n - 2 && tr?.at !== "last";
-        builder.beginOp();
-        plan.stages.forEach((st, s) => {
-          const j = t - s;
-          if (j < 0 || j >= k) return;
-          runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inp(s, j, rank), output: out(s, j, rank) }), k > 1 ? `${path}.slice${j}.stage${s}` : `${path}.stage${s}`);
-        });
-        took = builder.endOp(last);
-        // Ranks meet before the next step reads this one's outputs.
-        if (!last) barrier(took);
-      }
-      if (tr?.at === "last") transposeStep(opOut, (rank) => io.get(rank)!.output, outShare, true);
-      selections = plan.log;
+      ({ stages, selections, took } = composeHier(op, opType, operation, io, path));
     } else {
       builder.beginOp();
       runStage({ comm: main, op, opType, alg: algorithm, count, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => io.get(rank)!, path, algorithm === EncAlgType.KANGARING ? undefined : plans);
