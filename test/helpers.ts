@@ -1,10 +1,12 @@
 // Shared test helpers: scenarios built in code, device presets from devices/.
-import type { HierChoice, OpSpec, Scenario } from "../src/ir/spec.ts";
+import type { HierChoice, OpName, OpSpec, Scenario } from "../src/ir/spec.ts";
 import type { DeviceSpec } from "../src/ir/spec.ts";
 import { loadDevice } from "../src/cli/load.ts";
 import { runScenario } from "../src/cli/pipeline.ts";
 import { expect } from "vitest";
 import pino from "pino";
+import fc from "fast-check";
+import { DTYPES } from "../src/ir/dtypes.ts";
 
 export type LooseOp = Omit<OpSpec, "stream" | "priorityClass"> & Partial<Pick<OpSpec, "stream" | "priorityClass">>;
 
@@ -46,3 +48,7 @@ export function expectRunChecks(scn: Scenario, spec: DeviceSpec, algorithm?: str
     expect(o.mismatch).toBeUndefined();
   }
 }
+
+/** Property-test arbitraries: the three collectives, and every dtype. */
+export const collectiveOp = fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>;
+export const anyDtype = fc.constantFrom(...DTYPES);

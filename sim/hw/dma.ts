@@ -179,9 +179,13 @@ export class DmaEngine {
     let data: Uint8Array | undefined;
     if (!dropped) {
       if (p.op !== undefined) {
-        const result = cceReduce(p.op, p.dtype, p.srcs.map((s, i) => host.read(this.device, offs[i]!, s.len)));
-        data = new Uint8Array(p.bytes);
-        for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
+        data = cceReduce(p.op, p.dtype, p.srcs.map((s, i) => host.read(this.device, offs[i]!, s.len)));
+        // Replication: the one result lands at every destination.
+        if (data.length < p.bytes) {
+          const result = data;
+          data = new Uint8Array(p.bytes);
+          for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
+        }
       } else {
         data = new Uint8Array(p.bytes);
         let o = 0;

@@ -64,6 +64,8 @@ export class Topsp {
   readonly semas: SemaphoreBlock;
   readonly core: Resource;
   readonly entries: DecodedSpadCtrlEntry[];
+  /** The device barrier after each entry (decoded once, like the entries). */
+  private readonly barriers: BarrierConfig[];
   readonly channels = new Map<number, ChannelRun>();
   /** Index of the op entry being run; entries.length when done. */
   current = -1;
@@ -98,6 +100,7 @@ export class Topsp {
     if (image.barrierConfig.length !== image.opNum * BARRIER_CONFIG_BYTES) {
       throw new SimError("SIM1415", `dev${device} topsp${image.index}: barrier configs hold ${image.barrierConfig.length} bytes for op_num ${image.opNum} (${BARRIER_CONFIG_BYTES} each)`, { value: image.barrierConfig.length });
     }
+    this.barriers = Array.from({ length: image.opNum }, (_, i) => decodeBarrierConfig(image.barrierConfig, i));
   }
 
   get name(): string {
@@ -292,7 +295,7 @@ export class Topsp {
       if (e.triggerNext && i + 1 < this.entries.length) this.fetch(i + 1);
       else this.current = this.entries.length;
     };
-    const barrier = decodeBarrierConfig(this.image.barrierConfig, i);
+    const barrier = this.barriers[i]!;
     if (barrier.execute) this.barrierStep(barrier, 0, next);
     else next();
   }

@@ -10,7 +10,7 @@ import { MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
-import { checkSignatures, postOperations, type EncOperation, type Explanation } from "./post.ts";
+import { checkSignatures, opPlan, postOperations, type EncOperation, type Explanation } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
 import { composeChannelPermute, composeChannelRing, type NetHop, type RankBuffers } from "./ring.ts";
 import type { ProxyEntry } from "../encd/proxy.ts";
@@ -118,8 +118,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   if (refused) throw refused;
   const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
   const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, pod);
-  /** A hop between these ranks goes through the network proxies (different nodes, no pod links). */
-  const viaNetwork = (a: number, b: number) => !pod && info[a]!.node !== info[b]!.node;
+  /** Traffic between these devices goes through the network proxies (different nodes, no pod links). */
+  const crossesNetwork = (a: number, b: number) => !pod && Math.floor(a / idsPerNode) !== Math.floor(b / idsPerNode);
+  const viaNetwork = (a: number, b: number) => crossesNetwork(info[a]!.device, info[b]!.device);
 
   // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
   // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
@@ -302,7 +303,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     if (!q) {
       const ci = info[rank]!;
       const ts = meshPlace(rank).topsp;
-      q = { entries: builder.addProxyQueue(ci.device, ts, meshProxySema), trigger: semaAddr(ci.device, ts, meshProxySema, "inc"), remote: (d) => !pod && Math.floor(d / idsPerNode) !== ci.node };
+      q = { entries: builder.addProxyQueue(ci.device, ts, meshProxySema), trigger: semaAddr(ci.device, ts, meshProxySema, "inc"), remote: (d) => crossesNetwork(ci.device, d) };
       meshProxies.set(rank, q);
     }
     return q;
@@ -471,7 +472,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
 
   /** Chunk plans of a stage, per group of its comm (as postOperation plans a whole op). */
   const stagePlans = (comm: Comm, opType: EncOpType, count: number, esize: number): ChunkPlan[] =>
-    comm.groups.map((g) => planChunks(Math.max(1, opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : Math.floor(count / g.length)), chunkBytes, esize, channels));
+    comm.groups.map((g) => opPlan(opType, count, g.length, chunkBytes, esize, channels));
 
   /** Allocate a stage's buffers and compose it; `io` gives each rank's input and output. */
   const runStage = (st: Stage, io: (rank: number) => { input: number; output: number }, path: string, plans?: readonly ChunkPlan[]): void => {

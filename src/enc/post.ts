@@ -151,6 +151,12 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
   return EncAlgType.RING;
 }
 
+/** The chunk plan of an op over a group of n ranks: all-reduce blocks round up, the others split evenly. */
+export function opPlan(opType: EncOpType, count: number, n: number, chunkBytes: number, esize: number, channels: number): ChunkPlan {
+  const blockElems = opType === EncOpType.ALLREDUCE ? Math.ceil(count / n) : Math.floor(count / n);
+  return planChunks(Math.max(1, blockElems), chunkBytes, esize, channels);
+}
+
 /** Families this build composes. */
 export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.HIER, EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING, EncAlgType.SINGLE_CYCLE_RING, EncAlgType.INTER_RDH];
 
@@ -265,8 +271,7 @@ export function postOperations(inp: PostInputs): Posted {
       const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
       const alg = resolveAlgorithm(can);
       const count = op.bytes / esize;
-      const blockElems = opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : Math.floor(count / g.length);
-      const plan = planChunks(Math.max(1, blockElems), chunkBytes, esize, channels);
+      const plan = opPlan(opType, count, g.length, chunkBytes, esize, channels);
       plans.push(plan);
       const reduceSliceBytes = Math.max(32, Math.floor(Math.min(spec.dma.maxDescriptorBytes, spec.dma.cceMaxElements * esize, spec.collectives.cceReducePacketBytes[op.priorityClass]!) / 32) * 32);
       const rec: EncOperation = {

@@ -522,14 +522,11 @@ export class EncdChannel {
 
   /**
    * One read of `src`, written to every address of `dsts` (CCE replication: a one-source ADD packet
-   * per `packetBytes` with several destinations). Arch v3+ only; shared across the folds.
+   * per `packetBytes` with several destinations; ENC1610 before v3); shared across the folds.
    */
   replicate(src: number, dsts: readonly number[], bytes: number, sdmaDtype: number, esize: number, packetBytes: number): void {
-    if (this.builder.params.arch < 3) throw new EncodeError("ENC1610", "CCE replication not supported for v1/v2 archs", { path: "reduce.num_dests", value: dsts.length });
     if (dsts.length === 1) return this.copy(src, dsts[0]!, bytes, esize);
-    this.shares(bytes, esize).forEach((s, f) => {
-      if (s.len > 0) this.count(f, this.folds[f]!.addCce(SdmaCceType.ADD, sdmaDtype, [src + s.off], dsts.map((d) => d + s.off), s.len, packetBytes));
-    });
+    this.reduce([src], dsts, bytes, SdmaCceType.ADD, sdmaDtype, esize, packetBytes);
   }
 
   /** encd_dma_reduce_copy: dst = op(srcs...) element-wise over `bytes`, in CCE packets of at most `packetBytes`. */

@@ -3,12 +3,12 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { compileProgram } from "../../src/enc/compile.ts";
-import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import { dtypeSize } from "../../src/ir/dtypes.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import type { DeviceSpec, HierChoice, OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
-import { expectRunChecks, ideal, scenario, trn1 } from "../helpers.ts";
+import { expectRunChecks, ideal, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
 import { loadDevice } from "../../src/cli/load.ts";
 import { runScenario } from "../../src/cli/pipeline.ts";
 import { explainText } from "../../src/cli/explain.ts";
@@ -23,8 +23,8 @@ describe("hierarchical on two trn1 nodes", () => {
       fc.property(
         fc.constantFrom(1, 2),
         fc.constantFrom(4, 8),
-        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        collectiveOp,
+        anyDtype,
         fc.integer({ min: 1, max: 300 }),
         fc.integer({ min: 1, max: 2 }),
         fc.constantFrom("ring", "kangaring", "mesh", "intra-rdh") as fc.Arbitrary<HierChoice["intra"]>,
@@ -167,7 +167,7 @@ describe("pipelined hierarchical all-reduce (slices > 1)", () => {
         fc.constantFrom(2, 3, 4),
         fc.constantFrom(1, 2),
         fc.constantFrom(4, 8),
-        fc.constantFrom(...DTYPES),
+        anyDtype,
         fc.integer({ min: 1, max: 100 }),
         fc.constantFrom("ring", "kangaring") as fc.Arbitrary<HierChoice["intra"]>,
         fc.constantFrom("ring", "single-cycle-ring") as fc.Arbitrary<HierChoice["inter"]>,

@@ -4,11 +4,11 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { compileProgram, explainScenario } from "../../src/enc/compile.ts";
 import { loadDevice } from "../../src/cli/load.ts";
-import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import { dtypeSize } from "../../src/ir/dtypes.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
-import { expectRunChecks, scenario } from "../helpers.ts";
+import { expectRunChecks, scenario, anyDtype, collectiveOp } from "../helpers.ts";
 
 const net = loadDevice("ideal-net");
 const alpha = net.network!.latencyPs;
@@ -30,8 +30,8 @@ describe("inter-node RDH on the ideal network machine", () => {
     fc.assert(
       fc.property(
         fc.constantFrom(8, 16),
-        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        collectiveOp,
+        anyDtype,
         fc.integer({ min: 1, max: 300 }),
         (p, op, dtype, elems) => {
           const scn = scenario({ instance: "ideal-net", ranks: p, nodes: p, algorithm: "inter-rdh", allowedAlgorithms: [EncAlgType.INTER_RDH], ops: [{ op, bytes: elems * p * dtypeSize(dtype), dtype, reduce: "max" }] });

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import pino from "pino";
 import { runScenario } from "../../src/cli/pipeline.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
-import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import { dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { loadDevice } from "../../src/cli/load.ts";
@@ -14,7 +14,7 @@ import { DESC_BYTES, decodeTx } from "../../src/encd/udma.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeChannelConfig } from "../../src/encd/channel.ts";
 import { decodeSlotEntry, StepFlag } from "../../src/encd/slot.ts";
-import { expectRunChecks, scenario, trn1 } from "../helpers.ts";
+import { expectRunChecks, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
 
 const trn2 = loadDevice("trn2");
 
@@ -27,8 +27,8 @@ describe("kangaring on trn1", () => {
       fc.property(
         fc.constantFrom(1, 2),
         fc.boolean(),
-        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        collectiveOp,
+        anyDtype,
         fc.integer({ min: 1, max: 400 }),
         fc.integer({ min: 0, max: 31 }),
         fc.integer({ min: 1, max: 2 }),
@@ -83,8 +83,8 @@ describe("kangaring on trn2 (CCE replication: one read, a write per destination)
     fc.assert(
       fc.property(
         fc.constantFrom(2, 4),
-        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        collectiveOp,
+        anyDtype,
         fc.integer({ min: 1, max: 200 }),
         fc.integer({ min: 1, max: 2 }),
         (rpd, op, dtype, elems, channels) => {

@@ -4,12 +4,12 @@ import fc from "fast-check";
 import pino from "pino";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { runScenario } from "../../src/cli/pipeline.ts";
-import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import { dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
-import { expectRunChecks, scenario, trn1 } from "../helpers.ts";
+import { expectRunChecks, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 
 const silent = pino({ level: "silent" });
@@ -20,8 +20,8 @@ describe("two trn1 nodes", () => {
       fc.property(
         fc.constantFrom(1, 2),
         fc.constantFrom(4, 8, 16),
-        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        collectiveOp,
+        anyDtype,
         fc.integer({ min: 1, max: 500 }),
         fc.integer({ min: 1, max: 2 }),
         (rpd, ranks, op, dtype, elems, channels) => {
@@ -90,7 +90,7 @@ describe("two trn1 nodes", () => {
       fc.property(
         fc.constantFrom(2, 4, 8),
         fc.constantFrom("all-gather", "all-reduce", "reduce-scatter", "all-to-all") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        anyDtype,
         fc.integer({ min: 1, max: 200 }),
         (ranks, op, dtype, elems) => {
           const scn = scenario({ ranks, nodes: 2, channels: 2, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op, bytes: elems * ranks * dtypeSize(dtype), dtype, reduce: "sum" }] });

@@ -4,13 +4,12 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { loadDevice } from "../../src/cli/load.ts";
-import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import { dtypeSize } from "../../src/ir/dtypes.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { CompileError } from "../../src/ir/errors.ts";
-import type { OpName } from "../../src/ir/spec.ts";
 import { acrossNodes } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
-import { expectRunChecks, scenario } from "../helpers.ts";
+import { expectRunChecks, scenario, anyDtype, collectiveOp } from "../helpers.ts";
 
 const pod = loadDevice("trn2-ultraserver");
 
@@ -36,8 +35,8 @@ describe("trn2 UltraServer pod", () => {
       fc.property(
         fc.constantFrom(2, 4),
         fc.constantFrom(2, 4, 8),
-        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        collectiveOp,
+        anyDtype,
         fc.integer({ min: 1, max: 200 }),
         fc.integer({ min: 1, max: 2 }),
         (nodes, perNode, op, dtype, elems, channels) => {

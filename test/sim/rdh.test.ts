@@ -4,10 +4,10 @@ import fc from "fast-check";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { loadDevice } from "../../src/cli/load.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
-import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
+import { dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
-import { expectRunChecks, scenario, trn1 } from "../helpers.ts";
+import { expectRunChecks, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
 import { bitReverse } from "../../src/enc/rdh.ts";
 import { DESC_BYTES, decodeRx } from "../../src/encd/udma.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
@@ -44,8 +44,8 @@ describe("RDH on trn1", () => {
     fc.assert(
       fc.property(
         fc.constantFrom(2, 4, 8, 16),
-        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
-        fc.constantFrom(...DTYPES),
+        collectiveOp,
+        anyDtype,
         fc.integer({ min: 1, max: 700 }),
         fc.integer({ min: 0, max: 15 }),
         (n, op, dtype, elems, extra) => {
