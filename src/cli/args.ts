@@ -52,6 +52,10 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
     if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < lo) throw new UsageError(`${flag} must be an integer >= ${lo}, not "${v}"`);
     return Number(v);
   };
+  const oneOf = <T extends string>(v: string, flag: string, allowed: readonly T[]): T => {
+    if (!(allowed as readonly string[]).includes(v)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}, not "${v}"`);
+    return v as T;
+  };
   const size = (v: string, flag: string): number => {
     try {
       return parseSize(v, flag);
@@ -89,12 +93,9 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
       case "--devices":
         a.devices = value(i++, t);
         break;
-      case "--log-level": {
-        const v = value(i++, t);
-        if (!LEVELS.includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(", ")}, not "${v}"`);
-        a.logLevel = v;
+      case "--log-level":
+        a.logLevel = oneOf(value(i++, t), t, LEVELS);
         break;
-      }
       case "-b":
       case "--minbytes":
         min = size(value(i++, t), t);
@@ -111,19 +112,13 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
       case "--stepbytes":
         step = size(value(i++, t), t);
         break;
-      case "--op": {
-        const v = value(i++, t);
-        if (!(OP_NAMES as readonly string[]).includes(v)) throw new UsageError(`--op must be one of ${OP_NAMES.join(", ")}, not "${v}"`);
-        a.op = v as OpName;
+      case "--op":
+        a.op = oneOf(value(i++, t), t, OP_NAMES);
         break;
-      }
       case "-d":
-      case "--datatype": {
-        const v = value(i++, t);
-        if (!(DTYPES as readonly string[]).includes(v)) throw new UsageError(`${t} must be one of ${DTYPES.join(", ")}, not "${v}"`);
-        a.dtype = v as Dtype;
+      case "--datatype":
+        a.dtype = oneOf(value(i++, t), t, DTYPES);
         break;
-      }
       case "-r":
       case "--nworkers":
         a.ranks = int(value(i++, t), t, 1);
