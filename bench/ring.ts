@@ -1,6 +1,6 @@
 // npm run bench: ring8 all-reduce on trn1 at 64 MiB and 1 GiB (timing only), simulated events per wall second.
 import { compileProgram } from "../src/enc/compile.ts";
-import { loadDevice, loadScenario } from "../src/cli/load.ts";
+import { loadDevice, loadScenario } from "../src/run/load.ts";
 import { busFactor, throughput } from "../src/report/table.ts";
 import { simulate } from "../sim/index.ts";
 

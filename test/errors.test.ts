@@ -18,7 +18,7 @@ import { validateCcops } from "../src/encd/validate.ts";
 import { packMeshEvent } from "../src/encd/mesh.ts";
 import { ProgramBuilder, type ProgramImage, type ChannelPlacement } from "../src/encd/program.ts";
 import { parseDeviceSpec, parseScenario, parseJson } from "../src/scenario/index.ts";
-import { loadScenario } from "../src/cli/load.ts";
+import { loadScenario } from "../src/run/load.ts";
 import { Kernel, Prio } from "../sim/kernel/kernel.ts";
 import { cceReduce } from "../sim/hw/cce.ts";
 import { Fabric } from "../sim/hw/fabric.ts";

@@ -1,8 +1,8 @@
 // Shared test helpers: scenarios built in code, device presets from devices/.
 import type { HierChoice, OpName, OpSpec, Scenario } from "../src/ir/spec.ts";
 import type { DeviceSpec } from "../src/ir/spec.ts";
-import { loadDevice } from "../src/cli/load.ts";
-import { runScenario } from "../src/cli/pipeline.ts";
+import { loadDevice } from "../src/run/load.ts";
+import { runScenario } from "../src/run/pipeline.ts";
 import { expect } from "vitest";
 import pino from "pino";
 import fc from "fast-check";

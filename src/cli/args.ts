@@ -1,7 +1,7 @@
 // Command-line flags of `npm run sim`.
 import { DTYPES, type Dtype } from "../ir/dtypes.ts";
 import { OP_NAMES, type OpName } from "../ir/spec.ts";
-import { DEFAULT_DEVICES_DIR } from "./load.ts";
+import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { parseSize, SizeError } from "./sizes.ts";
 
 export class UsageError extends Error {}

@@ -14,7 +14,7 @@ import { decodeChannelConfig, NeighType } from "../encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../encd/slot.ts";
 import { DESC_BYTES, decodeRx, decodeTx, isCmeDesc } from "../encd/udma.ts";
 import type { ProgramImage } from "../encd/program.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "./load.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "../run/load.ts";
 import { UsageError } from "./args.ts";
 
 const HELP = `ccsim disassembler: print a program image field by field

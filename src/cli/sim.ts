@@ -10,8 +10,8 @@ import { formatJson, formatSweepTable, formatTable, nccomJson } from "../report/
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
-import { loadDevice, loadScenario } from "./load.ts";
-import { runScenario, type PipelineHooks } from "./pipeline.ts";
+import { loadDevice, loadScenario } from "../run/load.ts";
+import { runScenario, type PipelineHooks } from "../run/pipeline.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep, withRanks } from "./sweep.ts";

@@ -1,5 +1,5 @@
 // --stats: what each op did to the links, DMA engines and HBM.
-import type { OpOutcome } from "./pipeline.ts";
+import type { OpOutcome } from "../run/pipeline.ts";
 
 const pct = (busy: number, t: number): string => (t > 0 ? `${((100 * busy) / t).toFixed(1)}%` : "-");
 

@@ -2,7 +2,7 @@
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { runScenario, MAX_CHECKED_PAYLOAD, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
+import { runScenario, MAX_CHECKED_PAYLOAD, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";

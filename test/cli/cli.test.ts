@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { main, EXIT } from "../../src/cli/sim.ts";
 import { corruptFirstReduce, dropFirstRemoteSemaInc } from "../helpers-image.ts";
-import type { PipelineHooks } from "../../src/cli/pipeline.ts";
+import type { PipelineHooks } from "../../src/run/pipeline.ts";
 
 function run(args: string[], hooks: PipelineHooks = {}): { code: number; out: string; err: string } {
   let out = "";

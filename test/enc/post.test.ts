@@ -13,10 +13,10 @@ import { validateCcops, MUST_INCREMENT } from "../../src/encd/validate.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeTx, DESC_BYTES } from "../../src/encd/udma.ts";
 import { parseScenario } from "../../src/scenario/index.ts";
-import { runScenario } from "../../src/cli/pipeline.ts";
+import { runScenario } from "../../src/run/pipeline.ts";
 import { main } from "../../src/cli/sim.ts";
 import { ideal, scenario, trn1, type LooseOp } from "../helpers.ts";
-import { loadDevice } from "../../src/cli/load.ts";
+import { loadDevice } from "../../src/run/load.ts";
 
 const ctx = (over: Partial<CommContext> = {}): CommContext => ({
   commType: CommType.INTRA,

@@ -36,7 +36,7 @@ describe("device presets", () => {
 describe("presets beyond trn1", () => {
   it("trn2 at logical core size 2: a rank is two physical cores, with their TopSPs and one SENG's 32 engines", async () => {
     const { compileProgram } = await import("../../src/enc/compile.ts");
-    const { loadDevice } = await import("../../src/cli/load.ts");
+    const { loadDevice } = await import("../../src/run/load.ts");
     const { decodeChannelConfig } = await import("../../src/encd/channel.ts");
     const { decodeAddress } = await import("../../src/encd/address.ts");
     const { scenario } = await import("../helpers.ts");
@@ -54,7 +54,7 @@ describe("presets beyond trn1", () => {
 
   it("inf2-24xl is a line: the ring's closing hop is routed back through the line", async () => {
     const { compileProgram } = await import("../../src/enc/compile.ts");
-    const { loadDevice } = await import("../../src/cli/load.ts");
+    const { loadDevice } = await import("../../src/run/load.ts");
     const { Fabric } = await import("../../sim/hw/fabric.ts");
     const { scenario } = await import("../helpers.ts");
     const inf2 = loadDevice("inf2-24xl");

@@ -9,8 +9,8 @@ import type { DeviceSpec, HierChoice, OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { expectRunChecks, ideal, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
-import { loadDevice } from "../../src/cli/load.ts";
-import { runScenario } from "../../src/cli/pipeline.ts";
+import { loadDevice } from "../../src/run/load.ts";
+import { runScenario } from "../../src/run/pipeline.ts";
 import { explainText } from "../../src/cli/explain.ts";
 import pino from "pino";
 

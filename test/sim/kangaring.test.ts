@@ -3,12 +3,12 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import pino from "pino";
-import { runScenario } from "../../src/cli/pipeline.ts";
+import { runScenario } from "../../src/run/pipeline.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { compileProgram } from "../../src/enc/compile.ts";
-import { loadDevice } from "../../src/cli/load.ts";
+import { loadDevice } from "../../src/run/load.ts";
 import { simulate } from "../../sim/index.ts";
 import { DESC_BYTES, decodeTx } from "../../src/encd/udma.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { compileProgram } from "../../src/enc/compile.ts";
-import { loadDevice } from "../../src/cli/load.ts";
+import { loadDevice } from "../../src/run/load.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeMeshEvent, MeshEventType } from "../../src/encd/mesh.ts";
 import { hex } from "../../src/encd/bits.ts";

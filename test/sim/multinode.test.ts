@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import pino from "pino";
 import { compileProgram } from "../../src/enc/compile.ts";
-import { runScenario } from "../../src/cli/pipeline.ts";
+import { runScenario } from "../../src/run/pipeline.ts";
 import { dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";

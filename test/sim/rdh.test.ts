@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { compileProgram } from "../../src/enc/compile.ts";
-import { loadDevice } from "../../src/cli/load.ts";
+import { loadDevice } from "../../src/run/load.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
