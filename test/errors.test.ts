@@ -1,9 +1,9 @@
 // Every error code has a failing input here, asserted by its stable code.
 import { describe, expect, it } from "vitest";
-import { CcsimError } from "../src/ir/errors.ts";
+import { CcsimError, CompileError } from "../src/ir/errors.ts";
 import { EncOpType } from "../src/ir/enums.ts";
-import type { DeviceSpec } from "../src/ir/spec.ts";
-import { compileProgram } from "../src/enc/compile.ts";
+import type { DeviceSpec, Scenario } from "../src/ir/spec.ts";
+import { compileProgram, explainScenario } from "../src/enc/compile.ts";
 import { dispatch } from "../src/enc/post.ts";
 import { EncAlgType } from "../src/ir/enums.ts";
 import { planChunks } from "../src/enc/chunks.ts";
@@ -25,6 +25,16 @@ import { Fabric } from "../sim/hw/fabric.ts";
 import { simulate } from "../sim/index.ts";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { ideal, scenario, trn1 } from "./helpers.ts";
+
+/** The code in a gate's refusal (the composer's limit it knows), thrown as the error it stands for. */
+function refusal(gate: string, scn: Scenario, spec: DeviceSpec = trn1): () => never {
+  return () => {
+    const v = explainScenario(scn, spec)[0]!.gates.find((g) => g.gate === gate)!.verdict;
+    const m = /\[((?:CMP)\d{4})\]$/.exec(v.reason);
+    if (!v.ok && m) throw new CompileError(m[1]!, v.reason);
+    throw new Error(`the ${gate} gate admits: ${v.reason}`);
+  };
+}
 
 function code(fn: () => unknown): string {
   try {
@@ -96,17 +106,17 @@ describe("composer errors", () => {
     ["CMP1202", () => dispatch(EncOpType.BROADCAST, EncAlgType.RING, 8, "ops[0].op")],
     ["CMP1203", () => dispatch(EncOpType.ALLREDUCE, EncAlgType.BW_OPT_MESH, 8, "ops[0].op")],
     ["CMP1308", () => compileProgram(scenario({ ranks: 4, nodes: 2, ops: [{ op: "permute", bytes: 4096, dtype: "fp32", reduce: "sum", pairs: [[0, 2], [2, 0], [1, 3], [3, 1]] }] }), trn1, [0])],
-    ["CMP1307", () => compileProgram(scenario({ ranks: 16, ranksPerDevice: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.KANGARING], replicaGroups: [[0, 2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0])],
+    ["CMP1307", refusal("kangaring", scenario({ ranks: 16, ranksPerDevice: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.KANGARING], replicaGroups: [[0, 2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
     ["CMP1301", compile({ instance: "ideal", ranks: 4, nodes: 2, ops: op }, ideal)],
     // Hierarchical: 4 ranks on 2 nodes; 4100 B of fp32 does not split in 2; all-gather needs position-major order.
-    ["CMP1309", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], ops: [{ op: "all-reduce", bytes: 4100, dtype: "fp32", reduce: "sum" }] })],
+    ["CMP1309", refusal("hierarchical", scenario({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], ops: [{ op: "all-reduce", bytes: 4100, dtype: "fp32", reduce: "sum" }] }))],
     // Neither node by node nor position by position.
-    ["CMP1309", compile({ ranks: 8, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, replicaGroups: [[0, 1, 4, 5, 2, 3, 6, 7]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
-    ["CMP1309", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring", slices: 2 }, replicaGroups: [[0, 2, 1, 3]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
-    ["CMP1310", compile({ ranks: 8, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "intra-rdh", inter: "ring", slices: 2 }, ops: [{ op: "all-reduce", bytes: 1 << 16, dtype: "fp32", reduce: "sum" }] })],
+    ["CMP1309", refusal("hierarchical", scenario({ ranks: 8, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, replicaGroups: [[0, 1, 4, 5, 2, 3, 6, 7]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
+    ["CMP1309", refusal("hierarchical", scenario({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring", slices: 2 }, replicaGroups: [[0, 2, 1, 3]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
+    ["CMP1310", refusal("hierarchical", scenario({ ranks: 8, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "intra-rdh", inter: "ring", slices: 2 }, ops: [{ op: "all-reduce", bytes: 1 << 16, dtype: "fp32", reduce: "sum" }] }))],
     // The inter all-gather list (mesh, inter RDH) has nothing for 2 nodes of 2 ranks at 1 MiB.
-    ["CMP1310", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], replicaGroups: [[0, 2, 1, 3]], ops: [{ op: "all-gather", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] })],
-    ["CMP1310", compile({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], replicaGroups: [[0, 2, 1, 3]], hierarchical: { intra: "ring", inter: "single-cycle-ring" }, ops: [{ op: "reduce-scatter", bytes: 4096, dtype: "fp32", reduce: "sum" }] })],
+    ["CMP1310", refusal("hierarchical", scenario({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], replicaGroups: [[0, 2, 1, 3]], ops: [{ op: "all-gather", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] }))],
+    ["CMP1310", refusal("hierarchical", scenario({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], replicaGroups: [[0, 2, 1, 3]], hierarchical: { intra: "ring", inter: "single-cycle-ring" }, ops: [{ op: "reduce-scatter", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
     ["CMP1302", compile({ ranks: 6, ranksPerDevice: 3, ops: op })],
     ["CMP1303", compile({ ranks: 17, ops: op })],
     ["CMP1304", compile({ ranks: 2, channels: 9, ops: op })],

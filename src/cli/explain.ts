@@ -19,6 +19,7 @@ export function explainJson(explain: readonly Explanation[]): unknown[] {
     },
     gates: e.gates.map((g) => ({ gate: g.gate, feasible: g.verdict.ok, reason: g.verdict.reason })),
     resolved: e.resolved,
+    ...(e.fallback ? { fallback: e.fallback } : {}),
     metaringType: { value: e.metaringType, name: METARING_NAME[e.metaringType] },
     channels: e.channels,
     copySliceBytes: e.copySliceBytes,
@@ -42,6 +43,7 @@ export function explainText(scn: Scenario, explain: readonly Explanation[]): str
     lines.push("  enc_can_post_* gates (all six run):");
     for (const x of e.gates) lines.push(`    ${x.gate.padEnd(17)} ${x.verdict.ok ? "feasible" : "no"}: ${x.verdict.reason}`);
     lines.push(`  resolved: enc_alg_type ${e.resolved.value} "${e.resolved.name}", metaring_type ${METARING_NAME[e.metaringType]} (${e.metaringType})`);
+    if (e.fallback) lines.push(`  fallback: ${e.fallback}`);
     lines.push(`  operation: ${e.channels} channel(s), copy slice ${e.copySliceBytes} B, reduce slice ${e.reduceSliceBytes} B, ${e.pipelineSliceN} pipeline slice(s)`);
     if (e.hier) {
       lines.push(`  hierarchical stages: ${e.hier.stages.map((st) => `${st.level} ${st.op} on ${algorithmLabel(st.alg)}`).join(" -> ")}`);

@@ -49,6 +49,9 @@ export function allowedMask(algs: readonly EncAlgType[]): bigint {
   return algs.reduce((m, a) => m | allowedBit(a, CommType.INTRA) | allowedBit(a, CommType.INTER), 0n);
 }
 
+/** Rank counts the intra-node RDH scheduler has schedules for (spec/hierarchical-rdh-and-proxy.md §3). */
+export const INTRA_RDH_RANKS: readonly number[] = [4, 8, 16, 64];
+
 const isPow2 = (n: number): boolean => n > 0 && (n & (n - 1)) === 0;
 
 function enableMesh(c: CommContext, variant: EncAlgType): Verdict {
@@ -89,7 +92,8 @@ export function ccAlgorithmAllowed(c: CommContext, alg: EncAlgType): Verdict {
       if (inter) return no("INTRA comm only");
       if (c.multiStream) return no("multi-stream");
       if (c.rdhCcMode === 0) return no("rdh_cc_mode == 0");
-      return yes("rdh_cc_mode set");
+      if (!INTRA_RDH_RANKS.includes(c.rankN)) return no(`the intra-node RDH scheduler takes rank_n in {${INTRA_RDH_RANKS.join(", ")}}, not ${c.rankN}`);
+      return yes(`rdh_cc_mode set, rank_n ${c.rankN}`);
     case EncAlgType.INTER_RDH:
       if (!inter) return no("INTER comm only");
       if (c.localRankN !== 1) return no("local_rank_n != 1");

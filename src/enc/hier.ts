@@ -10,9 +10,9 @@ import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { algTypeOf } from "../ir/spec.ts";
-import { initComm } from "./algorithms.ts";
+import { INTRA_RDH_RANKS, initComm, type Verdict } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
-import { commContext, dispatch, runGates, type Gate } from "./post.ts";
+import { commContext, dispatch, kangaringLayout, runGates, type Gate } from "./post.ts";
 
 /** The rings a group's channels follow (global ranks), and whether they follow links. */
 export interface RingSet {
@@ -123,12 +123,17 @@ export function hierStages(
     const stageType = OP_TYPE[name]!;
     const choice = level === "intra" ? scn.hierarchical.intra : scn.hierarchical.inter;
     let alg: EncAlgType;
-    if (choice !== "auto") alg = algTypeOf(choice);
-    else {
+    if (choice !== "auto") {
+      alg = algTypeOf(choice);
+      const n = comm.groups[0]!.length;
+      if (alg === EncAlgType.INTRA_RDH && !INTRA_RDH_RANKS.includes(n)) {
+        throw new CompileError("CMP1310", `the intra-node RDH scheduler takes rank_n in {${INTRA_RDH_RANKS.join(", ")}}, not the ${n} ranks of the ${level}-node ${name} stage`, { path: `hierarchical.${level}`, value: choice });
+      }
+    } else {
       // The stage gates see every algorithm the preset supports (the scenario's allowed set picks HIER itself).
       const inp = { scn: { ...scn, allowedAlgorithms: undefined }, spec, groups: comm.groups, channels, chunkBytes };
       const c = commContext(inp, comm.groups[0]!);
-      const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes);
+      const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, { kangaring: () => kangaringLayout(comm.groups[0]!, (r) => info[r]!.device) });
       const can = (a: EncAlgType) => gates.some((x) => x.gate === GATE_OF[a] && x.verdict.ok);
       alg = list.find(can) ?? EncAlgType.INVALID;
     }
@@ -159,4 +164,24 @@ export function hierStages(
     dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`);
   });
   return { stages, outBytes, slices, log, ...(transpose ? { transpose } : {}) };
+}
+
+/**
+ * The hierarchical gate's view of the composer's limits for one replica group: plan its stages on
+ * that group's two levels (the ranks on each node; the ranks at one position on every node) and
+ * say why not when the plan cannot be made.
+ */
+export function hierPlanVerdict(scn: Scenario, spec: DeviceSpec, info: readonly CommInfo[], group: readonly number[], op: OpSpec, opType: EncOpType, channels: number, chunkBytes: number, path: string): Verdict {
+  const nodes = [...new Set(group.map((r) => info[r]!.node))].sort((a, b) => a - b);
+  const perNode = nodes.map((k) => group.filter((r) => info[r]!.node === k));
+  const light = (set: number, groups: readonly (readonly number[])[]): Comm => ({ set, groups, pos: new Map(), rings: [] });
+  const intra = light(1, perNode);
+  const inter = light(2, perNode[0]!.map((_, l) => perNode.map((p) => p[l]!)));
+  try {
+    const plan = hierStages({ ...scn, replicaGroups: [group] }, spec, { intra, inter, intraAg: light(3, perNode) }, info, op, opType, channels, chunkBytes, path);
+    return { ok: true, reason: plan.log };
+  } catch (e) {
+    if (e instanceof CompileError) return { ok: false, reason: `${e.message} [${e.code}]` };
+    throw e;
+  }
 }

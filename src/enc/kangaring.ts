@@ -102,6 +102,7 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
   };
   /** `src` (global element `lo` on) to the same place in every output of `outs`: one read with replication. */
   const fanOut = (src: number, outs: readonly number[], lo: number, bytes: number) => {
+    if (outs.length === 0) return;
     if (ctx.replication) chan.replicate(src, outs.map((o) => o + outOff(0, lo)), bytes, sdma, esize, ctx.reduceSliceBytes);
     else for (const o of outs) chan.copy(src, o + outOff(0, lo), bytes, esize);
   };

@@ -4,9 +4,33 @@ import { createHash } from "node:crypto";
 import { SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType, ENC_ALG_NAME, metaringTypeOf, type MetaringType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import { opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } from "./algorithms.ts";
 import { planChunks, type ChunkPlan } from "./chunks.ts";
+import { commInfos } from "./groups.ts";
+import { hierPlanVerdict } from "./hier.ts";
+
+/** What a family's composer can build beyond its admission gate, asked only when the gate admits. */
+export interface ComposerLimits {
+  readonly kangaring?: () => Verdict;
+  readonly hierarchical?: () => Verdict;
+}
+
+/**
+ * Kangaring pairs the ranks of one device: each device of the group must hold the same number of
+ * its ranks, adjacent in group order and aligned to that number.
+ */
+export function kangaringLayout(group: readonly number[], deviceOf: (rank: number) => number): Verdict {
+  const byDevice = new Map<number, number[]>();
+  group.forEach((r, k) => byDevice.set(deviceOf(r), [...(byDevice.get(deviceOf(r)) ?? []), k]));
+  const m = byDevice.values().next().value!.length;
+  for (const ks of byDevice.values()) {
+    if (ks.length !== m || ks[0]! % m !== 0 || ks.some((k, j) => k !== ks[0]! + j)) {
+      return no(`each device must hold ${m} adjacent ranks of the group (a device holds group ranks ${ks.join(", ")}) [CMP1307]`);
+    }
+  }
+  return ok(`${byDevice.size} devices of ${m} adjacent ranks`);
+}
 
 /** The six feasibility gates, in the order enc_post_operation runs them. */
 export const GATES = ["kangaring", "mesh", "intra_rdh", "inter_rdh", "single_cycle_ring", "hierarchical"] as const;
@@ -51,6 +75,8 @@ export interface Explanation {
   readonly pipelineSliceN: number;
   readonly stream: number;
   readonly opSlotIdx: number;
+  /** The scenario named an algorithm whose gate refused: what was asked, why not, what runs instead. */
+  readonly fallback?: string;
   /** A hierarchical op's stages and the runtime's selection line for them (filled in at compose). */
   readonly hier?: { readonly stages: readonly { readonly level: string; readonly op: string; readonly alg: EncAlgType }[]; readonly selections: string };
 }
@@ -78,12 +104,18 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
   const { scn, spec } = inp;
   const allowed = scn.allowedAlgorithms ?? spec.collectives.supportedAlgorithms;
   const devicesPerNode = scn.ranks / scn.ranksPerDevice / scn.nodes;
-  const nodes = new Set(group.map((r) => Math.floor(Math.floor(r / scn.ranksPerDevice) / devicesPerNode)));
+  const perNode = new Map<number, number>();
+  for (const r of group) {
+    const node = Math.floor(Math.floor(r / scn.ranksPerDevice) / devicesPerNode);
+    perNode.set(node, (perNode.get(node) ?? 0) + 1);
+  }
   return {
-    commType: nodes.size > 1 ? CommType.INTER : CommType.INTRA,
+    commType: perNode.size > 1 ? CommType.INTER : CommType.INTRA,
     rankN: group.length,
-    nodeN: nodes.size,
-    localRankN: group.length / nodes.size,
+    nodeN: perNode.size,
+    // The group's ranks on each node; when nodes hold different numbers, the fewest (so that
+    // node_n * local_rank_n != rank_n says the group is not a node-by-position grid).
+    localRankN: Math.min(...perNode.values()),
     vcoreSize: spec.collectives.virtualCoreSize,
     multiStream: new Set(scn.ops.map((o) => o.stream)).size > 1,
     allowedBits: allowedMask(allowed.filter((a) => spec.collectives.supportedAlgorithms.includes(a))),
@@ -108,7 +140,7 @@ function familyGate(init: CommInit, alg: EncAlgType, opType: EncOpType, ops: rea
 }
 
 /** The six enc_can_post_* gates for one op. All run; none short-circuits another. */
-export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opType: EncOpType, bytes: number): { gate: Gate; verdict: Verdict }[] {
+export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opType: EncOpType, bytes: number, limits: ComposerLimits = {}): { gate: Gate; verdict: Verdict }[] {
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
   const mesh = ((): Verdict => {
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
@@ -120,13 +152,18 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     return ok(`${bytes} bytes within op_max_limit ${meshLimit}`);
   })();
   return [
-    { gate: "kangaring", verdict: familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring") },
+    { gate: "kangaring", verdict: andThen(familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring"), limits.kangaring) },
     { gate: "mesh", verdict: mesh },
     { gate: "intra_rdh", verdict: rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, bytes) },
     { gate: "inter_rdh", verdict: familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH") },
     { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, [EncOpType.ALLREDUCE], "single-cycle ring (all-reduce only)") },
-    { gate: "hierarchical", verdict: familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical") },
+    { gate: "hierarchical", verdict: andThen(familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical"), limits.hierarchical) },
   ];
+}
+
+/** A gate's verdict, then (when it admits) the composer's own limits. */
+function andThen(v: Verdict, limits?: () => Verdict): Verdict {
+  return v.ok && limits ? limits() : v;
 }
 
 /** RDH is a mesh subtype with its own op_min_limit / op_max_limit window. */
@@ -149,6 +186,29 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
   if (can.single_cycle_ring) return EncAlgType.SINGLE_CYCLE_RING;
   if (can.inter_rdh) return EncAlgType.INTER_RDH;
   return EncAlgType.RING;
+}
+
+/** The gate that admits each algorithm (RING has none: it is the cascade's last rule). */
+const GATE_OF_ALG: Partial<Record<EncAlgType, Gate>> = {
+  [EncAlgType.HIER]: "hierarchical",
+  [EncAlgType.INTRA_RDH]: "intra_rdh",
+  [EncAlgType.MESH]: "mesh",
+  [EncAlgType.KANGARING]: "kangaring",
+  [EncAlgType.SINGLE_CYCLE_RING]: "single_cycle_ring",
+  [EncAlgType.INTER_RDH]: "inter_rdh",
+};
+
+/**
+ * When the scenario names one algorithm and the precedence resolved another, the runtime runs what
+ * the gates admit; this says so (what was asked, why its gate refused, what runs).
+ */
+function fallbackNote(scn: Scenario, gates: readonly { gate: Gate; verdict: Verdict }[], alg: EncAlgType): string | undefined {
+  if (scn.algorithm === "auto") return undefined;
+  const asked = ALG_NAMES.indexOf(scn.algorithm) as EncAlgType;
+  if (asked === alg) return undefined;
+  const gate = GATE_OF_ALG[asked];
+  const why = gate ? gates.find((x) => x.gate === gate)!.verdict.reason : "no enc_can_post_* gate admits it";
+  return `"${scn.algorithm}" cannot run (${why}); the runtime falls back to ${ALG_NAMES[alg as number] ?? alg}`;
 }
 
 /** The chunk plan of an op over a group of n ranks: all-reduce blocks round up, the others split evenly. */
@@ -252,6 +312,7 @@ export function postOperations(inp: PostInputs): Posted {
     const c = commContext(inp, g);
     return { c, init: initComm(c, (m) => warnings.push(m)) };
   });
+  const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes);
   const slot = [0, 0, 0, 0];
   const postedOps: number[][] = [[], [], [], []];
   const operations: EncOperation[] = [];
@@ -267,9 +328,14 @@ export function postOperations(inp: PostInputs): Posted {
     const plans: ChunkPlan[] = [];
     groups.forEach((g, gi) => {
       const { c, init } = inits[gi]!;
-      const gates = runGates(init, c, spec, opType, op.bytes);
+      const gates = runGates(init, c, spec, opType, op.bytes, {
+        kangaring: () => kangaringLayout(g, (r) => info[r]!.device),
+        hierarchical: () => hierPlanVerdict(scn, spec, info, g, op, opType, channels, chunkBytes, path),
+      });
       const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
       const alg = resolveAlgorithm(can);
+      const fallback = fallbackNote(scn, gates, alg);
+      if (fallback) warnings.push(`${path}, replica group ${gi}: ${fallback}`);
       const count = op.bytes / esize;
       const plan = opPlan(opType, count, g.length, chunkBytes, esize, channels);
       plans.push(plan);
@@ -302,6 +368,7 @@ export function postOperations(inp: PostInputs): Posted {
         pipelineSliceN: rec.pipelineSliceN,
         stream: op.stream,
         opSlotIdx,
+        ...(fallback ? { fallback } : {}),
       });
       try {
         dispatch(opType, alg, g.length, `${path}.op`);

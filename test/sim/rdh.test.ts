@@ -1,7 +1,7 @@
 // Intra-node RDH: recursive halving / doubling on the mesh event tape.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { compileProgram } from "../../src/enc/compile.ts";
+import { compileProgram, explainScenario } from "../../src/enc/compile.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { dtypeSize } from "../../src/ir/dtypes.ts";
@@ -22,7 +22,7 @@ describe("RDH on the fully connected ideal machine", () => {
   // log2(n) exchange steps per phase, step k moving 2^k blocks (doubling) or n / 2^(k+1) (halving):
   // T = (p log2 n + 1) α + p ((n-1)/n) S β, p = 1 (all-gather, reduce-scatter) or 2 (all-reduce).
   for (const op of ["all-gather", "reduce-scatter", "all-reduce"] as const) {
-    for (const n of [2, 4, 8, 16]) {
+    for (const n of [4, 8, 16]) {
       it.each([1 << 16, 1 << 22, 1 << 26])(`${op} n=${n} S=%i agrees with the closed form within 1%`, (S) => {
         const scn = scenario({ instance: "ideal-mesh", ranks: n, algorithm: "auto", allowedAlgorithms: RDH, channels: 1, check: "none", ops: [{ op, bytes: S, dtype: "fp32", reduce: "sum" }] });
         const { image, layout } = compileProgram(scn, spec, [0]);
@@ -37,13 +37,19 @@ describe("RDH on the fully connected ideal machine", () => {
 });
 
 describe("RDH on trn1", () => {
-  it("refuses a rank count that is not a power of two, naming it", () => {
-    expect(() => compileProgram(scenario({ ranks: 6, algorithm: "auto", allowedAlgorithms: RDH, ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0])).toThrow(/INTRA_RDH \("RDH"\) with 6 ranks \(not a power of two\) is not supported yet/);
+  it("the gate admits only the rank counts the intra-node scheduler has (4, 8, 16, 64): auto never resolves to an RDH it cannot build", () => {
+    for (const ranks of [2, 3, 5, 6, 12]) {
+      const scn = scenario({ ranks, algorithm: "auto", allowedAlgorithms: RDH, ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
+      const gate = explainScenario(scn, trn1)[0]!.gates.find((g) => g.gate === "intra_rdh")!.verdict;
+      expect(gate.ok).toBe(false);
+      expect(gate.reason).toContain(`rank_n in {4, 8, 16, 64}, not ${ranks}`);
+      expect(compileProgram(scn, trn1, [0]).layout.ops[0]!.algorithm).not.toBe(EncAlgType.INTRA_RDH);
+    }
   });
   it("random configurations complete and check", () => {
     fc.assert(
       fc.property(
-        fc.constantFrom(2, 4, 8, 16),
+        fc.constantFrom(4, 8, 16),
         collectiveOp,
         anyDtype,
         fc.integer({ min: 1, max: 700 }),

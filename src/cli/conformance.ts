@@ -1,0 +1,104 @@
+// npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--preset NAME ...] [--verbose]
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, type CaseOutcome } from "../run/conformance.ts";
+import { parseSize } from "./sizes.ts";
+
+const HELP = `ccsim conformance: run seeded random legal configurations and count the outcomes
+
+usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-checked SIZE] [--preset NAME]... [--verbose]
+
+  --cases N          how many configurations (default 200)
+  --seed S           generator seed (default 1); the same seed gives the same cases
+  --max-bytes SIZE   largest op size (default 4M; units as in sweeps: 64K, 1G)
+  --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); timing only above
+  --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
+  --verbose          one line per case
+  --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
+
+Each case either passes (runs, and its values check where checked) or is refused by the runtime
+before composing (exit-1 errors: groups, unsupported ops, placements). Anything else is a failure.
+exit codes: 0 no failure, 1 bad flags, 3 some case failed
+`;
+
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+  let cases = 200;
+  let seed = 1;
+  let maxBytes = 4 << 20;
+  let maxChecked = 64 << 20;
+  let verbose = false;
+  let dump: number | undefined;
+  const presets: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    const next = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    try {
+      if (flag === "-h" || flag === "--help") {
+        out(HELP);
+        return 0;
+      }
+      else if (flag === "--cases") cases = positive(next(), flag);
+      else if (flag === "--seed") seed = positive(next(), flag, 0);
+      else if (flag === "--max-bytes") maxBytes = parseSize(next(), flag);
+      else if (flag === "--max-checked") maxChecked = parseSize(next(), flag);
+      else if (flag === "--preset") presets.push(next());
+      else if (flag === "--verbose") verbose = true;
+      else if (flag === "--dump") dump = positive(next(), flag, 0);
+      else throw new Error(`unknown flag ${flag}`);
+    } catch (e) {
+      err(`conformance: ${(e as Error).message}\n(try --help)\n`);
+      return 1;
+    }
+  }
+  let specs;
+  try {
+    specs = loadPresets(presets.length > 0 ? presets : CONFORMANCE_PRESETS);
+  } catch (e) {
+    err(`conformance: ${(e as Error).message}\n`);
+    return 1;
+  }
+  const list = generateCases(seed, cases, { maxBytes, maxCheckedPayload: maxChecked, ...(presets.length > 0 ? { presets } : {}) }, specs);
+  if (dump !== undefined) {
+    const c = list[dump];
+    if (!c) {
+      err(`conformance: no case ${dump} (${list.length} cases)\n`);
+      return 1;
+    }
+    out(JSON.stringify(c.scenario, null, 2) + "\n");
+    return 0;
+  }
+  const counts = new Map<string, Map<string, number>>();
+  const failures: string[] = [];
+  const t0 = performance.now();
+  for (const c of list) {
+    const o: CaseOutcome = runCase(c);
+    const preset = String(c.scenario["instance"]);
+    const key = o.kind === "pass" ? "pass" : `${o.kind} ${o.code}`;
+    const row = counts.get(preset) ?? new Map<string, number>();
+    counts.set(preset, row.set(key, (row.get(key) ?? 0) + 1));
+    if (o.kind === "fail") failures.push(`case ${c.id}: ${c.label}\n  ${o.message.split("\n").slice(0, 4).join("\n  ")}`);
+    if (verbose) out(`${String(c.id).padStart(5)} ${o.kind.padEnd(7)} ${o.kind === "pass" ? o.algorithms.join(",") : o.code}  ${c.label}\n`);
+  }
+  out(`conformance: ${list.length} cases, seed ${seed}, sizes up to ${maxBytes} B, ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  const totals = new Map<string, number>();
+  for (const [preset, row] of [...counts].sort()) {
+    out(`  ${preset.padEnd(18)} ${[...row].sort().map(([k, n]) => `${k}: ${n}`).join(", ")}\n`);
+    for (const [k, n] of row) totals.set(k.split(" ")[0]!, (totals.get(k.split(" ")[0]!) ?? 0) + n);
+  }
+  out(`  ${"all".padEnd(18)} ${["pass", "refused", "fail"].map((k) => `${k}: ${totals.get(k) ?? 0}`).join(", ")}\n`);
+  for (const f of failures) err(`${f}\n`);
+  return failures.length > 0 ? 3 : 0;
+}
+
+function positive(v: string, flag: string, lo = 1): number {
+  if (!/^\d+$/.test(v) || Number(v) < lo || !Number.isSafeInteger(Number(v))) throw new Error(`${flag} must be an integer >= ${lo}, not "${v}"`);
+  return Number(v);
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}

@@ -1,0 +1,178 @@
+// The conformance matrix: seeded random legal configurations over presets x ranks x placements x
+// group shapes x ops x dtypes x reduce ops x sizes x algorithms, each run through the same path as
+// a scenario file (parse, compile, simulate, check) and classified by outcome.
+import seedrandom from "seedrandom";
+import pino from "pino";
+import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
+import { ALGORITHMS, OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
+import { CcsimError } from "../ir/errors.ts";
+import { parseScenario } from "../scenario/index.ts";
+import { loadDevice } from "./load.ts";
+import { runScenario } from "./pipeline.ts";
+
+/** Presets the matrix draws from (the instance presets; the ideal machines are for closed forms). */
+export const CONFORMANCE_PRESETS = ["trn1", "trn2", "trn2-lnc1", "inf2-48xl", "inf2-24xl", "trn2-ultraserver"] as const;
+
+/**
+ * Errors that are the runtime's own refusals, raised before anything is composed: bad groups, an op
+ * the dispatcher does not serve (broadcast, reduce, all-to-all without mesh), a placement the
+ * instance cannot hold, a multi-node run without a network.
+ */
+export const REFUSAL_CODES: ReadonlySet<string> = new Set(["CMP1001", "CMP1002", "CMP1003", "CMP1201", "CMP1202", "CMP1301", "CMP1302", "CMP1303"]);
+
+export interface ConformanceCase {
+  readonly id: number;
+  /** The scenario, as a file would hold it. */
+  readonly scenario: Record<string, unknown>;
+  /** One line describing the case. */
+  readonly label: string;
+}
+
+export type CaseOutcome =
+  | { readonly kind: "pass"; readonly algorithms: readonly string[] }
+  | { readonly kind: "refused"; readonly code: string; readonly message: string }
+  | { readonly kind: "fail"; readonly code: string; readonly message: string };
+
+export interface GenerateOptions {
+  /** Largest op size in bytes (sizes are log-uniform from one element up to it). */
+  readonly maxBytes: number;
+  /** Values are checked when every rank's input + output fit in this many bytes; timing only above. */
+  readonly maxCheckedPayload: number;
+  readonly presets?: readonly string[];
+}
+
+const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
+const REDUCING: readonly OpName[] = ["all-reduce", "reduce-scatter", "reduce", "permute-reduce", "permute-reduce-implicit"];
+const PAIRS: readonly OpName[] = ["send", "recv", "permute", "permute-reduce", "permute-implicit", "permute-reduce-implicit"];
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
+
+/** How many nodes a preset can join: through its network, or its pod's NeuronLinks. */
+function maxNodes(spec: DeviceSpec): number {
+  if (spec.network) return 4;
+  return spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
+}
+
+/** Seeded random legal configurations (deterministic for a seed). */
+export function generateCases(seed: number, count: number, opts: GenerateOptions, specs: ReadonlyMap<string, DeviceSpec>): ConformanceCase[] {
+  const rng = seedrandom(`conformance/${seed}`);
+  const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
+  const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)]!;
+  const presets = opts.presets ?? CONFORMANCE_PRESETS;
+  const cases: ConformanceCase[] = [];
+  for (let id = 0; id < count; id++) {
+    const instance = pick(presets);
+    const spec = specs.get(instance)!;
+    const rpdMax = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
+    const nodesMax = maxNodes(spec);
+    const rankMax = Math.min(64, spec.devices * rpdMax * nodesMax);
+    // Ranks first (every count up to the preset's most, primes included), then a placement of them.
+    // Mostly counts some placement holds; one in five drawn from every count.
+    const placeable = (n: number) => placementsOf(n, spec.devices, rpdMax, nodesMax).length > 0;
+    const counts = Array.from({ length: rankMax }, (_, i) => i + 1);
+    const ranks = rng() < 0.2 ? int(1, rankMax) : pick(counts.filter(placeable));
+    const placements = placementsOf(ranks, spec.devices, rpdMax, nodesMax);
+    // A count no placement holds is still generated: the runtime must refuse it.
+    const { nodes, rpd } = placements.length > 0 ? pick(placements) : { nodes: 1, rpd: 1 };
+    const groups = groupShape(ranks, int, pick);
+    const sizes = [...new Set(groups.map((g) => g.length))];
+    // The three collectives most often; every op of the 13 some of the time.
+    const op = rng() < 0.6 ? pick(["all-reduce", "all-gather", "reduce-scatter"] as const) : pick(OP_NAMES.filter((o) => o !== "all-to-all-v" || sizes.length === 1));
+    const dtype: Dtype = pick(DTYPES);
+    const esize = dtypeSize(dtype);
+    const unit = BLOCKED.includes(op) ? sizes.reduce((a, n) => lcm(a, n), 1) * esize : esize;
+    const maxUnits = Math.max(1, Math.floor(opts.maxBytes / unit));
+    const units = Math.max(1, Math.floor(2 ** (rng() * Math.log2(maxUnits))));
+    const bytes = units * unit;
+    const algorithm = rng() < 0.4 ? "auto" : pick(ALGORITHMS.filter((a) => a !== "auto"));
+    const o: Record<string, unknown> = { op, bytes, dtype };
+    if (REDUCING.includes(op)) o["reduce"] = pick(REDUCE_OPS);
+    if (PAIRS.includes(op)) o["pairs"] = pairsFor(ranks, op, int, pick);
+    if (op === "all-to-all-v") {
+      const n = sizes[0]!;
+      const cell = Math.max(1, Math.floor(bytes / n / n / esize));
+      o["counts"] = Array.from({ length: n }, () => Array.from({ length: n }, () => int(0, 2 * cell) * esize));
+      o["bytes"] = esize * n;
+    }
+    const payload = ranks * 2 * Math.max(bytes, ...(op === "all-to-all-v" ? [(o["counts"] as number[][]).flat().reduce((a, b) => a + b, 0)] : []));
+    const scenario: Record<string, unknown> = {
+      name: `conformance-${seed}-${id}`,
+      instance,
+      ranks,
+      ranksPerDevice: rpd,
+      nodes,
+      replicaGroups: groups,
+      algorithm,
+      seed: id,
+      check: payload <= opts.maxCheckedPayload ? "values" : "none",
+      ops: [o],
+    };
+    const shape = groups.length === 1 ? "1 group" : `${groups.length} groups (${groups.map((g) => g.length).join("+")})`;
+    cases.push({ id, scenario, label: `${instance} ${ranks} ranks (${nodes} node(s) x ${rpd}/device), ${shape}, ${op} ${bytes} B ${dtype}, ${algorithm}` });
+  }
+  return cases;
+}
+
+/** (nodes, ranks per device) pairs that place `ranks` on whole devices. */
+function placementsOf(ranks: number, devices: number, rpdMax: number, nodesMax: number): { nodes: number; rpd: number }[] {
+  const out: { nodes: number; rpd: number }[] = [];
+  for (let nodes = 1; nodes <= nodesMax; nodes++) {
+    for (let rpd = 1; rpd <= rpdMax; rpd++) if (ranks % (nodes * rpd) === 0 && ranks / (nodes * rpd) <= devices) out.push({ nodes, rpd });
+  }
+  return out;
+}
+
+/** One group, equal contiguous partitions, strided partitions, or an uneven contiguous cut. */
+function groupShape(ranks: number, int: (lo: number, hi: number) => number, pick: <T>(xs: readonly T[]) => T): number[][] {
+  const all = Array.from({ length: ranks }, (_, i) => i);
+  const divisors = all.map((i) => i + 1).filter((k) => k > 1 && k < ranks && ranks % k === 0);
+  const shape = pick(["one", "one", "equal", "strided", "uneven"] as const);
+  if (shape === "one" || ranks < 2) return [all];
+  if (shape === "uneven") {
+    const cut = int(1, ranks - 1);
+    return [all.slice(0, cut), all.slice(cut)];
+  }
+  if (divisors.length === 0) return [all];
+  const k = pick(divisors);
+  return shape === "equal" ? Array.from({ length: k }, (_, j) => all.slice((j * ranks) / k, ((j + 1) * ranks) / k)) : Array.from({ length: k }, (_, j) => all.filter((r) => r % k === j));
+}
+
+/** Source / target pairs: a random partial permutation (send / recv: a few disjoint pairs). */
+function pairsFor(ranks: number, op: OpName, int: (lo: number, hi: number) => number, pick: <T>(xs: readonly T[]) => T): [number, number][] {
+  const perm = Array.from({ length: ranks }, (_, i) => i);
+  for (let i = ranks - 1; i > 0; i--) {
+    const j = int(0, i);
+    [perm[i], perm[j]] = [perm[j]!, perm[i]!];
+  }
+  const n = op === "send" || op === "recv" ? Math.max(1, int(1, Math.max(1, Math.floor(ranks / 2)))) : int(1, ranks);
+  const sources = perm.slice(0, n);
+  const targets = pick([true, false]) ? sources.map((_, i) => sources[(i + 1) % n]!) : [...sources].reverse();
+  return sources.map((s, i) => [s, targets[i]!]);
+}
+
+const silent = pino({ level: "silent" });
+
+/** Run one case through the scenario path and classify it. */
+export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
+  try {
+    const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
+    const spec = loadDevice(scn.instance, devicesDir);
+    const out = runScenario(scn, spec, silent);
+    if (out.kind === "hang") return { kind: "fail", code: "hang", message: `op ${out.op} hung` };
+    const bad = out.ops.find((o) => o.mismatch);
+    if (bad) return { kind: "fail", code: "mismatch", message: `rank ${bad.mismatch!.rank} element ${bad.mismatch!.index}: expected ${bad.mismatch!.expected}, got ${bad.mismatch!.got}` };
+    return { kind: "pass", algorithms: out.ops.map((o) => o.row.algorithm) };
+  } catch (e) {
+    if (e instanceof CcsimError) {
+      const refused = REFUSAL_CODES.has(e.code);
+      return { kind: refused ? "refused" : "fail", code: e.code, message: e.render() };
+    }
+    return { kind: "fail", code: "internal", message: (e as Error).stack ?? String(e) };
+  }
+}
+
+/** Every preset the matrix uses, loaded once. */
+export function loadPresets(presets: readonly string[] = CONFORMANCE_PRESETS, devicesDir?: string): Map<string, DeviceSpec> {
+  return new Map(presets.map((p) => [p, loadDevice(p, devicesDir)]));
+}
