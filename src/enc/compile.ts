@@ -124,7 +124,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
 
   // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
   // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
-  const hier = opIndices.some((i) => posted.operations[i]!.alg === EncAlgType.HIER);
+  const hier = opIndices.some((i) => posted.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
   // A pipelined hierarchical all-reduce runs its intra all-gather beside the next slices' intra
   // reduce-scatter: a fourth channel set.
   const pipelined = hier && scn.hierarchical.slices > 1;
@@ -167,6 +167,16 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
     return { set, groups: gs, pos, rings: gs.map(ringsOf) };
   };
+  /** The ranks of a comm, in rank order. */
+  const members = (comm: Comm): number[] => [...comm.pos.keys()].sort((a, b) => a - b);
+  /** The part of a comm made of the groups `keep` admits (same channel set, same rings). */
+  const subComm = (comm: Comm, keep: (g: readonly number[]) => boolean): Comm => {
+    const idx = comm.groups.map((g, gi) => (keep(g) ? gi : -1)).filter((gi) => gi >= 0);
+    const gs = idx.map((gi) => comm.groups[gi]!);
+    const pos = new Map<number, { group: number; groupRank: number }>();
+    gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
+    return { set: comm.set, groups: gs, pos, rings: idx.map((gi) => comm.rings[gi]!) };
+  };
   const main = makeComm(0, groups);
   // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
   // the same position on every node.
@@ -174,7 +184,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     ? (() => {
         const intra: number[][] = [];
         const inter: number[][] = [];
-        for (const g of groups) {
+        for (const [gi, g] of groups.entries()) {
+          if (!opIndices.some((i) => posted.operations[i]!.groupAlgs[gi] === EncAlgType.HIER)) continue;
           const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
           const perNode = nodes.map((k) => g.filter((r) => info[r]!.node === k));
           intra.push(...perNode);
@@ -211,7 +222,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   const chans = new Map<string, EncdChannel>();
   const chan = (comm: Comm, rank: number, c: number): EncdChannel => chans.get(`${comm.set}/${rank}/${c}`)!;
   for (const comm of [main, ...(hierComms ? [hierComms.intra, hierComms.inter, ...(hierComms.intraAg ? [hierComms.intraAg] : [])] : [])]) {
-    for (let rank = 0; rank < scn.ranks; rank++) {
+    for (const rank of members(comm)) {
       const ci = info[rank]!;
       for (let c = 0; c < channels; c++) {
         const { next, prev } = ringPos(comm, c, rank);
@@ -283,7 +294,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   // Network hops: one proxy work queue per (rank, channel), triggered by a semaphore after the
   // mesh / RDH ones; sends across nodes stage in local slots first.
   const proxyQueues = new Map<string, ProxyEntry[]>();
-  const netHop = (comm: Comm, rank: number, c: number, toNext: boolean, fromPrev: boolean, halfBytes: number): NetHop => {
+  const proxyQueue = (comm: Comm, rank: number, c: number): { entries: ProxyEntry[]; proxyInc: number } => {
     const ci = info[rank]!;
     const p = place(rank, comm.set, c);
     const key = `${comm.set}/${rank}/${c}`;
@@ -292,8 +303,11 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       entries = builder.addProxyQueue(ci.device, p.topsp, proxyBase + p.slot);
       proxyQueues.set(key, entries);
     }
-    const staging = toNext ? builder.allocHbm(ci.device, sendSlots(comm, rank, c) * halfBytes) : 0;
-    return { toNext, fromPrev, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc"), entries, staging, foldN };
+    return { entries, proxyInc: semaAddr(ci.device, p.topsp, proxyBase + p.slot, "inc") };
+  };
+  const netHop = (comm: Comm, rank: number, c: number, toNext: boolean, fromPrev: boolean, halfBytes: number): NetHop => {
+    const staging = toNext ? builder.allocHbm(info[rank]!.device, sendSlots(comm, rank, c) * halfBytes) : 0;
+    return { toNext, fromPrev, ...proxyQueue(comm, rank, c), staging, foldN };
   };
 
   /** A rank's network proxy queue for its mesh-tape programs (mesh, RDH), made on first use. */
@@ -332,7 +346,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   /** Buffers one stage of an op needs beyond its input and output: ring receive slots, mesh / RDH scratch. */
   const stageBuffers = (st: Stage, io: (rank: number) => { input: number; output: number }, halfBytes: (rank: number) => number, pairSource?: ReadonlyMap<number, number>) => {
     const buffers = new Map<number, StageBuffers>();
-    for (let rank = 0; rank < scn.ranks; rank++) {
+    for (const rank of members(st.comm)) {
       const ci = info[rank]!;
       const n = st.comm.groups[st.comm.pos.get(rank)!.group]!.length;
       // A pairs op's source cycles through as many of our slots as it has credits.
@@ -412,10 +426,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, ...meshNet(rank, g) }, ranks[k]!, meshProgram(comm, rank)));
       });
     } else if (op.pairs) {
-      op.pairs.forEach(([a, b], k) =>
-        check(!viaNetwork(a, b), "CMP1308", `ranks ${a} and ${b} are on different nodes (${info[a]!.node} and ${info[b]!.node}): ${op.op} across nodes is not supported yet`, `${path}.pairs[${k}]`, [a, b]),
-      );
-      const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
+const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
       const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
       const reduce = opType === EncOpType.PERMUTE_REDUCE || opType === EncOpType.PERMUTE_REDUCE_IMPLICIT;
       for (let rank = 0; rank < scn.ranks; rank++) {
@@ -424,6 +435,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         for (let c = 0; c < channels; c++) {
           const pt = t === undefined ? undefined : place(t, comm.set, c);
           const ps = src === undefined ? undefined : place(src, comm.set, c);
+          const toTarget = t !== undefined && viaNetwork(rank, t);
+          const fromSource = src !== undefined && viaNetwork(src, rank);
+          const net = toTarget || fromSource ? { toTarget, fromSource, ...proxyQueue(comm, rank, c), foldN } : undefined;
           composeChannelPermute(
             { op, channels, pieceBytes: plans[comm.pos.get(rank)!.group]!.halfBytes, reduceSliceBytes, reduce },
             c,
@@ -434,12 +448,13 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
               source: src === undefined ? undefined : { sendInc: semaAddr(info[src]!.device, ps!.topsp, ps!.send, "inc"), self: src === rank },
               sendSlots: sendSlots(comm, rank, c),
               recvSlots: src === undefined ? 0 : sendSlots(comm, src, c),
+              ...(net ? { net } : {}),
             },
           );
         }
       }
     } else {
-      for (let rank = 0; rank < scn.ranks; rank++) {
+      for (const rank of members(comm)) {
         const ci = info[rank]!;
         const gi = comm.pos.get(rank)!.group;
         for (let c = 0; c < channels; c++) {
@@ -491,10 +506,21 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
    * A hierarchical op: step t runs stage s on slice t - s (one slice: the stages one after
    * another), each step one builder op closed by a device barrier; only the last step reports.
    */
-  const composeHier = (op: OpSpec, opType: EncOpType, operation: EncOperation, io: ReadonlyMap<number, { input: number; output: number }>, path: string) => {
+  const composeHier = (op: OpSpec, opType: EncOpType, operation: EncOperation, io: ReadonlyMap<number, { input: number; output: number }>, path: string, hierGroups: readonly (readonly number[])[], alongside: () => void) => {
     const esize = dtypeSize(op.dtype);
     let took: { device: number; topsp: number }[] = [];
-    const plan = hierStages(scn, spec, hierComms!, info, op, opType, channels, chunkBytes, path);
+    // This op's hierarchical groups: their ranks' parts of the level comms.
+    const inOp = new Set(hierGroups.flat());
+    const level = (comm: Comm) => subComm(comm, (g) => inOp.has(g[0]!));
+    const comms = { intra: level(hierComms!.intra), inter: level(hierComms!.inter), ...(hierComms!.intraAg ? { intraAg: level(hierComms!.intraAg) } : {}) };
+    const plan = hierStages({ ...scn, replicaGroups: hierGroups }, spec, comms, info, op, opType, channels, chunkBytes, path);
+    /** Other groups' flat stages run in the op's first step. */
+    let first = true;
+    const beginStep = () => {
+      builder.beginOp();
+      if (first) alongside();
+      first = false;
+    };
     // Step t runs stage s on slice t - s (one slice: the stages one after another); stage s reads
     // what stage s - 1 wrote for that slice, through a scratch buffer per rank. The op's input and
     // output are cut into contiguous slices.
@@ -516,13 +542,13 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     // A local block transpose before the first stage or after the last (node-by-node groups).
     const tr = plan.transpose;
     const trBuf = new Map<number, number>();
-    if (tr) for (let rank = 0; rank < scn.ranks; rank++) trBuf.set(rank, builder.allocHbm(info[rank]!.device, tr.at === "first" ? inShare(rank) : outShare(rank)));
+    if (tr) for (const rank of members(comms.intra)) trBuf.set(rank, builder.allocHbm(info[rank]!.device, tr.at === "first" ? inShare(rank) : outShare(rank)));
     const opIn = (rank: number) => (tr?.at === "first" ? trBuf.get(rank)! : io.get(rank)!.input);
     const opOut = (rank: number) => (tr?.at === "last" ? trBuf.get(rank)! : io.get(rank)!.output);
     const transposeStep = (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): void => {
-      builder.beginOp();
-      for (let rank = 0; rank < scn.ranks; rank++) {
-        const ch = chan(hierComms!.intra, rank, 0);
+      beginStep();
+      for (const rank of members(comms.intra)) {
+        const ch = chan(comms.intra, rank, 0);
         const b = bytes(rank) / (tr!.rows * tr!.cols);
         for (let r = 0; r < tr!.rows; r++) for (let c = 0; c < tr!.cols; c++) ch.copy(from(rank) + (r * tr!.cols + c) * b, to(rank) + (c * tr!.rows + r) * b, b, esize);
         ch.markStep(0);
@@ -537,7 +563,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const inp = (s: number, j: number, rank: number): number => (s === 0 ? opIn(rank) + j * inShare(rank) : out(s - 1, j, rank));
     for (let t = 0; t < k + n - 1; t++) {
       const last = t === k + n - 2 && tr?.at !== "last";
-      builder.beginOp();
+      beginStep();
       plan.stages.forEach((st, s) => {
         const j = t - s;
         if (j < 0 || j >= k) return;
@@ -557,7 +583,12 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const op = scn.ops[index]!;
     const path = `ops[${index}]`;
     const operation = posted.operations[index]!;
-    const { opType, alg: algorithm, plans } = operation;
+    const { opType, plans, groupAlgs } = operation;
+    // Groups of different shapes may resolve differently: the op's algorithm is group 0's, and
+    // each distinct flat algorithm composes its own groups.
+    const algorithm = groupAlgs[0]!;
+    const mixed = new Set(groupAlgs).size > 1;
+    const logStart = stageLog.length;
     const esize = dtypeSize(op.dtype);
     const count = op.bytes / esize;
     // Every rank's input and output as the scenario op sees them.
@@ -573,15 +604,24 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     let stages: readonly StageRecord[] = [];
     let selections: string | undefined;
     let took: { device: number; topsp: number }[];
-    if (algorithm === EncAlgType.HIER) {
-      ({ stages, selections, took } = composeHier(op, opType, operation, io, path));
+    const algOf = (g: readonly number[]) => groupAlgs[info[g[0]!]!.group]!;
+    const flatAlgs = [...new Set(groupAlgs.filter((a) => a !== EncAlgType.HIER))];
+    const flat = () => {
+      for (const alg of flatAlgs) {
+        const comm = mixed ? subComm(main, (g) => algOf(g) === alg) : main;
+        runStage({ comm, op, opType, alg, count, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => io.get(rank)!, path, alg === EncAlgType.KANGARING || mixed ? undefined : plans);
+      }
+    };
+    if (groupAlgs.includes(EncAlgType.HIER)) {
+      ({ stages, selections, took } = composeHier(op, opType, operation, io, path, groups.filter((g) => algOf(g) === EncAlgType.HIER), flat));
     } else {
       builder.beginOp();
-      runStage({ comm: main, op, opType, alg: algorithm, count, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => io.get(rank)!, path, algorithm === EncAlgType.KANGARING ? undefined : plans);
+      flat();
       took = builder.endOp();
     }
+    /** A rank's receive buffers in the last stage it took part in. */
     const chbufOf = (rank: number) => {
-      const last = stageLog[stageLog.length - 1]!;
+      const last = stageLog.slice(logStart).reverse().find((x) => x.buffers.has(rank))!;
       const b = last.buffers.get(rank)!;
       return b.chbuf.map((addr, c) => ({ addr, bytes: b.chbufBytes[c]! }));
     };

@@ -60,6 +60,8 @@ export interface EncOperation {
   readonly pipelineSliceN: number;
   /** Chunk plan per replica group (groups may differ in size). */
   readonly plans: readonly ChunkPlan[];
+  /** The algorithm each replica group resolved (groups of different shapes may differ). */
+  readonly groupAlgs: readonly EncAlgType[];
 }
 
 export interface Explanation {
@@ -326,6 +328,7 @@ export function postOperations(inp: PostInputs): Posted {
     postedOps[op.stream]!.push(index);
     let first: EncOperation | undefined;
     const plans: ChunkPlan[] = [];
+    const groupAlgs: EncAlgType[] = [];
     groups.forEach((g, gi) => {
       const { c, init } = inits[gi]!;
       const gates = runGates(init, c, spec, opType, op.bytes, {
@@ -334,6 +337,7 @@ export function postOperations(inp: PostInputs): Posted {
       });
       const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
       const alg = resolveAlgorithm(can);
+      groupAlgs.push(alg);
       const fallback = fallbackNote(scn, gates, alg);
       if (fallback) warnings.push(`${path}, replica group ${gi}: ${fallback}`);
       const count = op.bytes / esize;
@@ -354,6 +358,7 @@ export function postOperations(inp: PostInputs): Posted {
         reduceSliceBytes,
         pipelineSliceN: plan.groups,
         plans,
+        groupAlgs,
       };
       explain.push({
         op: index,

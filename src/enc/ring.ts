@@ -184,6 +184,17 @@ export interface PairView {
   /** The channel's send credits (slots of the target's buffer it cycles through), and the source's. */
   readonly sendSlots: number;
   readonly recvSlots: number;
+  /** The target and / or the source is on another node: those transfers and signals go through this proxy queue. */
+  readonly net?: PairNet;
+}
+
+/** A pair channel's network side: which directions cross nodes, and the channel's proxy queue. */
+export interface PairNet {
+  readonly toTarget: boolean;
+  readonly fromSource: boolean;
+  readonly proxyInc: number;
+  readonly entries: ProxyEntry[];
+  readonly foldN: number;
 }
 
 export interface PairOpContext {
@@ -212,10 +223,28 @@ export function composeChannelPermute(ctx: PairOpContext, ch: number, chan: Encd
   const hi = Math.min(ch * per + per, elems) * esize;
   const t = v.target;
   const s = v.source;
+  const net = v.net;
+  /** Hand `n` bytes at local `src` to the proxy for remote `dst`, then signal `sema` there (one per remote fold). */
+  const viaProxy = (src: number, dst: number, n: number, sema: number): void => {
+    chan.semaIncAll(net!.proxyInc);
+    net!.entries.push({ src, dst, bytes: n, trigger: net!.foldN, semaN: net!.foldN, sema });
+  };
+  /** Write `n` bytes of own memory to the target and signal it: by DMA, or through the proxy across nodes. */
+  const toTarget = (src: number, dst: number, n: number, recvInc: number): void => {
+    if (net?.toTarget) viaProxy(src, dst, n, recvInc);
+    else {
+      chan.copy(src, dst, n, esize);
+      chan.semaInc(recvInc);
+    }
+  };
+  const creditSource = (sendInc: number): void => {
+    if (net?.fromSource) viaProxy(0, 0, 0, sendInc);
+    else chan.semaInc(sendInc);
+  };
   if (!ctx.reduce) {
     if (t) {
-      chan.copy(v.me.input + lo, (t.self ? v.me.output : t.buffers.output) + lo, hi - lo, esize);
-      if (!t.self) chan.semaInc(t.recvInc);
+      if (t.self) chan.copy(v.me.input + lo, v.me.output + lo, hi - lo, esize);
+      else toTarget(v.me.input + lo, t.buffers.output + lo, hi - lo, t.recvInc);
       chan.markStep(0);
     }
     if (s && !s.self) chan.markStep(StepFlag.WAIT_RECV);
@@ -234,13 +263,12 @@ export function composeChannelPermute(ctx: PairOpContext, ch: number, chan: Encd
       chan.markStep(0);
     } else {
       if (t) {
-        chan.copy(v.me.input + off, t.buffers.chbuf[ch]! + (sent++ % v.sendSlots) * ctx.pieceBytes, len, esize);
-        chan.semaInc(t.recvInc);
+        toTarget(v.me.input + off, t.buffers.chbuf[ch]! + (sent++ % v.sendSlots) * ctx.pieceBytes, len, t.recvInc);
         chan.markStep(StepFlag.WAIT_CREDIT);
       }
       if (s) {
         chan.reduce([v.me.chbuf[ch]! + (received++ % v.recvSlots) * ctx.pieceBytes, v.me.input + off], v.me.output + off, len, cce, sdma, esize, ctx.reduceSliceBytes);
-        chan.semaInc(s.sendInc);
+        creditSource(s.sendInc);
         chan.markStep(StepFlag.WAIT_RECV);
       }
     }

@@ -26,6 +26,8 @@ export interface ResultRow {
   readonly algbwGBps: number;
   readonly busbwGBps: number;
   readonly check: "pass" | "fail" | "skipped";
+  /** Replica groups that resolved different algorithms: each group's rank count and algorithm. */
+  readonly groups?: readonly { readonly group: number; readonly ranks: number; readonly algorithm: string }[];
 }
 
 /** Throughput as nccom-test computes it: algbw = size / time (GB = 1e9 B), busbw = algbw x factor. */
@@ -57,6 +59,7 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
     algbwGBps: r.algbwGBps,
     busbwGBps: r.busbwGBps,
     check: r.check,
+    ...(r.groups ? { groups: r.groups } : {}),
   }));
   return JSON.stringify(explain === undefined ? { scenario, results } : { scenario, results, explain }, null, 2) + "\n";
 }

@@ -90,15 +90,20 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
         if (mismatch) break;
       }
     }
-    const n = scn.replicaGroups[0]!.length;
+    // The op ends when its slowest group does; its bus factor takes the largest group (what bounds
+    // the time), whatever order the groups are listed in.
+    const n = Math.max(...scn.replicaGroups.map((g) => g.length));
     const timePs = res.opEndPs[0] ?? res.endPs;
+    const labels = ol.operation.groupAlgs.map((a) => (a === ol.algorithm ? algorithmLabel(a, ol.stages) : algorithmLabel(a)));
+    const distinct = [...new Set(labels)].sort();
     const row: ResultRow = {
       op: op.op,
       bytes: op.bytes,
       count: ol.count,
       dtype: op.dtype,
       ranks: n,
-      algorithm: algorithmLabel(ol.algorithm, ol.stages),
+      algorithm: distinct.join("+"),
+      ...(distinct.length > 1 ? { groups: labels.map((algorithm, group) => ({ group, ranks: scn.replicaGroups[group]!.length, algorithm })) } : {}),
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
       check: !values ? "skipped" : mismatch ? "fail" : "pass",
     };

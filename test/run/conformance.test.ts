@@ -1,0 +1,31 @@
+// The conformance matrix in the suite: seeded random legal configurations (every preset, rank
+// counts with primes, placements, group shapes, all 13 ops, dtypes, reduce ops, sizes, auto and
+// each named algorithm) either pass or are refused by the runtime before composing.
+import { describe, expect, it } from "vitest";
+import { generateCases, loadPresets, runCase, REFUSAL_CODES, CONFORMANCE_PRESETS } from "../../src/run/conformance.ts";
+
+const CASES = Number(process.env.CCSIM_CONFORMANCE_CASES ?? 160);
+const SEED = Number(process.env.CCSIM_CONFORMANCE_SEED ?? 20261202);
+const specs = loadPresets();
+
+describe("conformance matrix", () => {
+  const cases = generateCases(SEED, CASES, { maxBytes: 1 << 20, maxCheckedPayload: 64 << 20 }, specs);
+
+  it("covers every preset, all 13 ops, auto and named algorithms, several group shapes", () => {
+    const field = (k: string) => new Set(cases.map((c) => JSON.stringify(k === "op" ? (c.scenario["ops"] as { op: string }[])[0]!.op : c.scenario[k])));
+    expect(field("instance").size).toBe(CONFORMANCE_PRESETS.length);
+    expect(field("op").size).toBe(13);
+    expect(field("algorithm").size).toBeGreaterThan(8);
+    expect(new Set(cases.map((c) => (c.scenario["replicaGroups"] as number[][]).length)).size).toBeGreaterThan(3);
+  });
+
+  it.each(cases.map((c) => [c.id, c.label, c] as const))("case %i: %s", (_id, _label, c) => {
+    const o = runCase(c);
+    if (o.kind === "fail") expect.fail(`${o.code}: ${o.message}`);
+    if (o.kind === "refused") expect(REFUSAL_CODES.has(o.code)).toBe(true);
+  });
+
+  it("the same seed gives the same cases", () => {
+    expect(generateCases(SEED, 20, { maxBytes: 1 << 20, maxCheckedPayload: 64 << 20 }, specs)).toEqual(cases.slice(0, 20));
+  });
+});
