@@ -12,7 +12,7 @@ import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { algTypeOf } from "../ir/spec.ts";
 import { INTRA_RDH_RANKS, initComm, type Verdict } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
-import { commContext, dispatch, kangaringLayout, runGates, type Gate } from "./post.ts";
+import { commContext, dispatch, kangaringLayout, meshEngines, opReduceSlice, runGates, type Gate } from "./post.ts";
 
 /** The rings a group's channels follow (global ranks), and whether they follow links. */
 export interface RingSet {
@@ -133,7 +133,12 @@ export function hierStages(
       // The stage gates see every algorithm the preset supports (the scenario's allowed set picks HIER itself).
       const inp = { scn: { ...scn, allowedAlgorithms: undefined }, spec, groups: comm.groups, channels, chunkBytes };
       const c = commContext(inp, comm.groups[0]!);
-      const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, { kangaring: () => kangaringLayout(comm.groups[0]!, (r) => info[r]!.device) });
+      const limits = {
+        kangaring: () => kangaringLayout(comm.groups[0]!, (r) => info[r]!.device),
+        meshEngines: meshEngines(spec, channels, slices > 1 ? 4 : 3),
+        reduceSliceBytes: opReduceSlice(spec, op.dtype, op.priorityClass),
+      };
+      const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, limits, esize);
       const can = (a: EncAlgType) => gates.some((x) => x.gate === GATE_OF[a] && x.verdict.ok);
       alg = list.find(can) ?? EncAlgType.INVALID;
     }

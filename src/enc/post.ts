@@ -14,6 +14,37 @@ import { hierPlanVerdict } from "./hier.ts";
 export interface ComposerLimits {
   readonly kangaring?: () => Verdict;
   readonly hierarchical?: () => Verdict;
+  /** DMA engines a mesh-tape program (mesh, RDH) of this comm gets; the step-size limit needs it. */
+  readonly meshEngines?: number;
+  readonly reduceSliceBytes?: number;
+}
+
+/** A step's descriptors per queue must stay below the 16-bit TopSP increment counters. */
+const STEP_DESCRIPTORS_MAX = 0xffff - 1;
+
+/**
+ * The largest step a mesh-tape program would emit on one engine, against the 16-bit counters: a
+ * mesh reduce reads all n blocks of the engine's share in CCE packets, an RDH halving step reduces
+ * half the buffer with two sources, a copy leg moves a block (or half the buffer) in descriptors of
+ * at most maxDescriptorBytes. The runtime's op_max_limit keeps its mesh subtypes inside this; an op
+ * above it goes on down the precedence.
+ */
+export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: number, esize: number, spec: DeviceSpec, engines: number, reduceSlice: number): Verdict {
+  const E = Math.max(1, Math.min(engines, n - 1));
+  const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
+  const block = Math.ceil(bytes / esize / n) * esize;
+  const per = (b: number, unit: number) => Math.ceil(Math.ceil(b / esize / E) * esize / unit);
+  let tx: number;
+  // An all-reduce's mesh leg also sends the engine's reduced share to every peer; every leg ends
+  // in a few semaphore writes (SLACK covers them).
+  const SLACK = 64;
+  if (alg === EncAlgType.MESH) {
+    tx = reduces ? per(block, reduceSlice) * (n + 1) : Math.ceil((n - 1) / E) * Math.ceil(block / spec.dma.maxDescriptorBytes);
+    if (opType === EncOpType.ALLREDUCE) tx += (n - 1) * per(block, spec.dma.maxDescriptorBytes);
+  } else tx = reduces ? per(bytes / 2, reduceSlice) * 3 : per(bytes / 2, spec.dma.maxDescriptorBytes);
+  tx += SLACK;
+  if (tx > STEP_DESCRIPTORS_MAX) return no(`its largest step would need ${tx} descriptors on one of ${E} engines, above the 16-bit step counters (${STEP_DESCRIPTORS_MAX})`);
+  return ok(`largest step ${tx} descriptors per engine`);
 }
 
 /**
@@ -142,7 +173,8 @@ function familyGate(init: CommInit, alg: EncAlgType, opType: EncOpType, ops: rea
 }
 
 /** The six enc_can_post_* gates for one op. All run; none short-circuits another. */
-export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opType: EncOpType, bytes: number, limits: ComposerLimits = {}): { gate: Gate; verdict: Verdict }[] {
+export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opType: EncOpType, bytes: number, limits: ComposerLimits = {}, esize = 1): { gate: Gate; verdict: Verdict }[] {
+  const steps = (alg: EncAlgType) => () => (limits.meshEngines === undefined ? ok("") : keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes)));
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
   const mesh = ((): Verdict => {
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
@@ -151,13 +183,13 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     // The subtype windows are the collectives' op_max_limit; all-to-all has no other home than mesh.
     if (!COLLECTIVES.includes(opType)) return ok("all-to-all is served by mesh at any size");
     if (bytes > meshLimit) return no(`${bytes} bytes is above the mesh subtype's op_max_limit (${meshLimit})`);
-    return ok(`${bytes} bytes within op_max_limit ${meshLimit}`);
+    return andThen(ok(`${bytes} bytes within op_max_limit ${meshLimit}`), steps(EncAlgType.MESH));
   })();
   return [
     { gate: "kangaring", verdict: andThen(familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring"), limits.kangaring) },
     { gate: "mesh", verdict: mesh },
-    { gate: "intra_rdh", verdict: rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, bytes) },
-    { gate: "inter_rdh", verdict: familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH") },
+    { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, bytes), steps(EncAlgType.INTRA_RDH)) },
+    { gate: "inter_rdh", verdict: andThen(familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH"), steps(EncAlgType.INTER_RDH)) },
     { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, [EncOpType.ALLREDUCE], "single-cycle ring (all-reduce only)") },
     { gate: "hierarchical", verdict: andThen(familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical"), limits.hierarchical) },
   ];
@@ -165,7 +197,14 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
 
 /** A gate's verdict, then (when it admits) the composer's own limits. */
 function andThen(v: Verdict, limits?: () => Verdict): Verdict {
-  return v.ok && limits ? limits() : v;
+  if (!v.ok || !limits) return v;
+  const l = limits();
+  return l.ok ? (l.reason ? ok(`${v.reason}; ${l.reason}`) : v) : l;
+}
+
+/** A limit's refusal as is; its admission adds nothing to the gate's reason. */
+function keep(v: Verdict): Verdict {
+  return v.ok ? ok("") : v;
 }
 
 /** RDH is a mesh subtype with its own op_min_limit / op_max_limit window. */
@@ -211,6 +250,18 @@ function fallbackNote(scn: Scenario, gates: readonly { gate: Gate; verdict: Verd
   const gate = GATE_OF_ALG[asked];
   const why = gate ? gates.find((x) => x.gate === gate)!.verdict.reason : "no enc_can_post_* gate admits it";
   return `"${scn.algorithm}" cannot run (${why}); the runtime falls back to ${ALG_NAMES[alg as number] ?? alg}`;
+}
+
+/** Bytes per CCE packet of an op (the operation's reduce slice): its priority class's, within one descriptor and the CCE's element cap. */
+export function opReduceSlice(spec: DeviceSpec, dtype: OpSpec["dtype"], priorityClass: number): number {
+  const esize = dtypeSize(dtype);
+  return Math.max(32, Math.floor(Math.min(spec.dma.maxDescriptorBytes, spec.dma.cceMaxElements * esize, spec.collectives.cceReducePacketBytes[priorityClass]!) / 32) * 32);
+}
+
+/** DMA engines a rank's mesh-tape program gets: what `sets` channel sets of ring channels leave (at most 32 per window). */
+export function meshEngines(spec: DeviceSpec, channels: number, sets: number): number {
+  const perRank = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
+  return Math.min(perRank, 32) - sets * channels * spec.ring.foldN;
 }
 
 /** The chunk plan of an op over a group of n ranks: all-reduce blocks round up, the others split evenly. */
@@ -331,10 +382,21 @@ export function postOperations(inp: PostInputs): Posted {
     const groupAlgs: EncAlgType[] = [];
     groups.forEach((g, gi) => {
       const { c, init } = inits[gi]!;
-      const gates = runGates(init, c, spec, opType, op.bytes, {
-        kangaring: () => kangaringLayout(g, (r) => info[r]!.device),
-        hierarchical: () => hierPlanVerdict(scn, spec, info, g, op, opType, channels, chunkBytes, path),
-      });
+      const reduceSliceBytes = opReduceSlice(spec, op.dtype, op.priorityClass);
+      const gates = runGates(
+        init,
+        c,
+        spec,
+        opType,
+        op.bytes,
+        {
+          kangaring: () => kangaringLayout(g, (r) => info[r]!.device),
+          hierarchical: () => hierPlanVerdict(scn, spec, info, g, op, opType, channels, chunkBytes, path),
+          meshEngines: meshEngines(spec, channels, 1),
+          reduceSliceBytes,
+        },
+        esize,
+      );
       const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
       const alg = resolveAlgorithm(can);
       groupAlgs.push(alg);
@@ -343,7 +405,6 @@ export function postOperations(inp: PostInputs): Posted {
       const count = op.bytes / esize;
       const plan = opPlan(opType, count, g.length, chunkBytes, esize, channels);
       plans.push(plan);
-      const reduceSliceBytes = Math.max(32, Math.floor(Math.min(spec.dma.maxDescriptorBytes, spec.dma.cceMaxElements * esize, spec.collectives.cceReducePacketBytes[op.priorityClass]!) / 32) * 32);
       const rec: EncOperation = {
         index,
         opType,
