@@ -2,7 +2,7 @@
 import { DTYPES, type Dtype } from "../ir/dtypes.ts";
 import { OP_NAMES, type OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
-import { parseSize, SizeError } from "./sizes.ts";
+import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
 
 export class UsageError extends Error {}
 
@@ -146,6 +146,11 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
     const hi = max ?? Math.max(lo, DEFAULT_SIZE);
     if (lo > hi) throw new UsageError(`-b ${lo} is above -e ${hi}`);
     a.sweep = { min: lo, max: hi, factor, step };
+    try {
+      sweepSizes({ min: lo, max: hi, ...(factor !== undefined ? { factor } : {}), ...(step !== undefined ? { step } : {}) });
+    } catch (e) {
+      throw new UsageError((e as SizeError).message);
+    }
   }
   if (a.plot !== undefined && !a.sweep) throw new UsageError("--plot draws a sweep: give -b / -e");
   if (a.reportJson !== undefined && !a.sweep) throw new UsageError("--report-to-json-file writes a sweep: give -b / -e");

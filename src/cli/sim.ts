@@ -10,11 +10,12 @@ import { formatJson, formatSweepTable, formatTable, nccomJson } from "../report/
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
-import { loadDevice, loadScenario } from "../run/load.ts";
+import { loadDevice, loadScenarioSource } from "../run/load.ts";
 import { runScenario, type PipelineHooks } from "../run/pipeline.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
-import { runSweep, withRanks } from "./sweep.ts";
+import { runSweep } from "./sweep.ts";
+import { parseSource, withOverrides } from "../run/overrides.ts";
 import { TraceCollector } from "./trace.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
@@ -104,10 +105,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let scn: Scenario | undefined;
   let spec: DeviceSpec | undefined;
   try {
-    scn = loadScenario(args.scenario);
-    if (args.check) scn = { ...scn, check: args.check };
-    if (args.seed !== undefined) scn = { ...scn, seed: args.seed };
-    scn = withRanks(scn, args.ranks);
+    // Flags change the scenario's JSON, validated again as the file is (errors name the flags).
+    const src = withOverrides(loadScenarioSource(args.scenario).source, { ranks: args.ranks, check: args.check, seed: args.seed });
+    scn = parseSource(src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector() : undefined;
@@ -116,7 +116,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: NonNullable<import("../check/values.ts").Mismatch> }[];
     let statsText = "";
     if (args.sweep) {
-      const res = runSweep(scn, spec, args, log, runHooks, progressOn(err));
+      const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err));
       if (res.kind === "hang") {
         err(`ccsim: ${res.op.op} ${res.op.bytes} B of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
         return EXIT.HANG;

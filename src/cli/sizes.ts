@@ -20,19 +20,23 @@ export interface SweepRange {
   readonly step?: number;
 }
 
+export const MAX_SWEEP_SIZES = 4096;
+
 /** The sizes of a sweep, min to max inclusive. */
 export function sweepSizes(r: SweepRange): number[] {
   if (r.min > r.max) throw new SizeError(`minimum size ${r.min} is above the maximum ${r.max}`);
   if (r.factor !== undefined && r.step !== undefined) throw new SizeError("give a step factor (-f) or a step size (-i), not both");
   const out: number[] = [];
+  // Counted before any is built: a range of a trillion sizes is refused, not listed.
   if (r.step !== undefined) {
     if (!(r.step >= 1)) throw new SizeError(`step size ${r.step} must be at least 1 byte`);
+    const n = Math.floor((r.max - r.min) / r.step) + 1;
+    if (n > MAX_SWEEP_SIZES) throw new SizeError(`-b ${r.min} -e ${r.max} -i ${r.step} makes ${n} sizes; at most ${MAX_SWEEP_SIZES}`);
     for (let s = r.min; s <= r.max; s += r.step) out.push(s);
   } else {
     const f = r.factor ?? 2;
     if (!Number.isInteger(f) || f < 2) throw new SizeError(`step factor ${f} must be an integer >= 2`);
     for (let s = r.min; s <= r.max; s *= f) out.push(s);
   }
-  if (out.length > 4096) throw new SizeError(`the sweep has ${out.length} sizes; at most 4096`);
   return out;
 }

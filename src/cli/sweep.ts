@@ -6,6 +6,7 @@ import { runScenario, MAX_CHECKED_PAYLOAD, type OpOutcome, type PipelineHooks } 
 import type { HangReport } from "../../sim/index.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";
+import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
 
 /** Ops whose size is one block per group rank. */
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
@@ -20,20 +21,17 @@ export type SweepResult =
   | { readonly kind: "done"; readonly points: readonly SweepPoint[]; readonly notes: readonly string[] }
   | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport };
 
-/** The scenario with -r applied: that many ranks, one replica group of all of them. */
-export function withRanks(scn: Scenario, ranks: number | undefined): Scenario {
-  if (ranks === undefined || ranks === scn.ranks) return scn;
-  return { ...scn, ranks, replicaGroups: [Array.from({ length: ranks }, (_, i) => i)], rankOverrides: [] };
-}
-
 /** Input + output bytes a values check of `op` at `bytes` holds, over all ranks. */
 function payload(op: OpName, bytes: number, ranks: number, n: number): number {
   const per = op === "all-gather" ? bytes / n + bytes : op === "reduce-scatter" ? bytes + bytes / n : 2 * bytes;
   return per * ranks;
 }
 
-export function runSweep(base: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult {
-  const scn = withRanks(base, args.ranks);
+/**
+ * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
+ * scenario with one op at one size, validated as a file is.
+ */
+export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult {
   const sweep = args.sweep!;
   const n = scn.replicaGroups[0]!.length;
   const ops: OpSpec[] = args.op
@@ -50,9 +48,12 @@ export function runSweep(base: Scenario, spec: DeviceSpec, args: Args, log: Logg
   const wantValues = (args.check ?? "none") === "values";
   const points: SweepPoint[] = [];
   let events = 0;
-  for (const [k, op] of plan.entries()) {
+  // Every point is validated before the first one runs.
+  const points0 = plan.map((op) => {
     const checked = wantValues && payload(op.op, op.bytes, scn.ranks, n) <= MAX_CHECKED_PAYLOAD;
-    const one: Scenario = { ...scn, ops: [op], rankOverrides: [], check: checked ? "values" : "none" };
+    return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked ? "values" : "none") };
+  });
+  for (const [k, { op, checked, one }] of points0.entries()) {
     const out = runScenario(one, spec, log, hooks);
     if (out.kind === "hang") return { kind: "hang", op, hang: out.hang };
     const o = out.ops[0]!;

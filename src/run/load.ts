@@ -4,6 +4,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScenarioError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import type { ScenarioSource } from "./overrides.ts";
 import { parseDeviceSpec, parseJson, parseScenario } from "../scenario/index.ts";
 
 export const DEFAULT_DEVICES_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "../../devices");
@@ -18,6 +19,13 @@ function readText(file: string): string {
 
 export function loadScenario(file: string): Scenario {
   return parseScenario(file, parseJson(file, readText(file)));
+}
+
+/** A scenario file's JSON, validated as the file it is (flags may change it later: see overrides.ts). */
+export function loadScenarioSource(file: string): { source: ScenarioSource; scenario: Scenario } {
+  const json = parseJson(file, readText(file));
+  const scenario = parseScenario(file, json);
+  return { source: { file, json: json as Record<string, unknown>, flags: "" }, scenario };
 }
 
 export function loadDevice(instance: string, dir = DEFAULT_DEVICES_DIR, scenarioFile?: string): DeviceSpec {

@@ -1,0 +1,68 @@
+// Command-line overrides of a scenario (-r, --check, --seed, and a sweep's --op / -d / sizes): they
+// change the scenario's JSON and the result is validated exactly as a file is, with the flags named
+// in every error.
+import type { Dtype } from "../ir/dtypes.ts";
+import type { OpName, Scenario } from "../ir/spec.ts";
+import { parseScenario } from "../scenario/index.ts";
+
+export interface Overrides {
+  /** -r: that many ranks, one replica group of all of them (rank overrides dropped). */
+  readonly ranks?: number | undefined;
+  readonly check?: "values" | "none" | undefined;
+  readonly seed?: number | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+/** A scenario as its file holds it, with what the flags change, and how to name that in errors. */
+export interface ScenarioSource {
+  readonly file: string;
+  readonly json: Json;
+  /** The flags applied ("" for none), e.g. "-r 3 --check none". */
+  readonly flags: string;
+}
+
+function label(src: ScenarioSource): string {
+  return src.flags ? `${src.file} with ${src.flags}` : src.file;
+}
+
+/** Parse a scenario source; errors name the file and the flags that shaped it. */
+export function parseSource(src: ScenarioSource): Scenario {
+  return parseScenario(label(src), src.json);
+}
+
+/** Apply the overrides to a scenario's JSON (already valid as a file). */
+export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource {
+  const json: Json = { ...src.json };
+  const flags: string[] = src.flags ? [src.flags] : [];
+  if (o.ranks !== undefined && o.ranks !== json["ranks"]) {
+    json["ranks"] = o.ranks;
+    delete json["replicaGroups"];
+    delete json["rankOverrides"];
+    flags.push(`-r ${o.ranks}`);
+  }
+  if (o.check !== undefined) {
+    json["check"] = o.check;
+    flags.push(`--check ${o.check}`);
+  }
+  if (o.seed !== undefined) {
+    json["seed"] = o.seed;
+    flags.push(`--seed ${o.seed}`);
+  }
+  return { file: src.file, json, flags: flags.join(" ") };
+}
+
+/**
+ * One op of a sweep: the scenario's op of that name (or a bare one for an op the scenario lacks),
+ * with the sweep's dtype and size, validated as the file's ops are.
+ */
+export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undefined, bytes: number, check: "values" | "none"): Scenario {
+  const ops = (src.json["ops"] as Json[]) ?? [];
+  const base: Json = ops.find((o) => o["op"] === op) ?? { op };
+  const point: Json = { ...base, bytes, ...(dtype ? { dtype } : {}) };
+  if (point["dtype"] === undefined) point["dtype"] = "fp32";
+  const json: Json = { ...src.json, ops: [point], check };
+  delete json["rankOverrides"];
+  const flags = [src.flags, `--op ${op}`, ...(dtype ? [`-d ${dtype}`] : []), `size ${bytes}`].filter((f) => f).join(" ");
+  return parseScenario(`${src.file} with ${flags}`, json);
+}

@@ -1,0 +1,46 @@
+// Flags that change a scenario go through the same validation as the file: exit 1, naming the
+// file, the flags, the field path and the value — never a stack trace or exit 2.
+import { describe, expect, it } from "vitest";
+import { main, EXIT } from "../../src/cli/sim.ts";
+
+function run(args: string[]): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(args, (s) => (out += s), (s) => (err += s));
+  return { code, out, err };
+}
+
+describe("command-line overrides are validated like the file", () => {
+  it.each([
+    [["scenarios/ring8.json", "-r", "3"], "scenarios/ring8.json with -r 3: ops[1].bytes", "SCN1006"],
+    [["scenarios/kangaring32.json", "-r", "6"], "with -r 6: ops[1].bytes", "SCN1006"],
+    [["scenarios/permute8.json", "-r", "2"], "with -r 2: ops[0].pairs[2][0]", "SCN1005"],
+    [["scenarios/sendrecv2.json", "-r", "1"], "with -r 1: ops[0].pairs[0][1]", "SCN1005"],
+    [["scenarios/ring8.json", "-r", "5", "--check", "none"], "with -r 5 --check none: ops[1].bytes", "SCN1006"],
+    [["scenarios/alltoallv8.json", "-r", "4"], "with -r 4: ops[0].counts", "SCN1005"],
+    [["scenarios/ring8.json", "--op", "send", "-b", "1K", "-e", "4K"], "with --op send size 1024: ops[0].pairs", "SCN1004"],
+    [["scenarios/ring8.json", "--op", "permute", "-b", "1K", "-e", "4K"], "with --op permute size 1024: ops[0].pairs", "SCN1004"],
+    [["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K"], "with --op all-to-all-v size 1024: ops[0].counts", "SCN1004"],
+  ])("%j", (args, where, code) => {
+    const r = run(args);
+    expect(r.code).toBe(EXIT.BAD_INPUT);
+    expect(r.err).toContain(where);
+    expect(r.err).toContain(`[${code}]`);
+    expect(r.err).not.toMatch(/\n\s+at /);
+    expect(r.out).toBe("");
+  });
+
+  it("a size range is counted before it is built: -b 1 -e 1T -i 1 is refused at once", () => {
+    const r = run(["scenarios/ring8.json", "-b", "1", "-e", "1T", "-i", "1"]);
+    expect(r.code).toBe(EXIT.BAD_INPUT);
+    expect(r.err).toMatch(/makes 1099511627776 sizes; at most 4096/);
+  });
+
+  it("-r that fits runs: ring8 at 4 ranks, one group of all of them", () => {
+    const r = run(["scenarios/ring8.json", "-r", "4", "--json"]);
+    expect(r.code).toBe(EXIT.OK);
+    const res = JSON.parse(r.out).results as { ranks: number; check: string }[];
+    expect(res.map((x) => x.ranks)).toEqual([4, 4, 4]);
+    expect(res.every((x) => x.check === "pass")).toBe(true);
+  });
+});
