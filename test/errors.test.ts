@@ -88,6 +88,7 @@ describe("scenario and device file errors", () => {
     ["SCN1006", () => parseScenario("x.json", { ...minimal, ops: [{ op: "all-reduce", bytes: 6, dtype: "fp32" }] })],
     ["SCN1007", () => parseScenario("x.json", { ...minimal, algorithm: "tree" })],
     ["SCN1008", () => parseScenario("x.json", { ...minimal, algorithm: "ring", allowedAlgorithms: ["mesh"] })],
+    ["SCN1009", () => parseScenario("x.json", { ...minimal, replicaGroups: [Array.from({ length: 25_000_000 }, (_, i) => i)] })],
     ["SCN1101", () => parseDeviceSpec("d.json", { ...trn1Json, topsp: { ...trn1Json.topsp, perDevice: 5 } })],
     ["SCN1102", () => parseDeviceSpec("d.json", { ...trn1Json, sources: {} })],
     ["SCN1103", () => parseDeviceSpec("d.json", { ...trn1Json, topology: { kind: "table", neighbours: trn1Json.topology.neighbours.slice(1) } })],
@@ -120,6 +121,7 @@ describe("composer errors", () => {
     ["CMP1303", compile({ ranks: 17, ops: op })],
     ["CMP1304", compile({ ranks: 2, channels: 9, ops: op })],
     ["CMP1305", compile({ ranks: 2, channels: 4, ops: op }, { ...trn1, topsp: { ...trn1.topsp, semaphores: 6 } })],
+    ["CMP1311", compile({ ranks: 2, check: "none", ops: [{ op: "all-reduce", bytes: 2 ** 38, dtype: "fp32", reduce: "sum" }] })],
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));
 
   it("CMP1201 carries the seed's all-to-all message and the rank count", () => {

@@ -6,7 +6,7 @@ import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
 import { ALG_NAMES, acrossNodes, podLinked } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
-import { MAX_DEVICES, semaAddr } from "../encd/address.ts";
+import { HBM_LIMIT, MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
@@ -594,6 +594,15 @@ const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
     // Every rank's input and output as the scenario op sees them.
     const rankLayouts: RankLayout[] = [];
     const io = new Map<number, { input: number; output: number }>();
+    // The op's buffers must fit a device's address window (checked before anything is placed).
+    const perDevice = new Map<number, number>();
+    for (let rank = 0; rank < scn.ranks; rank++) {
+      const ci = info[rank]!;
+      const { inBytes, outBytes } = bufferBytes(op, opType, groups[ci.group]!.length, ci.groupRank);
+      perDevice.set(ci.device, (perDevice.get(ci.device) ?? 0) + inBytes + outBytes);
+    }
+    const most = Math.max(...perDevice.values());
+    check(most < HBM_LIMIT / 2, "CMP1311", `the op's input and output buffers need ${most} bytes on one device; a device's HBM window holds ${HBM_LIMIT} (half of it for buffers)`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? most : op.bytes);
     for (let rank = 0; rank < scn.ranks; rank++) {
       const ci = info[rank]!;
       const { inBytes, outBytes } = bufferBytes(op, opType, groups[ci.group]!.length, ci.groupRank);

@@ -60,12 +60,25 @@ export function assertNever(x: never, what: string): never {
   throw new InternalError(`unexpected ${what}: ${safeJson(x)}`);
 }
 
+/** A short rendering of a value for a message: at most 120 characters, whatever its size or depth. */
 function safeJson(v: unknown): string {
-  try {
+  const s = brief(v, 4);
+  return s.length > 120 ? s.slice(0, 117) + "..." : s;
+}
+
+/** JSON-like text of `v`, nested values below `depth` elided, long arrays and objects cut short. */
+function brief(v: unknown, depth: number): string {
+  if (v === null || typeof v !== "object") {
+    if (typeof v === "bigint") return v.toString();
     const s = JSON.stringify(v);
-    if (s === undefined) return String(v);
-    return s.length > 120 ? s.slice(0, 117) + "..." : s;
-  } catch {
-    return String(v);
+    return s === undefined ? String(v) : s.length > 120 ? s.slice(0, 117) + "...\"" : s;
   }
+  if (depth === 0) return Array.isArray(v) ? "[...]" : "{...}";
+  if (Array.isArray(v)) {
+    const items = v.slice(0, 16).map((x) => brief(x, depth - 1));
+    return `[${items.join(",")}${v.length > 16 ? ",..." : ""}]`;
+  }
+  const keys = Object.keys(v).slice(0, 16);
+  const body = keys.map((k) => `${JSON.stringify(k)}:${brief((v as Record<string, unknown>)[k], depth - 1)}`);
+  return `{${body.join(",")}${Object.keys(v).length > 16 ? ",..." : ""}}`;
 }

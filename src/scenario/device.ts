@@ -10,6 +10,19 @@ const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes"] as const;
 /** Largest device count the address map's routing bits can name. */
 export const MAX_DEVICES = 32;
 
+/** Fixed costs and latencies (ps): at most 1 ms each, so simulated time stays an exact integer. */
+export const MAX_COST_PS = 1_000_000_000;
+/** Byte rates: 0 (unlimited, the ideal machines) or from 100 MB/s to 1 PB/s. */
+export const MIN_RATE = 100_000_000;
+export const MAX_RATE = 1_000_000_000_000_000;
+
+/** A byte rate in bytes per second (0: no limit). */
+function rate(f: Reader): number {
+  const v = f.int(0, MAX_RATE);
+  if (v > 0 && v < MIN_RATE) f.fail("SCN1101", `must be 0 (no limit) or at least ${MIN_RATE} bytes per second`);
+  return v;
+}
+
 export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const r = new Reader(file, "", json);
   r.keys(TOP_KEYS);
@@ -33,20 +46,30 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   if (topology.kind === "table" && topology.routeOrder) numbers.push("topology.routeOrder");
   if (topology.kind === "table" && topology.podNodes !== undefined) numbers.push("topology.podNodes");
   const topsp = section("topsp", ["perDevice", "semaphores", "entryDecodePs", "stepIssuePs", "semaWakePs"] as const, (k, f) =>
-    k === "perDevice" ? f.int(1, 16) : k === "semaphores" ? f.int(1, 256) : f.int(0),
+    k === "perDevice" ? f.int(1, 16) : k === "semaphores" ? f.int(1, 256) : f.int(0, MAX_COST_PS),
   );
   if (topsp.perDevice % coresPerDevice !== 0) r.get("topsp").get("perDevice").fail("SCN1101", `must be a multiple of coresPerDevice (${coresPerDevice})`);
   const dma = section("dma", ["enginesPerCore", "queuesPerEngine", "collectiveQueue", "engineBytesPerSecond", "descriptorCostPs", "maxDescriptorBytes", "cceMaxElements"] as const, (k, f) =>
-    k === "enginesPerCore" ? f.int(1, 32) : k === "queuesPerEngine" ? f.int(1, 16) : k === "maxDescriptorBytes" ? f.int(4, 65536) : k === "cceMaxElements" ? f.int(1, 1 << 20) : f.int(0),
+    k === "enginesPerCore"
+      ? f.int(1, 32)
+      : k === "queuesPerEngine"
+        ? f.int(1, 16)
+        : k === "maxDescriptorBytes"
+          ? f.int(64, 65536)
+          : k === "cceMaxElements"
+            ? f.int(1, 1 << 20)
+            : k === "engineBytesPerSecond"
+              ? rate(f)
+              : f.int(0, MAX_COST_PS),
   );
   if (dma.collectiveQueue >= dma.queuesPerEngine) r.get("dma").get("collectiveQueue").fail("SCN1101", `must be below queuesPerEngine (${dma.queuesPerEngine})`);
   if (dma.enginesPerCore * coresPerDevice > 256) r.get("dma").get("enginesPerCore").fail("SCN1101", "engines per device must be at most 256 (the DMA register map)");
-  const hbm = section("hbm", ["bytesPerSecond"] as const, (_k, f) => f.int(0));
-  const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (_k, f) => f.int(0));
+  const hbm = section("hbm", ["bytesPerSecond"] as const, (_k, f) => rate(f));
+  const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (k, f) => (k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS)));
   const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>
     k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64),
   );
-  const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : f.int(0))) : undefined;
+  const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS))) : undefined;
   const collectives = parseCollectives(r.get("collectives"));
   numbers.push(...COLLECTIVE_KEYS.map((k) => `collectives.${k}`));
   for (const k of COLLECTIVE_OPTIONAL) if (r.get("collectives").has(k)) numbers.push(`collectives.${k}`);

@@ -1,6 +1,9 @@
 // A strict reader over parsed JSON: every access names its field path; unknown keys are errors.
 import { ScenarioError } from "../ir/errors.ts";
 
+/** Entries an array may have when nothing smaller bounds it. */
+export const MAX_ITEMS = 65536;
+
 export class Reader {
   readonly file: string;
   readonly path: string;
@@ -46,9 +49,12 @@ export class Reader {
     return this.has(key) ? new Reader(this.file, this.child(key), this.object()[key]) : undefined;
   }
 
-  items(): Reader[] {
+  /** The entries of an array, refused before any is read when there are more than `max`. */
+  items(max = MAX_ITEMS): Reader[] {
     if (!Array.isArray(this.value)) this.fail("SCN1003", "expected an array");
-    return (this.value as unknown[]).map((v, i) => new Reader(this.file, this.child(i), v));
+    const a = this.value as unknown[];
+    if (a.length > max) this.fail("SCN1009", `has ${a.length} entries; at most ${max}`, `[${a.length} entries]`);
+    return a.map((v, i) => new Reader(this.file, this.child(i), v));
   }
 
   string(): string {

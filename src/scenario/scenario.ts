@@ -32,8 +32,8 @@ export function parseScenario(file: string, json: unknown): Scenario {
   if (nodesR && ranks % nodes !== 0) nodesR.fail("SCN1006", `ranks (${ranks}) must be a multiple of nodes`);
   const groupsR = r.opt("replicaGroups");
   const replicaGroups = groupsR
-    ? groupsR.items().map((g) => {
-        const members = g.items().map((m) => m.int(0, Number.MAX_SAFE_INTEGER));
+    ? groupsR.items(MAX_RANKS).map((g) => {
+        const members = g.items(MAX_RANKS).map((m) => m.int(0, Number.MAX_SAFE_INTEGER));
         if (members.length === 0) g.fail("SCN1005", "a replica group must not be empty");
         return members;
       })
@@ -45,7 +45,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const allowedAlgorithms =
     algorithm !== "auto"
       ? [algTypeOf(algorithm)]
-      : allowedR?.items().map((a, i, all) => {
+      : allowedR?.items(ALG_NAMES.length).map((a, i, all) => {
           const name = a.oneOf(ALG_NAMES);
           if (all.slice(0, i).some((b) => b.value === name)) a.fail("SCN1005", `"${name}" is listed twice`);
           return algTypeOf(name);
@@ -99,11 +99,11 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
     if (!countsR) o.fail("SCN1004", `all-to-all-v needs "counts": an n x n matrix of bytes rank i sends to rank j`, undefined, `${o.path}.counts`);
     if (groupSizes.length !== 1) countsR.fail("SCN1005", "all-to-all-v needs every replica group to have the same size");
     const n = groupSizes[0]!;
-    const rows = countsR.items();
+    const rows = countsR.items(MAX_RANKS);
     if (rows.length !== n) countsR.fail("SCN1005", `needs ${n} rows (one per group rank), got ${rows.length}`, rows.length);
     const esize = dtypeSize(dtype);
     const counts = rows.map((row) => {
-      const cells = row.items();
+      const cells = row.items(MAX_RANKS);
       if (cells.length !== n) row.fail("SCN1005", `needs ${n} entries, got ${cells.length}`, cells.length);
       return cells.map((c) => {
         const v = c.int(0);
@@ -119,8 +119,8 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
     if (!pairsR) o.fail("SCN1004", `${op} needs "pairs": [[source, target], ...]`, undefined, `${o.path}.pairs`);
     const seenSrc = new Set<number>();
     const seenDst = new Set<number>();
-    const pairs = pairsR.items().map((p) => {
-      const items = p.items();
+    const pairs = pairsR.items(MAX_RANKS).map((p) => {
+      const items = p.items(3);
       const a = items[0];
       const b = items[1];
       if (!a || !b || items.length !== 2) return p.fail("SCN1005", "a pair is [source, target]");
