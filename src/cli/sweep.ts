@@ -2,7 +2,7 @@
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { runScenario, MAX_CHECKED_PAYLOAD, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
+import { runScenario, valuesCheckBudget, valuesCheckMemory, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";
@@ -50,7 +50,7 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   let events = 0;
   // Every point is validated before the first one runs.
   const points0 = plan.map((op) => {
-    const checked = wantValues && payload(op.op, op.bytes, scn.ranks, n) <= MAX_CHECKED_PAYLOAD;
+    const checked = wantValues && valuesCheckMemory(payload(op.op, op.bytes, scn.ranks, n), dtypeSize(op.dtype)) <= valuesCheckBudget();
     return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked ? "values" : "none") };
   });
   for (const [k, { op, checked, one }] of points0.entries()) {

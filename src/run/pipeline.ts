@@ -1,9 +1,10 @@
 // Scenario to verified result: compile each op, load inputs, simulate the emitted bytes, check, report.
+import { freemem, totalmem } from "node:os";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
-import { isRingOp, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { isRingOp, opTypeOf, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError } from "../ir/errors.ts";
-import { compileProgram, algorithmLabel, type OpLayout } from "../enc/compile.ts";
+import { bufferBytes, compileProgram, algorithmLabel, type OpLayout } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
@@ -11,8 +12,19 @@ import { decodeAddress } from "../encd/address.ts";
 import type { ProgramImage } from "../encd/program.ts";
 import { simulate, type HangReport, type ResourceStat, type TraceSink } from "../../sim/index.ts";
 
-/** Largest total of input + output bytes over all ranks that a values check will hold in memory. */
-export const MAX_CHECKED_PAYLOAD = 1 << 30;
+/**
+ * Memory a values check of `payload` bytes (every rank's input + output) holds: the bytes in
+ * simulated HBM, and each element as a number (8 bytes) in the inputs, the reference outputs and the
+ * read-back.
+ */
+export function valuesCheckMemory(payload: number, esize: number): number {
+  return payload * (2 + 24 / esize);
+}
+
+/** What a values check may use: half of this machine's memory (so runs repeat on the machine). */
+export function valuesCheckBudget(): number {
+  return Math.floor(totalmem() / 2);
+}
 
 /** What one op did to the machine's resources (for --stats). */
 export interface OpStats {
@@ -48,6 +60,21 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
   for (let i = 0; i < scn.ops.length; i++) {
     const t0 = performance.now();
     const op = scn.ops[i]!;
+    // A values check that cannot fit in memory is refused before anything is composed.
+    if (scn.check === "values") {
+      const payload = scn.replicaGroups.reduce((sum, g) => sum + g.reduce((t, _r, k) => {
+        const b = bufferBytes(op, opTypeOf(op.op), g.length, k);
+        return t + b.inBytes + b.outBytes;
+      }, 0), 0);
+      const need = valuesCheckMemory(payload, dtypeSize(op.dtype));
+      if (need > valuesCheckBudget()) {
+        const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+        throw new CompileError("CMP1401", `checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; this machine has ${gib(totalmem())} (${gib(freemem())} free) and a values check uses at most half; use "check": "none" (or --check none) for timing only`, {
+          path: `ops[${i}].bytes`,
+          value: op.bytes,
+        });
+      }
+    }
     const { image, layout, explain: why, warnings } = compileProgram(scn, spec, [i]);
     if (i === 0) {
       explain = why;
@@ -58,15 +85,6 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     if (ol.selections) log.info({ op: i, stages: ol.stages.map((s) => `${s.level} ${s.op}`) }, ol.selections);
     const values = scn.check === "values";
     if (i === 0) for (const r of layout.rings) if (!r.followsLinks) log.warn({ group: r.group }, "no ring over direct links for this group: non-neighbour hops are routed");
-    if (values) {
-      const payload = ol.ranks.reduce((n, r) => n + r.input.bytes + r.output.bytes, 0);
-      if (payload > MAX_CHECKED_PAYLOAD) {
-        throw new CompileError("CMP1401", `checking values needs ${payload} bytes of simulated payload (limit ${MAX_CHECKED_PAYLOAD}); use "check": "none" (or --check none) for timing only`, {
-          path: `ops[${i}].bytes`,
-          value: op.bytes,
-        });
-      }
-    }
     // Each rank's input values, then the reference outputs (ranks a permute leaves alone are not checked).
     const expected = values ? referenceOutputs(scn, i, ol) : new Map<number, number[]>();
     if (values) {

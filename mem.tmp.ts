@@ -1,0 +1,16 @@
+import { compileProgram } from "./src/enc/compile.ts";
+import { loadDevice } from "./src/run/load.ts";
+import { parseScenario } from "./src/scenario/index.ts";
+import { simulate } from "./sim/index.ts";
+const gb = Number(process.argv[2] ?? 1);
+const scn = parseScenario("x", { name: "x", instance: "trn1", ranks: 8, algorithm: "ring", channels: 2, check: "none", ops: [{ op: "all-reduce", bytes: gb * 2 ** 30, dtype: "fp32" }] });
+const m = (l: string) => { global.gc?.(); const u = process.memoryUsage(); console.log(l, "rss", (u.rss / 2 ** 20).toFixed(0), "heap", (u.heapUsed / 2 ** 20).toFixed(0), "ab", (u.arrayBuffers / 2 ** 20).toFixed(0)); };
+m("start");
+const spec = loadDevice("trn1");
+const c = compileProgram(scn, spec, [0]);
+m("compiled");
+let bytes = 0; for (const d of c.image.devices) for (const q of d.queues) bytes += (q as any).ring?.byteLength ?? 0;
+console.log("queue ring bytes MB", (bytes / 2 ** 20).toFixed(0), Object.keys(c.image.devices[0]!.queues[0]!));
+const r = simulate(spec, c.image, { storePayload: false });
+m("simulated");
+console.log(r.endPs);
