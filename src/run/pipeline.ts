@@ -2,6 +2,7 @@
 import { freemem, totalmem } from "node:os";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
+import { EncAlgType } from "../ir/enums.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError } from "../ir/errors.ts";
 import { bufferBytes, compileProgram, algorithmLabel, type OpLayout } from "../enc/compile.ts";
@@ -112,7 +113,8 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // the time), whatever order the groups are listed in.
     const n = Math.max(...scn.replicaGroups.map((g) => g.length));
     const timePs = res.opEndPs[0] ?? res.endPs;
-    const labels = ol.operation.groupAlgs.map((a) => (a === ol.algorithm ? algorithmLabel(a, ol.stages) : algorithmLabel(a)));
+    // A hierarchical op's stages belong to its hierarchical groups.
+    const labels = ol.operation.groupAlgs.map((a) => algorithmLabel(a, a === EncAlgType.HIER ? ol.stages : []));
     const distinct = [...new Set(labels)].sort();
     const row: ResultRow = {
       op: op.op,

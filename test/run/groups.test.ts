@@ -1,0 +1,78 @@
+// Groups that resolve differently are resolved, composed and reported per (op, group): the order
+// the groups are listed in changes nothing.
+import { describe, expect, it } from "vitest";
+import pino from "pino";
+import { runScenario } from "../../src/run/pipeline.ts";
+import { EncAlgType } from "../../src/ir/enums.ts";
+import { scenario, trn1 } from "../helpers.ts";
+
+const silent = pino({ level: "silent" });
+
+function rows(groups: number[][]) {
+  const out = runScenario(
+    scenario({
+      ranks: 8,
+      algorithm: "auto",
+      allowedAlgorithms: [EncAlgType.RING, EncAlgType.MESH],
+      replicaGroups: groups,
+      ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }],
+
+    }),
+    trn1,
+    silent,
+  );
+  if (out.kind !== "done") throw new Error("hung");
+  return out.ops.map((o) => o.row);
+}
+
+describe("per-(op, group) resolution", () => {
+  it("two ranks on mesh and six on the ring, in either order: same time, same busbw, each group named", () => {
+    const a = rows([[0, 1], [2, 3, 4, 5, 6, 7]]);
+    const b = rows([[2, 3, 4, 5, 6, 7], [0, 1]]);
+    expect(a[0]!.check).toBe("pass");
+    expect(b[0]!.check).toBe("pass");
+    expect(a[0]!.algorithm).toBe("mesh+ring");
+    expect(b[0]!.algorithm).toBe("mesh+ring");
+    expect(a[0]!.timeUs).toBe(b[0]!.timeUs);
+    expect(a[0]!.busbwGBps).toBe(b[0]!.busbwGBps);
+    expect(a[0]!.ranks).toBe(6);
+    expect(a[0]!.groups).toEqual([
+      { group: 0, ranks: 2, algorithm: "mesh" },
+      { group: 1, ranks: 6, algorithm: "ring" },
+    ]);
+  });
+
+  it("groups that resolve alike report one algorithm and no group list", () => {
+    const r = rows([[0, 1, 2, 3], [4, 5, 6, 7]]);
+    expect(r[0]!.groups).toBeUndefined();
+  });
+
+  it("a hierarchical group runs beside flat groups on two nodes, in either order", () => {
+    const run = (groups: number[][]) =>
+      runScenario(
+        scenario({
+          ranks: 16,
+          nodes: 2,
+          algorithm: "auto",
+          allowedAlgorithms: [EncAlgType.RING, EncAlgType.HIER],
+          replicaGroups: groups,
+          ops: [
+            { op: "all-reduce", bytes: 65536, dtype: "fp32", reduce: "sum" },
+            { op: "all-gather", bytes: 65536, dtype: "bf16", reduce: "sum" },
+          ],
+        }),
+        trn1,
+        silent,
+      );
+    const a = run([[0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7], [12, 13, 14, 15]]);
+    const b = run([[4, 5, 6, 7], [0, 1, 2, 3, 8, 9, 10, 11], [12, 13, 14, 15]]);
+    if (a.kind !== "done" || b.kind !== "done") throw new Error("hung");
+    for (const [x, y] of a.ops.map((o, i) => [o.row, b.ops[i]!.row] as const)) {
+      expect(x.check).toBe("pass");
+      expect(y.check).toBe("pass");
+      expect(x.algorithm).toMatch(/^hier\(.*\)\+ring$/);
+      expect(y.algorithm).toBe(x.algorithm);
+      expect(y.timeUs).toBe(x.timeUs);
+    }
+  });
+});
