@@ -11,6 +11,7 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --cases N          how many configurations (default 200)
   --seed S           generator seed (default 1); the same seed gives the same cases
   --max-bytes SIZE   largest op size (default 4M; units as in sweeps: 64K, 1G)
+  --min-bytes SIZE   smallest op size (default one element)
   --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); timing only above
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
   --verbose          one line per case
@@ -25,6 +26,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let cases = 200;
   let seed = 1;
   let maxBytes = 4 << 20;
+  let minBytes = 1;
   let maxChecked = 64 << 20;
   let verbose = false;
   let dump: number | undefined;
@@ -44,6 +46,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (flag === "--cases") cases = positive(next(), flag);
       else if (flag === "--seed") seed = positive(next(), flag, 0);
       else if (flag === "--max-bytes") maxBytes = parseSize(next(), flag);
+      else if (flag === "--min-bytes") minBytes = parseSize(next(), flag);
       else if (flag === "--max-checked") maxChecked = parseSize(next(), flag);
       else if (flag === "--preset") presets.push(next());
       else if (flag === "--verbose") verbose = true;
@@ -61,7 +64,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     err(`conformance: ${(e as Error).message}\n`);
     return 1;
   }
-  const list = generateCases(seed, cases, { maxBytes, maxCheckedPayload: maxChecked, ...(presets.length > 0 ? { presets } : {}) }, specs);
+  const list = generateCases(seed, cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, ...(presets.length > 0 ? { presets } : {}) }, specs);
   if (dump !== undefined) {
     const c = list[dump];
     if (!c) {

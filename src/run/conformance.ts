@@ -34,8 +34,9 @@ export type CaseOutcome =
   | { readonly kind: "fail"; readonly code: string; readonly message: string };
 
 export interface GenerateOptions {
-  /** Largest op size in bytes (sizes are log-uniform from one element up to it). */
+  /** Largest op size in bytes (sizes are log-uniform from one element, or minBytes, up to it). */
   readonly maxBytes: number;
+  readonly minBytes?: number;
   /** Values are checked when every rank's input + output fit in this many bytes; timing only above. */
   readonly maxCheckedPayload: number;
   readonly presets?: readonly string[];
@@ -83,7 +84,8 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const esize = dtypeSize(dtype);
     const unit = BLOCKED.includes(op) ? sizes.reduce((a, n) => lcm(a, n), 1) * esize : esize;
     const maxUnits = Math.max(1, Math.floor(opts.maxBytes / unit));
-    const units = Math.max(1, Math.floor(2 ** (rng() * Math.log2(maxUnits))));
+    const minUnits = Math.min(maxUnits, Math.max(1, Math.floor((opts.minBytes ?? 1) / unit)));
+    const units = Math.max(1, Math.floor(2 ** (Math.log2(minUnits) + rng() * (Math.log2(maxUnits) - Math.log2(minUnits)))));
     const bytes = units * unit;
     const algorithm = rng() < 0.4 ? "auto" : pick(ALGORITHMS.filter((a) => a !== "auto"));
     const o: Record<string, unknown> = { op, bytes, dtype };
