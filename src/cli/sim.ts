@@ -115,16 +115,18 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: NonNullable<import("../check/values.ts").Mismatch> }[];
     let statsText = "";
+    let sweepErrors: CcsimError[] = [];
     if (args.sweep) {
       const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err));
       if (res.kind === "hang") {
         err(`ccsim: ${res.op.op} ${res.op.bytes} B of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
         return EXIT.HANG;
       }
-      const rows = res.points.map((p) => p.outcome.row);
+      const rows = res.points.map((p) => p.row);
+      sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
       text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
-      failed = res.points.flatMap((p) => (p.outcome.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
-      if (args.stats) statsText = formatStats(res.points.map((p) => p.outcome));
+      failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
+      if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
       if (args.reportJson) writeAtomic(args.reportJson, nccomJson(rows));
       if (args.plot) {
         const series = new Map<string, PlotSeries["points"][number][]>();
@@ -153,7 +155,11 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       const m = f.mismatch;
       err(`ccsim: check failed for ${f.row.op} ${f.row.bytes} B ${f.row.dtype}: rank ${m.rank}, element ${m.index}: expected ${m.expected}, got ${m.got}\n`);
     }
-    return failed.length > 0 ? EXIT.CHECK_FAILED : EXIT.OK;
+    // Sizes that failed were reported in their rows; the exit code says so at the end.
+    for (const e of sweepErrors) err(`ccsim: ${args.scenario}: ${e.render()}\n`);
+    if (failed.length > 0) return EXIT.CHECK_FAILED;
+    if (sweepErrors.some((e) => e instanceof SimError)) return EXIT.INTERNAL;
+    return sweepErrors.length > 0 ? EXIT.BAD_INPUT : EXIT.OK;
   } catch (e) {
     if (e instanceof UsageError) {
       err(`ccsim: ${e.message}\n`);

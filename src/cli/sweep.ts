@@ -4,6 +4,8 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { runScenario, valuesCheckBudget, valuesCheckMemory, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
+import { CcsimError } from "../ir/errors.ts";
+import type { ResultRow } from "../report/table.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";
 import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
@@ -12,7 +14,12 @@ import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
 
 export interface SweepPoint {
-  readonly outcome: OpOutcome;
+  /** The row (a failed size: its size, count and type, and the error). */
+  readonly row: ResultRow;
+  /** What the run did (absent when the size failed). */
+  readonly outcome?: OpOutcome;
+  /** Why the size failed: the error, which does not stop the sizes after it. */
+  readonly error?: CcsimError;
   /** Values were checked (false: timing only, no payload kept). */
   readonly checked: boolean;
 }
@@ -54,16 +61,26 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked ? "values" : "none") };
   });
   for (const [k, { op, checked, one }] of points0.entries()) {
-    const out = runScenario(one, spec, log, hooks);
+    // A size that fails is reported in its row; the sweep goes on.
+    let out;
+    try {
+      out = runScenario(one, spec, log, hooks);
+    } catch (e) {
+      if (!(e instanceof CcsimError)) throw e;
+      const esize = dtypeSize(op.dtype);
+      points.push({ row: { op: op.op, bytes: op.bytes, count: op.bytes / esize, dtype: op.dtype, ranks: n, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", error: e.render() }, error: e, checked });
+      progress?.(k + 1, plan.length, events);
+      continue;
+    }
     if (out.kind === "hang") return { kind: "hang", op, hang: out.hang };
     const o = out.ops[0]!;
     events += o.events;
-    points.push({ outcome: o, checked });
+    points.push({ row: o.row, outcome: o, checked });
     progress?.(k + 1, plan.length, events);
   }
   const timed = points.filter((p) => !p.checked);
   if (!wantValues) notes.push("timing only: no payload bytes kept (--check values compares results where they fit in memory)");
-  else if (timed.length) notes.push(`values checked up to ${Math.max(0, ...points.filter((p) => p.checked).map((p) => p.outcome.row.bytes))} B; timing only above (${timed.length} sizes)`);
+  else if (timed.length) notes.push(`values checked up to ${Math.max(0, ...points.filter((p) => p.checked).map((p) => p.row.bytes))} B; timing only above (${timed.length} sizes)`);
   else notes.push("values checked at every size");
   return { kind: "done", points, notes };
 }

@@ -28,6 +28,8 @@ export interface ResultRow {
   readonly check: "pass" | "fail" | "skipped";
   /** Replica groups that resolved different algorithms: each group's rank count and algorithm. */
   readonly groups?: readonly { readonly group: number; readonly ranks: number; readonly algorithm: string }[];
+  /** A sweep size that failed: the error, in place of the figures. */
+  readonly error?: string;
 }
 
 /** Throughput as nccom-test computes it: algbw = size / time (GB = 1e9 B), busbw = algbw x factor. */
@@ -60,6 +62,7 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
     busbwGBps: r.busbwGBps,
     check: r.check,
     ...(r.groups ? { groups: r.groups } : {}),
+    ...(r.error ? { error: r.error } : {}),
   }));
   return JSON.stringify(explain === undefined ? { scenario, results } : { scenario, results, explain }, null, 2) + "\n";
 }
@@ -69,25 +72,33 @@ const SWEEP_HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s
 /** nccom-test's sweep table: its columns (plus `algorithm` when asked), `#` notes first, the average last. */
 export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, notes: readonly string[] = []): string {
   const header = showAlgorithm ? [...SWEEP_HEADER, "algorithm"] : SWEEP_HEADER;
-  const cells = rows.map((r) => {
+  const ok = rows.filter((r) => !r.error);
+  const cells = ok.map((r) => {
     const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2)];
     return showAlgorithm ? [...c, r.algorithm] : c;
   });
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const failed = rows.filter((r) => r.error).map((r) => [String(r.bytes), String(r.count), r.dtype]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length), ...failed.map((c) => (c[i] ?? "").length)));
   const line = (c: readonly string[]) => c.map((x, i) => (i === 2 || i === 6 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join("  ").trimEnd();
-  const avg = rows.length ? rows.reduce((n, r) => n + r.busbwGBps, 0) / rows.length : 0;
-  return [...notes.map((n) => `# ${n}`), line(header), ...cells.map(line), `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
+  // A failed size keeps its place, its error in place of the figures.
+  const lines = rows.map((r) => (r.error ? `${line([String(r.bytes), String(r.count), r.dtype.padEnd(widths[2]!)])}  error: ${r.error}` : line(cells[ok.indexOf(r)]!)));
+  const avg = ok.length ? ok.reduce((n, r) => n + r.busbwGBps, 0) / ok.length : 0;
+  return [...notes.map((n) => `# ${n}`), line(header), ...lines, `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
 }
 
 /** nccom-test's --report-to-json-file shape. */
 export function nccomJson(rows: readonly ResultRow[]): string {
-  const results = rows.map((r) => ({
-    "size(B)": r.bytes,
-    "count(elems)": r.count,
-    type: r.dtype,
-    "algbw(GB/s)": r.algbwGBps,
-    "busbw(GB/s)": r.busbwGBps,
-    "time:avg(us)": r.timeUs,
-  }));
+  const results = rows.map((r) =>
+    r.error
+      ? { "size(B)": r.bytes, "count(elems)": r.count, type: r.dtype, error: r.error }
+      : {
+          "size(B)": r.bytes,
+          "count(elems)": r.count,
+          type: r.dtype,
+          "algbw(GB/s)": r.algbwGBps,
+          "busbw(GB/s)": r.busbwGBps,
+          "time:avg(us)": r.timeUs,
+        },
+  );
   return JSON.stringify({ results }, null, 2) + "\n";
 }

@@ -175,3 +175,39 @@ function wellFormed(xml: string): boolean {
   }
   return stack.length === 0 && !/[<>]/.test(body.slice(last));
 }
+
+describe("a sweep survives a size that fails", () => {
+  it("prints every size, the failed one with its error in place of the figures, marks it in the JSON report, and exits non-zero", async () => {
+    const { main, EXIT } = await import("../../src/cli/sim.ts");
+    const { CompileError } = await import("../../src/ir/errors.ts");
+    const { mkdtempSync, readFileSync, rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-sweep-"));
+    const report = join(dir, "r.json");
+    let calls = 0;
+    let out = "";
+    let err = "";
+    const code = main(
+      ["scenarios/ring8.json", "--op", "all-reduce", "-b", "1K", "-e", "16K", "-f", "2", "--report-to-json-file", report],
+      (s) => (out += s),
+      (s) => (err += s),
+      {
+        mutateImage: () => {
+          if (++calls === 3) throw new CompileError("CMP1999", "a size that cannot be composed", { path: "ops[0].bytes", value: 4096 });
+        },
+      },
+    );
+    expect(code).toBe(EXIT.BAD_INPUT);
+    const lines = out.split("\n").filter((l) => /^\s*\d/.test(l));
+    expect(lines).toHaveLength(5);
+    expect(lines[2]).toMatch(/^\s*4096\s+1024\s+fp32\s+error: ops\[0\]\.bytes: a size that cannot be composed/);
+    expect(lines.filter((l) => /error:/.test(l))).toHaveLength(1);
+    expect(err).toContain("a size that cannot be composed");
+    const json = JSON.parse(readFileSync(report, "utf8")) as { results: Record<string, unknown>[] };
+    expect(json.results).toHaveLength(5);
+    expect(json.results[2]!["error"]).toMatch(/cannot be composed/);
+    expect(json.results[3]!["time:avg(us)"]).toBeGreaterThan(0);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
