@@ -15,7 +15,7 @@ import { runScenario, type PipelineHooks } from "../run/pipeline.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "./sweep.ts";
-import { parseSource, withOverrides } from "../run/overrides.ts";
+import { parseSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
 import { TraceCollector } from "./trace.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
@@ -101,12 +101,29 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     out(HELP);
     return EXIT.OK;
   }
+  const file = args.scenario;
+  return runSource(args, () => loadScenarioSource(file).source, out, err, hooks);
+}
+
+/** How a run presents its sweep table. */
+export interface RunStyle {
+  /** nccom-test's newer time column, "time:avg(us)". */
+  readonly timeHeader?: string;
+  /** The sweep's "#" notes go to stderr (nccom-test's stdout is the table alone). */
+  readonly notesToStderr?: boolean;
+}
+
+/**
+ * Run a scenario source (a file, or one built from nccom-test flags) with the run flags of `args`:
+ * overrides, sweep or single run, output, exit code. `args.scenario` names the source in messages.
+ */
+export function runSource(args: Args, source: () => ScenarioSource, out: (s: string) => void, err: (s: string) => void, hooks: PipelineHooks = {}, style: RunStyle = {}): number {
   const log = pino({ level: args.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
   let scn: Scenario | undefined;
   let spec: DeviceSpec | undefined;
   try {
     // Flags change the scenario's JSON, validated again as the file is (errors name the flags).
-    const src = withOverrides(loadScenarioSource(args.scenario).source, { ranks: args.ranks, check: args.check, seed: args.seed });
+    const src = withOverrides(source(), { ranks: args.ranks, check: args.check, seed: args.seed });
     scn = parseSource(src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
@@ -124,7 +141,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       }
       const rows = res.points.map((p) => p.row);
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
-      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
+      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
+      if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
       if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
       if (args.reportJson) writeAtomic(args.reportJson, nccomJson(rows));

@@ -70,8 +70,9 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
 const SWEEP_HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"];
 
 /** nccom-test's sweep table: its columns (plus `algorithm` when asked), `#` notes first, the average last. */
-export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, notes: readonly string[] = []): string {
-  const header = showAlgorithm ? [...SWEEP_HEADER, "algorithm"] : SWEEP_HEADER;
+export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, timeHeader = "time(us)", notes: readonly string[] = []): string {
+  const base = SWEEP_HEADER.map((h) => (h === "time(us)" ? timeHeader : h));
+  const header = showAlgorithm ? [...base, "algorithm"] : base;
   const ok = rows.filter((r) => !r.error);
   const cells = ok.map((r) => {
     const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2)];

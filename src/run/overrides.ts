@@ -20,6 +20,8 @@ export interface ScenarioSource {
   readonly json: Json;
   /** The flags applied ("" for none), e.g. "-r 3 --check none". */
   readonly flags: string;
+  /** How a sweep point's op follows its size beyond `bytes` (e.g. an all-to-all-v's counts). */
+  readonly sizeOp?: (op: Json, bytes: number) => Json;
 }
 
 function label(src: ScenarioSource): string {
@@ -49,7 +51,7 @@ export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource
     json["seed"] = o.seed;
     flags.push(`--seed ${o.seed}`);
   }
-  return { file: src.file, json, flags: flags.join(" ") };
+  return { ...src, json, flags: flags.join(" ") };
 }
 
 /**
@@ -59,8 +61,9 @@ export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource
 export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undefined, bytes: number, check: "values" | "none"): Scenario {
   const ops = (src.json["ops"] as Json[]) ?? [];
   const base: Json = ops.find((o) => o["op"] === op) ?? { op };
-  const point: Json = { ...base, bytes, ...(dtype ? { dtype } : {}) };
+  let point: Json = { ...base, bytes, ...(dtype ? { dtype } : {}) };
   if (point["dtype"] === undefined) point["dtype"] = "fp32";
+  if (src.sizeOp) point = src.sizeOp(point, bytes);
   const json: Json = { ...src.json, ops: [point], check };
   delete json["rankOverrides"];
   const flags = [src.flags, `--op ${op}`, ...(dtype ? [`-d ${dtype}`] : []), `size ${bytes}`].filter((f) => f).join(" ");

@@ -1,0 +1,330 @@
+// npm run nccom -- <op> -r N [...]: nccom-test's command line, no scenario file. The flags build a
+// scenario (validated like a file; --dump-scenario prints it) and run it as a sweep.
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DTYPES, dtypeSize, type Dtype } from "../ir/dtypes.ts";
+import type { OpName } from "../ir/spec.ts";
+import { ScenarioError } from "../ir/errors.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice } from "../run/load.ts";
+import type { ScenarioSource } from "../run/overrides.ts";
+import { LEVELS, UsageError, type Args } from "./args.ts";
+import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
+import { EXIT, runSource } from "./sim.ts";
+
+/** nccom-test's op names and aliases, and the scenario op each runs as. */
+export const NCCOM_OPS: Readonly<Record<string, OpName>> = {
+  all_reduce: "all-reduce",
+  allr: "all-reduce",
+  all_gather: "all-gather",
+  allg: "all-gather",
+  reduce_scatter: "reduce-scatter",
+  redsct: "reduce-scatter",
+  sendrecv: "send",
+  alltoall: "all-to-all",
+  alltoallv: "all-to-all-v",
+  permute: "permute",
+};
+/** nccom-test ops ccsim does not compose yet. */
+const NOT_BUILT = ["all_gatherv", "allgv"];
+
+const HELP = `ccsim nccom: nccom-test's command line on the simulator (no scenario file)
+
+usage: npm run nccom -- <op> -r N [-N NODES] [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-d TYPE] [options]
+
+ops: all_reduce (allr), all_gather (allg), reduce_scatter (redsct), sendrecv, alltoall, alltoallv, permute
+  -r, --nworkers N          ranks in all; they fill NeuronCores in order (device 0's cores, then device 1's, ...)
+  -N, --nnodes N            nodes (default 1); -r counts the ranks of all of them
+  -b, --minbytes SIZE       smallest size (default 32M); units 2kb, 1MB, 1GB
+  -e, --maxbytes SIZE       largest size (default 32M, or -b if larger)
+  -f, --stepfactor N        multiply by N each step (default 2)
+  -i, --stepbytes SIZE      add SIZE each step
+  -d, --datatype TYPE       ${DTYPES.join(", ")} (default uint8)
+  --instance NAME           device preset (default trn1)
+  --lnc 1|2                 logical NeuronCore size on trn2 (default: NEURON_LOGICAL_NC_CONFIG, else 2)
+  --custom-replica-groups F JSON: [[ranks], ...] or {"replica_groups": [[ranks], ...]}
+  --custom-src-target-pairs F  JSON: [[src, dst], ...] or {"src_target_pairs": [...]} (sendrecv, permute)
+  --show-algorithm          add the algorithm column
+  --report-to-json-file F   nccom-test's JSON report
+  -n, -w, -s/--hosts, --hosts-file, --non-interactive   accepted and ignored (a simulation has no
+                            iterations, warm-up or hosts)
+ccsim's own:
+  --json, --explain, --stats, --trace F, --plot F, --check values|none, --seed N, --devices DIR,
+  --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop)
+
+Defaults where nccom-test's are not published: sendrecv pairs each even rank with the next odd one
+(both ways); permute sends rank i to rank i+1 (mod N); alltoallv sends size / N bytes to every peer.
+exit codes: as npm run sim (0 ok, 1 bad input, 2 internal error, 3 check failed, 4 hang)
+`;
+
+export interface NccomArgs {
+  readonly run: Args;
+  readonly op: OpName;
+  readonly scenario: Record<string, unknown>;
+  readonly dump: boolean;
+  readonly ignored: readonly string[];
+}
+
+function readJsonFile(file: string, flag: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new UsageError(`${flag}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${flag}: ${file} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** Parse nccom-test's flags into a scenario and the run flags. */
+export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, devicesDir = DEFAULT_DEVICES_DIR): NccomArgs | "help" {
+  const run: Args = { scenario: "", json: false, explain: false, check: undefined, seed: undefined, devices: devicesDir, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false };
+  let opName: string | undefined;
+  let ranks: number | undefined;
+  let nodes = 1;
+  let min: number | undefined;
+  let max: number | undefined;
+  let factor: number | undefined;
+  let step: number | undefined;
+  let dtype: Dtype = "uint8";
+  let instance = "trn1";
+  let lnc: number | undefined;
+  let groups: unknown;
+  let pairs: unknown;
+  let dump = false;
+  const ignored: string[] = [];
+  const value = (i: number, flag: string): string => {
+    const v = argv[i + 1];
+    if (v === undefined) throw new UsageError(`${flag} needs a value`);
+    return v;
+  };
+  const int = (v: string, flag: string, lo: number): number => {
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < lo) throw new UsageError(`${flag} must be an integer >= ${lo}, not "${v}"`);
+    return Number(v);
+  };
+  const size = (v: string, flag: string): number => {
+    try {
+      return parseSize(v, flag);
+    } catch (e) {
+      throw new UsageError((e as SizeError).message);
+    }
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const t = argv[i]!;
+    switch (t) {
+      case "-h":
+      case "--help":
+        return "help";
+      case "-r":
+      case "--nworkers":
+        ranks = int(value(i++, t), t, 1);
+        break;
+      case "-N":
+      case "--nnodes":
+        nodes = int(value(i++, t), t, 1);
+        break;
+      case "-b":
+      case "--minbytes":
+        min = size(value(i++, t), t);
+        break;
+      case "-e":
+      case "--maxbytes":
+        max = size(value(i++, t), t);
+        break;
+      case "-f":
+      case "--stepfactor":
+        factor = int(value(i++, t), t, 2);
+        break;
+      case "-i":
+      case "--stepbytes":
+        step = size(value(i++, t), t);
+        break;
+      case "-d":
+      case "--datatype": {
+        const v = value(i++, t);
+        if (!(DTYPES as readonly string[]).includes(v)) throw new UsageError(`${t} must be one of ${DTYPES.join(", ")}, not "${v}"`);
+        dtype = v as Dtype;
+        break;
+      }
+      case "--instance":
+        instance = value(i++, t);
+        break;
+      case "--lnc":
+        lnc = int(value(i++, t), t, 1);
+        break;
+      case "--custom-replica-groups":
+        groups = readJsonFile(value(i++, t), t);
+        break;
+      case "--custom-src-target-pairs":
+        pairs = readJsonFile(value(i++, t), t);
+        break;
+      case "--show-algorithm":
+        run.showAlgorithm = true;
+        break;
+      case "--report-to-json-file":
+        run.reportJson = value(i++, t);
+        break;
+      case "--json":
+        run.json = true;
+        break;
+      case "--explain":
+        run.explain = true;
+        break;
+      case "--stats":
+        run.stats = true;
+        break;
+      case "--trace":
+        run.trace = value(i++, t);
+        break;
+      case "--plot":
+        run.plot = value(i++, t);
+        break;
+      case "--check": {
+        const v = value(i++, t);
+        if (v !== "values" && v !== "none") throw new UsageError(`--check must be values or none, not "${v}"`);
+        run.check = v;
+        break;
+      }
+      case "--seed":
+        run.seed = int(value(i++, t), t, 0);
+        break;
+      case "--devices":
+        run.devices = value(i++, t);
+        break;
+      case "--log-level": {
+        const v = value(i++, t);
+        if (!LEVELS.includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(", ")}, not "${v}"`);
+        run.logLevel = v;
+        break;
+      }
+      case "--dump-scenario":
+        dump = true;
+        break;
+      case "-n":
+      case "--iters":
+      case "-w":
+      case "--warmup_iters":
+      case "-s":
+      case "--hosts":
+      case "--hosts-file":
+        ignored.push(`${t} ${value(i++, t)}`);
+        break;
+      case "--non-interactive":
+        ignored.push(t);
+        break;
+      default:
+        if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
+        if (opName !== undefined) throw new UsageError(`one op at a time (got ${opName} and ${t})`);
+        opName = t;
+    }
+  }
+  if (opName === undefined) throw new UsageError(`no op given (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
+  if (NOT_BUILT.includes(opName)) throw new UsageError(`${opName} (all-gather-v) is not supported yet`);
+  const op = NCCOM_OPS[opName];
+  if (!op) throw new UsageError(`unknown op "${opName}" (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
+  if (ranks === undefined) throw new UsageError("-r N is required: how many ranks");
+  if (factor !== undefined && step !== undefined) throw new UsageError("give a step factor (-f) or a step size (-i), not both");
+  const lo = min ?? 32 * 1024 * 1024;
+  const hi = max ?? Math.max(lo, 32 * 1024 * 1024);
+  if (lo > hi) throw new UsageError(`-b ${lo} is above -e ${hi}`);
+  try {
+    sweepSizes({ min: lo, max: hi, ...(factor !== undefined ? { factor } : {}), ...(step !== undefined ? { step } : {}) });
+  } catch (e) {
+    throw new UsageError((e as SizeError).message);
+  }
+  // trn2's logical NeuronCore: NEURON_LOGICAL_NC_CONFIG (or --lnc), default 2; LNC 1 is its own preset.
+  const lncSize = lnc ?? (env["NEURON_LOGICAL_NC_CONFIG"] !== undefined ? int(env["NEURON_LOGICAL_NC_CONFIG"]!, "NEURON_LOGICAL_NC_CONFIG", 1) : undefined);
+  if (instance === "trn2" && lncSize === 1) instance = "trn2-lnc1";
+  else if (lncSize !== undefined && lncSize !== (instance.startsWith("trn2") && instance !== "trn2-lnc1" ? 2 : 1)) {
+    throw new UsageError(`--lnc / NEURON_LOGICAL_NC_CONFIG ${lncSize} is not available on ${instance}`);
+  }
+  // -r fills NeuronCores in order: as many ranks per device as the device has logical cores.
+  const spec = loadDevice(instance, run.devices);
+  if (ranks % nodes !== 0) throw new UsageError(`-r ${ranks} does not split over -N ${nodes} nodes`);
+  const perNode = ranks / nodes;
+  const cores = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
+  const rpd = Math.min(perNode, cores);
+  if (perNode % rpd !== 0) throw new UsageError(`-r ${ranks} on ${nodes} node(s) does not fill whole ${instance} devices of ${cores} NeuronCores`);
+  const esize = dtypeSize(dtype);
+  const o: Record<string, unknown> = { op, bytes: esize * ranks, dtype };
+  if (op === "send" || op === "permute") {
+    o["pairs"] = pairs === undefined ? defaultPairs(opName, ranks) : pairsOf(pairs);
+  } else if (pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
+  const replicaGroups = groups === undefined ? undefined : groupsOf(groups);
+  if (op === "all-to-all-v") {
+    const n = Array.isArray(replicaGroups) && Array.isArray(replicaGroups[0]) ? (replicaGroups[0] as unknown[]).length : ranks;
+    o["counts"] = Array.from({ length: n }, () => Array.from({ length: n }, () => esize));
+  }
+  const scenario: Record<string, unknown> = {
+    name: `nccom ${argv.join(" ")}`.slice(0, 200),
+    instance,
+    ranks,
+    ranksPerDevice: rpd,
+    nodes,
+    ...(replicaGroups ? { replicaGroups } : {}),
+    algorithm: "auto",
+    check: "none",
+    ops: [o],
+  };
+  run.sweep = { min: lo, max: hi, factor, step };
+  run.op = op;
+  run.dtype = dtype;
+  run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
+  return { run, op, scenario, dump, ignored };
+}
+
+function defaultPairs(opName: string, ranks: number): [number, number][] {
+  if (opName === "sendrecv") return Array.from({ length: ranks - (ranks % 2) }, (_, i) => [i, i ^ 1] as [number, number]);
+  return Array.from({ length: ranks }, (_, i) => [i, (i + 1) % ranks] as [number, number]);
+}
+
+function groupsOf(v: unknown): unknown {
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return (v as Record<string, unknown>)["replica_groups"] ?? (v as Record<string, unknown>)["replicaGroups"] ?? v;
+  return v;
+}
+
+function pairsOf(v: unknown): unknown {
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return (v as Record<string, unknown>)["src_target_pairs"] ?? (v as Record<string, unknown>)["pairs"] ?? v;
+  return v;
+}
+
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env): number {
+  let a: NccomArgs | "help";
+  try {
+    a = parseNccomArgs(argv, env);
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof ScenarioError) {
+      err(`nccom: ${e instanceof ScenarioError ? e.render() : e.message}\n(try --help)\n`);
+      return EXIT.BAD_INPUT;
+    }
+    throw e;
+  }
+  if (a === "help") {
+    out(HELP);
+    return EXIT.OK;
+  }
+  if (a.dump) {
+    out(JSON.stringify(a.scenario, null, 2) + "\n");
+    return EXIT.OK;
+  }
+  for (const f of a.ignored) err(`nccom: ${f} ignored (a simulation has no iterations, warm-up or hosts)\n`);
+  const label = a.run.scenario;
+  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: uniformCounts } : {}) });
+  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true });
+}
+
+/** alltoallv at a sweep size: every rank sends size / n bytes to every peer (whole elements). */
+function uniformCounts(op: Record<string, unknown>, bytes: number): Record<string, unknown> {
+  const counts = op["counts"] as number[][];
+  const n = counts.length;
+  const esize = dtypeSize(op["dtype"] as Dtype);
+  const cell = Math.floor(bytes / n / esize) * esize;
+  return { ...op, counts: counts.map((row) => row.map(() => cell)) };
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}

@@ -1,0 +1,94 @@
+// npm run nccom: nccom-test's command line on the simulator. The published invocations run as
+// printed (apart from the program name); the flags build a scenario that npm run sim runs alike.
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { main, parseNccomArgs } from "../../src/cli/nccom.ts";
+import { main as sim, EXIT } from "../../src/cli/sim.ts";
+
+function run(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(args, (s) => (out += s), (s) => (err += s), env);
+  return { code, out, err };
+}
+
+const HEADER = /^\s*size\(B\)\s+count\(elems\)\s+type\s+time:avg\(us\)\s+algbw\(GB\/s\)\s+busbw\(GB\/s\)/;
+
+describe("nccom-test's command line", () => {
+  it("-r 32 allg -b 1K -e 512K -f 8 -d fp32: the table, golden", () => {
+    const r = run(["-r", "32", "allg", "-b", "1K", "-e", "512K", "-f", "8", "-d", "fp32"]);
+    expect(r.code).toBe(EXIT.OK);
+    expect(r.out).toBe(readFileSync("test/golden/nccom-allg-r32.txt", "utf8"));
+  });
+
+  it.each([
+    [["-r", "2", "allr"], 1],
+    [["-r", "2", "allr", "-b", "1kb", "-e", "1mb", "-f", "4", "-d", "fp32"], 6],
+    [["-r", "8", "allg", "-b", "1K", "-e", "512K", "-f", "8", "-d", "fp32"], 4],
+    [["-r", "8", "permute"], 1],
+    [["-r", "16", "allr", "-b", "8", "-e", "128K", "-f", "16", "-d", "fp32", "--show-algorithm", "--instance", "trn2"], 4],
+    [["-r", "64", "-N", "2", "allr", "-b", "8", "-e", "64", "-f", "2", "-d", "fp32"], 4],
+  ])("%j prints nccom-test's columns, one row per size, and the average line", (args, rows) => {
+    const r = run(args as string[]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    const lines = r.out.trimEnd().split("\n");
+    expect(lines[0]).toMatch(HEADER);
+    expect(lines.slice(1, -1)).toHaveLength(rows);
+    expect(lines[lines.length - 1]).toMatch(/^Avg bus bandwidth:\t\d+\.\d{4}GB\/s$/);
+  });
+
+  it("fills NeuronCores in order: -r 8 on trn1 is 4 devices of 2 ranks; -r 16 on trn2 is 4 chips of 4 (LNC 2), 2 chips of 8 with LNC 1", () => {
+    const a = parseNccomArgs(["allr", "-r", "8"], {});
+    const b = parseNccomArgs(["allr", "-r", "16", "--instance", "trn2"], {});
+    const c = parseNccomArgs(["allr", "-r", "16", "--instance", "trn2"], { NEURON_LOGICAL_NC_CONFIG: "1" });
+    if (a === "help" || b === "help" || c === "help") throw new Error("help");
+    expect([a.scenario["instance"], a.scenario["ranksPerDevice"]]).toEqual(["trn1", 2]);
+    expect([b.scenario["instance"], b.scenario["ranksPerDevice"]]).toEqual(["trn2", 4]);
+    expect([c.scenario["instance"], c.scenario["ranksPerDevice"]]).toEqual(["trn2-lnc1", 8]);
+  });
+
+  it("nccom-test's defaults: 32 MiB, uint8", () => {
+    const r = run(["allr", "-r", "2"]);
+    expect(r.out).toMatch(/\n\s*33554432\s+33554432\s+uint8\s/);
+  });
+
+  it("-n, -w and --hosts are accepted and said to be ignored", () => {
+    const r = run(["redsct", "-r", "8", "-b", "1K", "-e", "1K", "-n", "20", "-w", "5"]);
+    expect(r.code).toBe(EXIT.OK);
+    expect(r.err).toContain("-n 20 ignored");
+    expect(r.err).toContain("-w 5 ignored");
+  });
+
+  it("--dump-scenario prints the scenario the flags build; npm run sim runs it to the same figures", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-nccom-"));
+    const d = run(["permute", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json", "-b", "64K", "-e", "256K", "--dump-scenario"]);
+    expect(d.code).toBe(EXIT.OK);
+    const file = join(dir, "s.json");
+    writeFileSync(file, d.out);
+    let out = "";
+    expect(sim([file, "-b", "64K", "-e", "256K", "--op", "permute", "-d", "uint8", "--json"], (s) => (out += s), () => {})).toBe(EXIT.OK);
+    const r = run(["permute", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json", "-b", "64K", "-e", "256K", "--json"]);
+    expect(JSON.parse(r.out).results).toEqual(JSON.parse(out).results);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    [["allr"], /-r N is required/],
+    [["-r", "8"], /no op given/],
+    [["gossip", "-r", "8"], /unknown op "gossip"/],
+    [["allgv", "-r", "4"], /allgv \(all-gather-v\) is not supported yet/],
+    [["allr", "-r", "3"], /-r 3 on 1 node\(s\) does not fill whole trn1 devices/],
+    [["allr", "-r", "8", "--lnc", "2"], /not available on trn1/],
+    [["allr", "-r", "8", "--instance", "trn9"], /no device preset "trn9"/],
+    [["permute", "-r", "2", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json"], /pairs\[2\]\[0\]: must be between 0 and 1/],
+    [["allr", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json"], /applies to sendrecv and permute/],
+    [["allr", "-r", "8", "--custom-replica-groups", "no/such.json"], /cannot read no\/such.json/],
+  ])("%j exits 1: %s", (args, says) => {
+    const r = run(args as string[]);
+    expect(r.code).toBe(EXIT.BAD_INPUT);
+    expect(r.err).toMatch(says);
+    expect(r.err).not.toMatch(/\n\s+at /);
+  });
+});
