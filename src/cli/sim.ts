@@ -143,6 +143,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
       text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
+      // --explain: postOperation's reasoning for every size, before the table.
+      if (args.explain && !args.json) text = res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}`).join("") + "\n" + text;
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
       if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
       if (args.reportJson) writeAtomic(args.reportJson, nccomJson(rows));

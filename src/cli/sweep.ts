@@ -4,6 +4,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { runScenario, valuesCheckBudget, valuesCheckMemory, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
+import type { Explanation } from "../enc/post.ts";
 import { CcsimError } from "../ir/errors.ts";
 import type { ResultRow } from "../report/table.ts";
 import type { Args } from "./args.ts";
@@ -20,6 +21,9 @@ export interface SweepPoint {
   readonly outcome?: OpOutcome;
   /** Why the size failed: the error, which does not stop the sizes after it. */
   readonly error?: CcsimError;
+  /** The point's scenario and postOperation's reasoning for it (for --explain). */
+  readonly scenario: Scenario;
+  readonly explain?: readonly Explanation[];
   /** Values were checked (false: timing only, no payload kept). */
   readonly checked: boolean;
 }
@@ -68,14 +72,14 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     } catch (e) {
       if (!(e instanceof CcsimError)) throw e;
       const esize = dtypeSize(op.dtype);
-      points.push({ row: { op: op.op, bytes: op.bytes, count: op.bytes / esize, dtype: op.dtype, ranks: n, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", error: e.render() }, error: e, checked });
+      points.push({ row: { op: op.op, bytes: op.bytes, count: op.bytes / esize, dtype: op.dtype, ranks: n, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", error: e.render() }, error: e, checked, scenario: one });
       progress?.(k + 1, plan.length, events);
       continue;
     }
     if (out.kind === "hang") return { kind: "hang", op, hang: out.hang };
     const o = out.ops[0]!;
     events += o.events;
-    points.push({ row: o.row, outcome: o, checked });
+    points.push({ row: o.row, outcome: o, checked, scenario: one, explain: out.explain });
     progress?.(k + 1, plan.length, events);
   }
   const timed = points.filter((p) => !p.checked);
