@@ -36,101 +36,148 @@ export interface Args {
 export const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 /** nccom-test's default for both ends of a size range. */
 const DEFAULT_SIZE = 32 * 1024 * 1024;
+/** Flag value readers; each fails with a UsageError naming the flag. */
+export function flagValue(argv: readonly string[], i: number, flag: string): string {
+  const v = argv[i + 1];
+  if (v === undefined || (v.startsWith("-") && !/^-\d/.test(v))) throw new UsageError(`${flag} needs a value`);
+  return v;
+}
+
+export function intFlag(v: string, flag: string, lo: number): number {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < lo) throw new UsageError(`${flag} must be an integer >= ${lo}, not "${v}"`);
+  return Number(v);
+}
+
+export function oneOfFlag<T extends string>(v: string, flag: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(v)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}, not "${v}"`);
+  return v as T;
+}
+
+export function sizeFlag(v: string, flag: string): number {
+  try {
+    return parseSize(v, flag);
+  } catch (e) {
+    throw new UsageError((e as SizeError).message);
+  }
+}
+
+/** A sweep's size range as the flags give it (-b, -e, -f, -i). */
+export interface RangeFlags {
+  min?: number;
+  max?: number;
+  factor?: number;
+  step?: number;
+}
+
+/**
+ * The flags both command lines share: output (--json, --explain, --stats, --trace, --plot,
+ * --show-algorithm, --report-to-json-file), --check, --seed, --devices, --log-level, the size range
+ * (-b, -e, -f, -i) and -d. Returns how many values it consumed after `argv[i]`, or -1 when it is not
+ * one of them.
+ */
+export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>, range: RangeFlags): number {
+  const t = argv[i]!;
+  const value = () => flagValue(argv, i, t);
+  switch (t) {
+    case "--json":
+      a.json = true;
+      return 0;
+    case "--explain":
+      a.explain = true;
+      return 0;
+    case "--stats":
+      a.stats = true;
+      return 0;
+    case "--show-algorithm":
+      a.showAlgorithm = true;
+      return 0;
+    case "--check":
+      a.check = oneOfFlag(value(), t, ["values", "none"] as const);
+      return 1;
+    case "--seed":
+      a.seed = intFlag(value(), t, 0);
+      return 1;
+    case "--devices":
+      a.devices = value();
+      return 1;
+    case "--log-level":
+      a.logLevel = oneOfFlag(value(), t, LEVELS);
+      return 1;
+    case "--report-to-json-file":
+      a.reportJson = value();
+      return 1;
+    case "--plot":
+      a.plot = value();
+      return 1;
+    case "--trace":
+      a.trace = value();
+      return 1;
+    case "-b":
+    case "--minbytes":
+      range.min = sizeFlag(value(), t);
+      return 1;
+    case "-e":
+    case "--maxbytes":
+      range.max = sizeFlag(value(), t);
+      return 1;
+    case "-f":
+    case "--stepfactor":
+      range.factor = intFlag(value(), t, 2);
+      return 1;
+    case "-i":
+    case "--stepbytes":
+      range.step = sizeFlag(value(), t);
+      return 1;
+    case "-d":
+    case "--datatype":
+      a.dtype = oneOfFlag(value(), t, DTYPES);
+      return 1;
+    default:
+      return -1;
+  }
+}
+
+/** The sweep a size range makes (nccom-test's defaults), its sizes counted and checked. */
+export function sweepOf(range: RangeFlags): SweepArgs {
+  const { min, max, factor, step } = range;
+  if (factor !== undefined && step !== undefined) throw new UsageError("give a step factor (-f) or a step size (-i), not both");
+  const lo = min ?? DEFAULT_SIZE;
+  const hi = max ?? Math.max(lo, DEFAULT_SIZE);
+  if (lo > hi) throw new UsageError(`-b ${lo} is above -e ${hi}`);
+  try {
+    sweepSizes({ min: lo, max: hi, ...(factor !== undefined ? { factor } : {}), ...(step !== undefined ? { step } : {}) });
+  } catch (e) {
+    throw new UsageError((e as SizeError).message);
+  }
+  return { min: lo, max: hi, factor, step };
+}
+
+/** Every flag unset: what a run does by default. */
+export function defaultArgs(): Args {
+  return { scenario: "", json: false, explain: false, check: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false };
+}
 
 export function parseArgs(argv: readonly string[]): Args | "help" {
-  const a: Partial<Args> = { json: false, explain: false, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", showAlgorithm: false, stats: false };
-  let min: number | undefined;
-  let max: number | undefined;
-  let factor: number | undefined;
-  let step: number | undefined;
-  const value = (i: number, flag: string): string => {
-    const v = argv[i + 1];
-    if (v === undefined || (v.startsWith("-") && !/^-\d/.test(v))) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  const int = (v: string, flag: string, lo: number): number => {
-    if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < lo) throw new UsageError(`${flag} must be an integer >= ${lo}, not "${v}"`);
-    return Number(v);
-  };
-  const oneOf = <T extends string>(v: string, flag: string, allowed: readonly T[]): T => {
-    if (!(allowed as readonly string[]).includes(v)) throw new UsageError(`${flag} must be one of ${allowed.join(", ")}, not "${v}"`);
-    return v as T;
-  };
-  const size = (v: string, flag: string): number => {
-    try {
-      return parseSize(v, flag);
-    } catch (e) {
-      throw new UsageError((e as SizeError).message);
-    }
-  };
+  const a: Partial<Args> = defaultArgs();
+  delete a.scenario;
+  const range: RangeFlags = {};
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
+    const used = commonFlag(argv, i, a, range);
+    if (used >= 0) {
+      i += used;
+      continue;
+    }
     switch (t) {
       case "-h":
       case "--help":
         return "help";
-      case "--json":
-        a.json = true;
-        break;
-      case "--explain":
-        a.explain = true;
-        break;
-      case "--stats":
-        a.stats = true;
-        break;
-      case "--show-algorithm":
-        a.showAlgorithm = true;
-        break;
-      case "--check": {
-        const v = value(i++, t);
-        if (v !== "values" && v !== "none") throw new UsageError(`--check must be values or none, not "${v}"`);
-        a.check = v;
-        break;
-      }
-      case "--seed":
-        a.seed = int(value(i++, t), t, 0);
-        break;
-      case "--devices":
-        a.devices = value(i++, t);
-        break;
-      case "--log-level":
-        a.logLevel = oneOf(value(i++, t), t, LEVELS);
-        break;
-      case "-b":
-      case "--minbytes":
-        min = size(value(i++, t), t);
-        break;
-      case "-e":
-      case "--maxbytes":
-        max = size(value(i++, t), t);
-        break;
-      case "-f":
-      case "--stepfactor":
-        factor = int(value(i++, t), t, 2);
-        break;
-      case "-i":
-      case "--stepbytes":
-        step = size(value(i++, t), t);
-        break;
       case "--op":
-        a.op = oneOf(value(i++, t), t, OP_NAMES);
-        break;
-      case "-d":
-      case "--datatype":
-        a.dtype = oneOf(value(i++, t), t, DTYPES);
+        a.op = oneOfFlag(flagValue(argv, i++, t), t, OP_NAMES);
         break;
       case "-r":
       case "--nworkers":
-        a.ranks = int(value(i++, t), t, 1);
-        break;
-      case "--report-to-json-file":
-        a.reportJson = value(i++, t);
-        break;
-      case "--plot":
-        a.plot = value(i++, t);
-        break;
-      case "--trace":
-        a.trace = value(i++, t);
+        a.ranks = intFlag(flagValue(argv, i++, t), t, 1);
         break;
       default:
         if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
@@ -139,19 +186,9 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
     }
   }
   if (a.scenario === undefined) throw new UsageError("no scenario file given");
-  const sweeping = min !== undefined || max !== undefined || factor !== undefined || step !== undefined || a.op !== undefined || a.dtype !== undefined;
-  if (factor !== undefined && step !== undefined) throw new UsageError("give a step factor (-f) or a step size (-i), not both");
-  if (sweeping) {
-    const lo = min ?? DEFAULT_SIZE;
-    const hi = max ?? Math.max(lo, DEFAULT_SIZE);
-    if (lo > hi) throw new UsageError(`-b ${lo} is above -e ${hi}`);
-    a.sweep = { min: lo, max: hi, factor, step };
-    try {
-      sweepSizes({ min: lo, max: hi, ...(factor !== undefined ? { factor } : {}), ...(step !== undefined ? { step } : {}) });
-    } catch (e) {
-      throw new UsageError((e as SizeError).message);
-    }
-  }
+  const sweeping = Object.values(range).some((v) => v !== undefined) || a.op !== undefined || a.dtype !== undefined;
+  if (range.factor !== undefined && range.step !== undefined) throw new UsageError("give a step factor (-f) or a step size (-i), not both");
+  if (sweeping) a.sweep = sweepOf(range);
   if (a.plot !== undefined && !a.sweep) throw new UsageError("--plot draws a sweep: give -b / -e");
   if (a.reportJson !== undefined && !a.sweep) throw new UsageError("--report-to-json-file writes a sweep: give -b / -e");
   return a as Args;

@@ -8,8 +8,7 @@ import type { OpName } from "../ir/spec.ts";
 import { ScenarioError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice } from "../run/load.ts";
 import type { ScenarioSource } from "../run/overrides.ts";
-import { LEVELS, UsageError, type Args } from "./args.ts";
-import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
+import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
 import { EXIT, runSource } from "./sim.ts";
 
 /** nccom-test's op names and aliases, and the scenario op each runs as. */
@@ -81,125 +80,49 @@ function readJsonFile(file: string, flag: string): unknown {
 
 /** Parse nccom-test's flags into a scenario and the run flags. */
 export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, devicesDir = DEFAULT_DEVICES_DIR): NccomArgs | "help" {
-  const run: Args = { scenario: "", json: false, explain: false, check: undefined, seed: undefined, devices: devicesDir, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false };
+  const run: Args = { ...defaultArgs(), devices: devicesDir };
+  const range: RangeFlags = {};
   let opName: string | undefined;
   let ranks: number | undefined;
   let nodes = 1;
-  let min: number | undefined;
-  let max: number | undefined;
-  let factor: number | undefined;
-  let step: number | undefined;
-  let dtype: Dtype = "uint8";
   let instance = "trn1";
   let lnc: number | undefined;
   let groups: unknown;
   let pairs: unknown;
   let dump = false;
   const ignored: string[] = [];
-  const value = (i: number, flag: string): string => {
-    const v = argv[i + 1];
-    if (v === undefined) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  const int = (v: string, flag: string, lo: number): number => {
-    if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < lo) throw new UsageError(`${flag} must be an integer >= ${lo}, not "${v}"`);
-    return Number(v);
-  };
-  const size = (v: string, flag: string): number => {
-    try {
-      return parseSize(v, flag);
-    } catch (e) {
-      throw new UsageError((e as SizeError).message);
-    }
-  };
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
+    const used = commonFlag(argv, i, run, range);
+    if (used >= 0) {
+      i += used;
+      continue;
+    }
+    const value = () => flagValue(argv, i++, t);
     switch (t) {
       case "-h":
       case "--help":
         return "help";
       case "-r":
       case "--nworkers":
-        ranks = int(value(i++, t), t, 1);
+        ranks = intFlag(value(), t, 1);
         break;
       case "-N":
       case "--nnodes":
-        nodes = int(value(i++, t), t, 1);
+        nodes = intFlag(value(), t, 1);
         break;
-      case "-b":
-      case "--minbytes":
-        min = size(value(i++, t), t);
-        break;
-      case "-e":
-      case "--maxbytes":
-        max = size(value(i++, t), t);
-        break;
-      case "-f":
-      case "--stepfactor":
-        factor = int(value(i++, t), t, 2);
-        break;
-      case "-i":
-      case "--stepbytes":
-        step = size(value(i++, t), t);
-        break;
-      case "-d":
-      case "--datatype": {
-        const v = value(i++, t);
-        if (!(DTYPES as readonly string[]).includes(v)) throw new UsageError(`${t} must be one of ${DTYPES.join(", ")}, not "${v}"`);
-        dtype = v as Dtype;
-        break;
-      }
       case "--instance":
-        instance = value(i++, t);
+        instance = value();
         break;
       case "--lnc":
-        lnc = int(value(i++, t), t, 1);
+        lnc = intFlag(value(), t, 1);
         break;
       case "--custom-replica-groups":
-        groups = readJsonFile(value(i++, t), t);
+        groups = readJsonFile(value(), t);
         break;
       case "--custom-src-target-pairs":
-        pairs = readJsonFile(value(i++, t), t);
+        pairs = readJsonFile(value(), t);
         break;
-      case "--show-algorithm":
-        run.showAlgorithm = true;
-        break;
-      case "--report-to-json-file":
-        run.reportJson = value(i++, t);
-        break;
-      case "--json":
-        run.json = true;
-        break;
-      case "--explain":
-        run.explain = true;
-        break;
-      case "--stats":
-        run.stats = true;
-        break;
-      case "--trace":
-        run.trace = value(i++, t);
-        break;
-      case "--plot":
-        run.plot = value(i++, t);
-        break;
-      case "--check": {
-        const v = value(i++, t);
-        if (v !== "values" && v !== "none") throw new UsageError(`--check must be values or none, not "${v}"`);
-        run.check = v;
-        break;
-      }
-      case "--seed":
-        run.seed = int(value(i++, t), t, 0);
-        break;
-      case "--devices":
-        run.devices = value(i++, t);
-        break;
-      case "--log-level": {
-        const v = value(i++, t);
-        if (!LEVELS.includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(", ")}, not "${v}"`);
-        run.logLevel = v;
-        break;
-      }
       case "--dump-scenario":
         dump = true;
         break;
@@ -210,7 +133,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
       case "-s":
       case "--hosts":
       case "--hosts-file":
-        ignored.push(`${t} ${value(i++, t)}`);
+        ignored.push(`${t} ${value()}`);
         break;
       case "--non-interactive":
         ignored.push(t);
@@ -221,22 +144,15 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
         opName = t;
     }
   }
+  const dtype: Dtype = run.dtype ?? "uint8";
   if (opName === undefined) throw new UsageError(`no op given (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
   if (NOT_BUILT.includes(opName)) throw new UsageError(`${opName} (all-gather-v) is not supported yet`);
   const op = NCCOM_OPS[opName];
   if (!op) throw new UsageError(`unknown op "${opName}" (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
   if (ranks === undefined) throw new UsageError("-r N is required: how many ranks");
-  if (factor !== undefined && step !== undefined) throw new UsageError("give a step factor (-f) or a step size (-i), not both");
-  const lo = min ?? 32 * 1024 * 1024;
-  const hi = max ?? Math.max(lo, 32 * 1024 * 1024);
-  if (lo > hi) throw new UsageError(`-b ${lo} is above -e ${hi}`);
-  try {
-    sweepSizes({ min: lo, max: hi, ...(factor !== undefined ? { factor } : {}), ...(step !== undefined ? { step } : {}) });
-  } catch (e) {
-    throw new UsageError((e as SizeError).message);
-  }
+  run.sweep = sweepOf(range);
   // trn2's logical NeuronCore: NEURON_LOGICAL_NC_CONFIG (or --lnc), default 2; LNC 1 is its own preset.
-  const lncSize = lnc ?? (env["NEURON_LOGICAL_NC_CONFIG"] !== undefined ? int(env["NEURON_LOGICAL_NC_CONFIG"]!, "NEURON_LOGICAL_NC_CONFIG", 1) : undefined);
+  const lncSize = lnc ?? (env["NEURON_LOGICAL_NC_CONFIG"] !== undefined ? intFlag(env["NEURON_LOGICAL_NC_CONFIG"]!, "NEURON_LOGICAL_NC_CONFIG", 1) : undefined);
   if (instance === "trn2" && lncSize === 1) instance = "trn2-lnc1";
   else if (lncSize !== undefined && lncSize !== (instance.startsWith("trn2") && instance !== "trn2-lnc1" ? 2 : 1)) {
     throw new UsageError(`--lnc / NEURON_LOGICAL_NC_CONFIG ${lncSize} is not available on ${instance}`);
@@ -269,7 +185,6 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     check: "none",
     ops: [o],
   };
-  run.sweep = { min: lo, max: hi, factor, step };
   run.op = op;
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;

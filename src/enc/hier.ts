@@ -12,7 +12,7 @@ import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { algTypeOf } from "../ir/spec.ts";
 import { INTRA_RDH_RANKS, initComm, type Verdict } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
-import { commContext, dispatch, kangaringLayout, meshEngines, opReduceSlice, runGates, type Gate } from "./post.ts";
+import { commContext, dispatch, GATE_OF_ALG, kangaringLayout, meshEngines, opReduceSlice, runGates } from "./post.ts";
 
 /** The rings a group's channels follow (global ranks), and whether they follow links. */
 export interface RingSet {
@@ -69,13 +69,6 @@ export interface HierPlan {
 const INTRA_LIST: readonly EncAlgType[] = [EncAlgType.INTRA_RDH, EncAlgType.MESH, EncAlgType.KANGARING];
 const INTER_ALLR_LIST: readonly EncAlgType[] = [EncAlgType.MESH, EncAlgType.INTER_RDH, EncAlgType.SINGLE_CYCLE_RING];
 const INTER_LIST: readonly EncAlgType[] = [EncAlgType.MESH, EncAlgType.INTER_RDH];
-const GATE_OF: Partial<Record<EncAlgType, Gate>> = {
-  [EncAlgType.INTRA_RDH]: "intra_rdh",
-  [EncAlgType.MESH]: "mesh",
-  [EncAlgType.KANGARING]: "kangaring",
-  [EncAlgType.INTER_RDH]: "inter_rdh",
-  [EncAlgType.SINGLE_CYCLE_RING]: "single_cycle_ring",
-};
 
 const OP_TYPE: Partial<Record<OpName, EncOpType>> = { "all-reduce": EncOpType.ALLREDUCE, "reduce-scatter": EncOpType.REDUCE_SCATTER, "all-gather": EncOpType.ALLGATHER };
 
@@ -139,7 +132,7 @@ export function hierStages(
         reduceSliceBytes: opReduceSlice(spec, op.dtype, op.priorityClass),
       };
       const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, limits, esize);
-      const can = (a: EncAlgType) => gates.some((x) => x.gate === GATE_OF[a] && x.verdict.ok);
+      const can = (a: EncAlgType) => gates.some((x) => x.gate === GATE_OF_ALG[a] && x.verdict.ok);
       alg = list.find(can) ?? EncAlgType.INVALID;
     }
     return { level, comm, op: { ...op, op: name, bytes }, opType: stageType, alg, count: bytes / esize };

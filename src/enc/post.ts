@@ -230,7 +230,7 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
 }
 
 /** The gate that admits each algorithm (RING has none: it is the cascade's last rule). */
-const GATE_OF_ALG: Partial<Record<EncAlgType, Gate>> = {
+export const GATE_OF_ALG: Partial<Record<EncAlgType, Gate>> = {
   [EncAlgType.HIER]: "hierarchical",
   [EncAlgType.INTRA_RDH]: "intra_rdh",
   [EncAlgType.MESH]: "mesh",

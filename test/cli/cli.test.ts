@@ -45,7 +45,7 @@ describe("bad input exits 1 with the file, the field path and the value", () => 
     expect(run(["nope.json"])).toMatchObject({ code: 1, err: expect.stringMatching(/nope.json: cannot read file: ENOENT/) });
     expect(run(["scenarios/ring8.json", "--frobnicate"])).toMatchObject({ code: 1, err: expect.stringMatching(/unknown option --frobnicate/) });
     expect(run([])).toMatchObject({ code: 1, err: expect.stringMatching(/no scenario file given/) });
-    expect(run(["scenarios/ring8.json", "--check", "maybe"])).toMatchObject({ code: 1, err: expect.stringMatching(/--check must be values or none/) });
+    expect(run(["scenarios/ring8.json", "--check", "maybe"])).toMatchObject({ code: 1, err: expect.stringMatching(/--check must be one of values, none/) });
   });
 });
 
