@@ -1,0 +1,167 @@
+// npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]: the published nccom-test points
+// (calibration/points.json) against the simulator, run as nccom-test runs them (its placement,
+// auto algorithm selection, timing only), with a summary.
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import pino from "pino";
+import { CcsimError } from "../ir/errors.ts";
+import { loadDevice } from "../run/load.ts";
+import { sweepPoint } from "../run/overrides.ts";
+import { runScenario } from "../run/pipeline.ts";
+import { parseNccomArgs } from "./nccom.ts";
+import { parseSize } from "./sizes.ts";
+
+export const POINTS_FILE = resolve(dirname(fileURLToPath(import.meta.url)), "../../calibration/points.json");
+
+export interface Series {
+  readonly id: string;
+  readonly command: string;
+  readonly instance: string;
+  readonly args: readonly string[];
+  readonly role: "fit" | "validation";
+  readonly source: string;
+  readonly pairs?: readonly (readonly [number, number])[];
+  readonly algorithms?: Readonly<Record<string, string>>;
+  readonly points: readonly { readonly bytes: number; readonly timeUs: number }[];
+}
+
+export interface PointResult {
+  readonly series: string;
+  readonly role: Series["role"];
+  readonly bytes: number;
+  readonly publishedUs: number;
+  /** Simulated time, or undefined when the point failed (`error` says why). */
+  readonly simulatedUs: number | undefined;
+  readonly ratio: number | undefined;
+  readonly algorithm: string | undefined;
+  readonly publishedAlgorithm: string | undefined;
+  readonly error?: string;
+}
+
+export interface Summary {
+  readonly points: number;
+  readonly failed: number;
+  readonly within10: number;
+  readonly within25: number;
+  /** exp(mean |ln(simulated / published)|) over the points that ran. */
+  readonly geomeanErrorFactor: number;
+}
+
+export function loadSeries(file = POINTS_FILE): Series[] {
+  return (JSON.parse(readFileSync(file, "utf8")) as { series: Series[] }).series;
+}
+
+const silent = pino({ level: "silent" });
+
+/** Run one published point as nccom-test would: its command line at that size, timing only. */
+export function runPoint(s: Series, bytes: number): { timeUs: number; algorithm: string } {
+  const a = parseNccomArgs([...s.args, "-b", String(bytes), "-e", String(bytes)], {});
+  if (a === "help") throw new Error("help");
+  const json = { ...a.scenario, ops: (a.scenario["ops"] as Record<string, unknown>[]).map((o) => (s.pairs ? { ...o, pairs: s.pairs } : o)) };
+  const scn = sweepPoint({ file: s.id, json, flags: "" }, a.op, a.run.dtype, bytes, "none");
+  const out = runScenario(scn, loadDevice(scn.instance), silent);
+  if (out.kind === "hang") throw new Error(`hung at ${bytes} B`);
+  return { timeUs: out.ops[0]!.row.timeUs, algorithm: out.ops[0]!.row.algorithm };
+}
+
+export function calibrate(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER): PointResult[] {
+  const out: PointResult[] = [];
+  for (const s of series) {
+    for (const p of s.points) {
+      if (p.bytes > maxBytes) continue;
+      const base = { series: s.id, role: s.role, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: s.algorithms?.[String(p.bytes)] };
+      try {
+        const r = runPoint(s, p.bytes);
+        out.push({ ...base, simulatedUs: r.timeUs, ratio: r.timeUs / p.timeUs, algorithm: r.algorithm });
+      } catch (e) {
+        if (!(e instanceof CcsimError)) throw e;
+        out.push({ ...base, simulatedUs: undefined, ratio: undefined, algorithm: undefined, error: e.render() });
+      }
+    }
+  }
+  return out;
+}
+
+export function summarize(points: readonly PointResult[]): Summary {
+  const ran = points.filter((p) => p.ratio !== undefined);
+  const within = (f: number) => ran.filter((p) => Math.abs(p.ratio! - 1) <= f).length;
+  const logs = ran.map((p) => Math.abs(Math.log(p.ratio!)));
+  return {
+    points: points.length,
+    failed: points.length - ran.length,
+    within10: within(0.1),
+    within25: within(0.25),
+    geomeanErrorFactor: ran.length ? Math.exp(logs.reduce((a, b) => a + b, 0) / ran.length) : Number.NaN,
+  };
+}
+
+function formatReport(series: readonly Series[], points: readonly PointResult[]): string {
+  const lines: string[] = [];
+  for (const s of series) {
+    const ps = points.filter((p) => p.series === s.id);
+    if (ps.length === 0) continue;
+    lines.push(`${s.id} (${s.role}): ${s.command}`);
+    lines.push(`  ${"size(B)".padStart(10)}  ${"published(us)".padStart(13)}  ${"simulated(us)".padStart(13)}  ${"sim/pub".padStart(7)}  algorithm`);
+    for (const p of ps) {
+      const alg = p.algorithm === undefined ? "" : `${p.algorithm}${p.publishedAlgorithm ? ` (published: ${p.publishedAlgorithm})` : ""}`;
+      lines.push(`  ${String(p.bytes).padStart(10)}  ${p.publishedUs.toFixed(2).padStart(13)}  ${(p.simulatedUs === undefined ? "-" : p.simulatedUs.toFixed(2)).padStart(13)}  ${(p.ratio === undefined ? "-" : p.ratio.toFixed(2)).padStart(7)}  ${p.error ? `error: ${p.error}` : alg}`);
+    }
+  }
+  for (const role of ["fit", "validation"] as const) {
+    const sm = summarize(points.filter((p) => p.role === role));
+    lines.push(`${role}: ${sm.points} points, ${sm.within10} within ±10 %, ${sm.within25} within ±25 %, ${sm.failed} failed, geometric-mean error factor ${sm.geomeanErrorFactor.toFixed(2)}`);
+  }
+  const all = summarize(points);
+  lines.push(`all: ${all.points} points, ${all.within10} within ±10 %, ${all.within25} within ±25 %, ${all.failed} failed, geometric-mean error factor ${all.geomeanErrorFactor.toFixed(2)}`);
+  return lines.join("\n") + "\n";
+}
+
+const HELP = `ccsim calibrate: the published nccom-test points (calibration/points.json) against the simulator
+
+usage: npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]...
+
+Each point runs as nccom-test runs it: its command line (placement: -r fills NeuronCores in
+order), auto algorithm selection, timing only. Per series: published and simulated time, their
+ratio, the algorithm chosen (and the published one where --show-algorithm printed it); then, for
+the fit series, the validation series and all: points within ±10 % and ±25 %, and the
+geometric-mean error factor exp(mean |ln(simulated / published)|).
+  --max-bytes SIZE  skip larger points (the 2-node 1 GiB point takes minutes)
+`;
+
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+  let json = false;
+  let maxBytes = Number.MAX_SAFE_INTEGER;
+  const only: string[] = [];
+  try {
+    for (let i = 0; i < argv.length; i++) {
+      const t = argv[i]!;
+      if (t === "-h" || t === "--help") {
+        out(HELP);
+        return 0;
+      } else if (t === "--json") json = true;
+      else if (t === "--max-bytes") maxBytes = parseSize(argv[++i] ?? "", t);
+      else if (t === "--series") only.push(argv[++i] ?? "");
+      else throw new Error(`unknown option ${t}`);
+    }
+  } catch (e) {
+    err(`calibrate: ${(e as Error).message}\n(try --help)\n`);
+    return 1;
+  }
+  const all = loadSeries();
+  const unknown = only.filter((id) => !all.some((s) => s.id === id));
+  if (unknown.length > 0) {
+    err(`calibrate: no series ${unknown.join(", ")} (series: ${all.map((s) => s.id).join(", ")})\n`);
+    return 1;
+  }
+  const series = only.length > 0 ? all.filter((s) => only.includes(s.id)) : all;
+  const points = calibrate(series, maxBytes);
+  if (json) {
+    out(JSON.stringify({ points, summary: { fit: summarize(points.filter((p) => p.role === "fit")), validation: summarize(points.filter((p) => p.role === "validation")), all: summarize(points) } }, null, 2) + "\n");
+  } else out(formatReport(series, points));
+  return 0;
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}
