@@ -60,10 +60,25 @@ export interface SimResult {
   readonly hbm: readonly ResourceStat[];
   /** Read simulated memory (HBM) back. */
   read(addr: number, len: number): Uint8Array;
+  /**
+   * What the verifier saw go wrong in a run that finished: writes outside every region the image
+   * declares, semaphores not back at their initial values, descriptor rings not fully consumed.
+   */
+  readonly violations: readonly Violation[];
 }
+
+export interface Violation {
+  readonly kind: "stray write" | "unbalanced semaphore" | "ring not consumed";
+  readonly message: string;
+}
+
+/** Violations of one kind kept in full; the rest are counted. */
+const VIOLATIONS_KEPT = 8;
 
 interface DeviceModel {
   readonly memory: DeviceMemory;
+  /** HBM the image declares writable (payload and scratch), as sorted [start, end) offsets. */
+  readonly writable: { start: number; end: number }[];
   readonly engines: Map<number, DmaEngine>;
   readonly topsps: Map<number, Topsp>;
   readonly semas: Map<number, SemaphoreBlock>;
@@ -99,6 +114,13 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   };
 
   const trace = opts.trace;
+  const violations: Violation[] = [];
+  const seen = new Map<Violation["kind"], number>();
+  const violation = (kind: Violation["kind"], message: string): void => {
+    const n = (seen.get(kind) ?? 0) + 1;
+    seen.set(kind, n);
+    if (n <= VIOLATIONS_KEPT) violations.push({ kind, message });
+  };
   const dmaHost: DmaHost = {
     kernel,
     fabric,
@@ -109,6 +131,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       const a = decodeAddress(addr);
       if (a.kind === "hbm") {
         const m = dev(a.device);
+        if (!inside(m.writable, a.offset, len)) violation("stray write", `a ${len}-byte write to ${describeAddress(addr)} at ${kernel.now} ps lands outside every buffer, scratch and slot region the image declares`);
         if (bytes) m.memory.write(a.offset, bytes);
         return;
       }
@@ -151,13 +174,18 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   for (const di of image.devices) {
     if (di.device >= deviceCount) throw new SimError("SIM1502", `image names device ${di.device}; ${spec.name} has ${deviceCount}`, { value: di.device });
     const memory = new DeviceMemory(opts.storePayload);
-    const model: DeviceModel = { memory, engines: new Map(), topsps: new Map(), semas: new Map() };
+    const model: DeviceModel = { memory, writable: [], engines: new Map(), topsps: new Map(), semas: new Map() };
     devices.set(di.device, model);
     for (const p of di.payload) {
       const a = decodeAddress(p.addr);
       if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr)} is not HBM of device ${di.device}`, { value: p.addr });
       memory.addPayload(a.offset, p.bytes);
     }
+    for (const r of [...di.payload, ...(di.scratch ?? [])]) {
+      const a = decodeAddress(r.addr);
+      if (a.kind === "hbm" && a.device === di.device) model.writable.push({ start: a.offset, end: a.offset + Math.max(r.bytes, 1) });
+    }
+    model.writable.sort((x, y) => x.start - y.start);
     for (const seg of di.memory) {
       const a = decodeAddress(seg.addr);
       if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr)} is not HBM of device ${di.device}`, { value: seg.addr });
@@ -213,6 +241,25 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     if (w) pendingDma.push(w);
   }
   const hang = unfinished.length > 0 || waits.length > 0 ? { timePs: summary.endPs, waits, unfinished, pendingDma } : undefined;
+  if (!hang) {
+    // A finished program leaves every semaphore where it started and every ring consumed.
+    const initial = new Map<string, number>();
+    for (const di of image.devices) for (const s of [...di.semaphores, ...(di.finalSemaphores ?? [])]) initial.set(`${di.device}/${s.topsp}/${s.sema}`, s.value);
+    for (const [d, m] of devices) {
+      for (const [ts, b] of m.semas) {
+        b.values.forEach((v, sema) => {
+          const want = initial.get(`${d}/${ts}/${sema}`) ?? 0;
+          if (v !== want) violation("unbalanced semaphore", `dev${d}:topsp${ts}:sem${sema} ends at ${v}, not at ${want}`);
+        });
+      }
+      for (const e of m.engines.values()) {
+        for (const q of e.queues.values()) {
+          if (q.txHead !== q.txCount || q.rxHead !== q.rxCount) violation("ring not consumed", `dev${d} dma${e.index} q${q.id}: ${q.txCount - q.txHead} tx / ${q.rxCount - q.rxHead} rx descriptors never run`);
+        }
+      }
+    }
+    for (const [kind, n] of seen) if (n > VIOLATIONS_KEPT) violations.push({ kind, message: `... and ${n - VIOLATIONS_KEPT} more` });
+  }
   return {
     endPs: summary.endPs,
     events: summary.events,
@@ -222,6 +269,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     links: [...fabric.links.values(), ...fabric.nicTx, ...fabric.nicRx].map(stat),
     engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
     hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
+    violations,
     read(addr, len) {
       const a = decodeAddress(addr);
       if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr)}, which is not HBM`, { value: addr });
@@ -241,4 +289,18 @@ export function formatHang(h: HangReport): string[] {
   for (const u of h.unfinished) if (!h.waits.some((w) => `dev${w.device} topsp${w.topsp}` === u)) lines.push(`  ${u}: unfinished without a wait`);
   for (const p of h.pendingDma) lines.push(`  ${p}`);
   return lines;
+}
+
+/** [off, off + len) lies inside one of the sorted regions. */
+function inside(regions: readonly { start: number; end: number }[], off: number, len: number): boolean {
+  let lo = 0;
+  let hi = regions.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const r = regions[mid]!;
+    if (off < r.start) hi = mid - 1;
+    else if (off >= r.end) lo = mid + 1;
+    else return off + len <= r.end;
+  }
+  return false;
 }

@@ -8,7 +8,7 @@ import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { explainScenario } from "../enc/compile.ts";
 import { formatJson, formatSweepTable, formatTable, nccomJson } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
-import { formatHang } from "../../sim/index.ts";
+import { formatHang, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
 import { loadDevice, loadScenarioSource } from "../run/load.ts";
 import { runScenario, type PipelineHooks } from "../run/pipeline.ts";
@@ -133,6 +133,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: NonNullable<import("../check/values.ts").Mismatch> }[];
     let statsText = "";
     let sweepErrors: CcsimError[] = [];
+    let violated: { row: { op: string; bytes: number; dtype: string }; violations: readonly Violation[] }[] = [];
     if (args.sweep) {
       const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err));
       if (res.kind === "hang") {
@@ -146,6 +147,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       // --explain: postOperation's reasoning for every size, before the table.
       if (args.explain && !args.json) text = res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}`).join("") + "\n" + text;
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
+      violated = res.points.flatMap((p) => (p.outcome && p.outcome.violations.length > 0 ? [{ row: p.outcome.row, violations: p.outcome.violations }] : []));
       if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
       if (args.reportJson) writeAtomic(args.reportJson, nccomJson(rows));
       if (args.plot) {
@@ -166,6 +168,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain) : undefined);
       else text = (args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows);
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
+      violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (args.stats) statsText = formatStats(outcome.ops);
     }
     if (tracer) writeAtomic(args.trace!, tracer.toJson());
@@ -175,9 +178,10 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       const m = f.mismatch;
       err(`ccsim: check failed for ${f.row.op} ${f.row.bytes} B ${f.row.dtype}: rank ${m.rank}, element ${m.index}: expected ${m.expected}, got ${m.got}\n`);
     }
+    for (const v of violated) for (const x of v.violations) err(`ccsim: check failed for ${v.row.op} ${v.row.bytes} B ${v.row.dtype}: ${x.kind}: ${x.message}\n`);
     // Sizes that failed were reported in their rows; the exit code says so at the end.
     for (const e of sweepErrors) err(`ccsim: ${args.scenario}: ${e.render()}\n`);
-    if (failed.length > 0) return EXIT.CHECK_FAILED;
+    if (failed.length > 0 || violated.length > 0) return EXIT.CHECK_FAILED;
     if (sweepErrors.some((e) => e instanceof SimError)) return EXIT.INTERNAL;
     return sweepErrors.length > 0 ? EXIT.BAD_INPUT : EXIT.OK;
   } catch (e) {

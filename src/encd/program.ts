@@ -52,8 +52,12 @@ export interface DeviceImage {
   readonly memory: MemorySegment[];
   /** HBM ranges that hold collective payload; a timing-only run keeps no bytes for them. */
   readonly payload: readonly { readonly addr: number; readonly bytes: number }[];
+  /** Other HBM the program may write (the pad word its no-op descriptors copy onto itself). */
+  readonly scratch?: readonly { readonly addr: number; readonly bytes: number }[];
   /** Initial semaphore values (credit pools). */
   readonly semaphores: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
+  /** Where counting semaphores end (completions, proxy triggers); every other one ends where it started. */
+  readonly finalSemaphores?: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
   /** Network proxy work queues: the proxy runs entry k once the semaphore has reached the sum of triggers so far. */
   readonly proxyQueues: readonly { readonly topsp: number; readonly sema: number; readonly fifo: Uint8Array }[];
 }
@@ -129,6 +133,8 @@ export interface BarrierRank {
 
 interface DeviceState {
   alloc: number;
+  /** Semaphores that count up, by "topsp/sema": how much they end above where they start. */
+  counters: Map<string, number>;
   constAddr: number;
   padAddr: number;
   memory: MemorySegment[];
@@ -165,6 +171,7 @@ export class ProgramBuilder {
         memory: [{ addr: hbmAddr(device, 0), bytes: consts }],
         payload: [],
         semaphores: [],
+        counters: new Map(),
         vrings: new Map(),
         topsps: new Map(),
         proxies: [],
@@ -240,6 +247,8 @@ export class ProgramBuilder {
     // Fold f uses semaphore id + f of each family; every fold's credit pool starts full.
     p.engines.forEach((_, f) => d.semaphores.push({ topsp: p.topsp, sema: p.sendSema + f, value: p.initialCredits }));
     const ch = new EncdChannel(this, p, vrings, steps, d.constAddr, d.padAddr);
+    // A ring channel's completion semaphores count its ops (the host reads them; nothing consumes them).
+    ch.countsCompletions = true;
     this.channels.push(ch);
     return ch;
   }
@@ -309,6 +318,13 @@ export class ProgramBuilder {
   }
 
   /** A network proxy work queue triggered by semaphore `sema` of `topsp` on `device`. */
+  /** A semaphore that counts (ends `n` higher than it starts): declared in the image for the verifier. */
+  countUp(device: number, topsp: number, sema: number, n: number): void {
+    const d = this.dev(device);
+    const key = `${topsp}/${sema}`;
+    d.counters.set(key, (d.counters.get(key) ?? 0) + n);
+  }
+
   addProxyQueue(device: number, topsp: number, sema: number): ProxyEntry[] {
     const q = { topsp, sema, entries: [] as ProxyEntry[] };
     this.dev(device).proxies.push(q);
@@ -366,6 +382,8 @@ export class ProgramBuilder {
       const key = `${device}/${topsp}/${semaBase + k}`;
       const v = (this.barrierCounts.get(key) ?? 0) + add;
       this.barrierCounts.set(key, v);
+      // Barrier semaphores count arrivals over the program (waits read them, nothing consumes them).
+      this.countUp(device, topsp, semaBase + k, add);
       return v;
     };
     const read = (device: number, topsp: number, k: number) => semaAddr(device, topsp, semaBase + k, "read");
@@ -444,7 +462,14 @@ export class ProgramBuilder {
           return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig, barrierConfig };
         });
       const proxyQueues = d.proxies.filter((p) => p.entries.length > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, fifo: packProxyEntries(p.entries) }));
-      devices.push({ device, topsps, queues, memory: d.memory, payload: d.payload, semaphores: d.semaphores, proxyQueues });
+      // A proxy queue's trigger counts every fold's increments: it ends at the sum of the triggers.
+      for (const p of d.proxies) this.countUp(device, p.topsp, p.sema, p.entries.reduce((n, e) => n + e.trigger, 0));
+      const initial = new Map(d.semaphores.map((s) => [`${s.topsp}/${s.sema}`, s.value]));
+      const finalSemaphores = [...d.counters].map(([key, n]) => {
+        const [topsp, sema] = key.split("/").map(Number) as [number, number];
+        return { topsp, sema, value: (initial.get(key) ?? 0) + n };
+      });
+      devices.push({ device, topsps, queues, memory: d.memory, payload: d.payload, scratch: [{ addr: d.padAddr, bytes: WORD_BYTES }], semaphores: d.semaphores, finalSemaphores, proxyQueues });
     }
     return { format: "ccsim-program-image", version: 1, arch: this.params.arch, nodes: this.params.nodes ?? 1, devicesPerNode: this.params.devicesPerNode ?? MAX_DEVICES_TOTAL, devices };
   }
@@ -475,6 +500,8 @@ export function splitWhole(bytes: number, esize: number, parts: number): { off: 
 /** One ring channel of one rank, as the emitter sees it (the encd_dma_channel analogue). */
 export class EncdChannel {
   readonly placement: ChannelPlacement;
+  /** Its completion semaphores count ops (a ring channel's), rather than being waited on (a mesh program's). */
+  countsCompletions = false;
   private readonly builder: ProgramBuilder;
   private readonly folds: readonly Vring[];
   private readonly steps: Uint8Array[];
@@ -609,6 +636,7 @@ export class EncdChannel {
   /** mark_end: the per-fold completion-semaphore write, then the LAST_SYNC step. */
   markEnd(): void {
     this.semaInc(semaAddr(this.placement.device, this.placement.topsp, this.placement.complSema, "inc"));
+    if (this.countsCompletions) this.folds.forEach((_, f) => this.builder.countUp(this.placement.device, this.placement.topsp, this.placement.complSema + f, 1));
     this.markStep(StepFlag.LAST_SYNC);
     this.lastEntry = undefined;
     this.endedOps++;

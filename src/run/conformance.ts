@@ -162,6 +162,8 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
     const spec = loadDevice(scn.instance, devicesDir);
     const out = runScenario(scn, spec, silent);
     if (out.kind === "hang") return { kind: "fail", code: "hang", message: `op ${out.op} hung` };
+    const broken = out.ops.find((o) => o.violations.length > 0);
+    if (broken) return { kind: "fail", code: broken.violations[0]!.kind, message: broken.violations.map((v) => v.message).join("; ") };
     const bad = out.ops.find((o) => o.mismatch);
     if (bad) return { kind: "fail", code: "mismatch", message: `rank ${bad.mismatch!.rank} element ${bad.mismatch!.index}: expected ${bad.mismatch!.expected}, got ${bad.mismatch!.got}` };
     return { kind: "pass", algorithms: out.ops.map((o) => o.row.algorithm) };

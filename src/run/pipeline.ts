@@ -11,7 +11,7 @@ import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referen
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import { decodeAddress } from "../encd/address.ts";
 import type { ProgramImage } from "../encd/program.ts";
-import { simulate, type HangReport, type ResourceStat, type TraceSink } from "../../sim/index.ts";
+import { simulate, type HangReport, type ResourceStat, type TraceSink, type Violation } from "../../sim/index.ts";
 
 /**
  * Memory a values check of `payload` bytes (every rank's input + output) holds: the bytes in
@@ -38,6 +38,8 @@ export interface OpStats {
 export interface OpOutcome {
   readonly row: ResultRow;
   readonly mismatch: Mismatch | undefined;
+  /** What the verifier saw go wrong (stray writes, unbalanced semaphores, rings not consumed): a failed check even when values pass. */
+  readonly violations: readonly Violation[];
   readonly events: number;
   readonly wallMs: number;
   readonly stats: OpStats;
@@ -125,9 +127,9 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       algorithm: distinct.join("+"),
       ...(distinct.length > 1 ? { groups: labels.map((algorithm, group) => ({ group, ranks: scn.replicaGroups[group]!.length, algorithm })) } : {}),
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
-      check: !values ? "skipped" : mismatch ? "fail" : "pass",
+      check: res.violations.length > 0 || mismatch ? "fail" : !values ? "skipped" : "pass",
     };
-    done.push({ row, mismatch, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm } });
+    done.push({ row, mismatch, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm } });
   }
   return { kind: "done", ops: done, explain };
 }
