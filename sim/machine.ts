@@ -1,11 +1,12 @@
 // The simulated machine: devices (HBM, DMA engines, TopSPs + semaphores) joined by the link
 // fabric, built from a device spec and loaded with a program image; run it, report or hang.
-import { podLinked, type DeviceSpec } from "../src/ir/spec.ts";
+import { podLinked, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
 import { decodeAddress, describeAddress, ENGINES_PER_SENG } from "../src/encd/address.ts";
-import type { ProgramImage } from "../src/encd/program.ts";
-import { Kernel, Prio } from "./kernel/kernel.ts";
+import type { DeviceImage, ProgramImage } from "../src/encd/program.ts";
+import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
+import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
 import { DmaEngine, DmaQueue, type DmaHost } from "./hw/dma.ts";
 import { Fabric } from "./hw/fabric.ts";
 import { DeviceMemory } from "./hw/memory.ts";
@@ -20,6 +21,8 @@ export interface SimOptions {
   readonly maxEvents?: number;
   /** An observer of spans and counters (traces). */
   readonly trace?: TraceSink;
+  /** Faults to inject (the scenario's "faults"). */
+  readonly faults?: readonly Fault[];
 }
 
 export interface HangWait {
@@ -38,6 +41,8 @@ export interface HangReport {
   /** TopSPs that never finished their op entries. */
   readonly unfinished: readonly string[];
   readonly pendingDma: readonly string[];
+  /** Injected faults that took effect (a link held a write, an increment was lost, ...). */
+  readonly faults: readonly string[];
 }
 
 /** Bytes moved and time busy, per resource (a link direction, a DMA engine, a device's HBM). */
@@ -94,6 +99,23 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   if (maxDevice >= deviceCount) throw new SimError("SIM1502", `image names device ${maxDevice}; ${spec.name} has ${deviceCount}`, { value: maxDevice });
   if (nodes > 1 && !spec.network && !podLinked(spec.topology, nodes)) throw new SimError("SIM1514", `a ${nodes}-node image on ${spec.name}, which has no network`, { value: nodes });
   const fabric = new Fabric(spec, perNode, nodes);
+  const faults = opts.faults ?? [];
+  const faultNotes: string[] = [];
+  const faultError = (i: number, message: string): never => {
+    throw new SimError("SIM1601", message, { path: `faults[${i}]`, value: faults[i] });
+  };
+  faults.forEach((f, i) => {
+    if (f.kind !== "link-down" && f.kind !== "link-slow") return;
+    const key = `${f.from}>${f.to}`;
+    const link = fabric.links.get(key) ?? faultError(i, `there is no link from device ${f.from} to device ${f.to} on ${spec.name}`);
+    if (f.kind === "link-down") link.downAt = Math.round(f.atUs * 1e6);
+    else {
+      fabric.links.set(key, new Resource(link.name, link.rate / f.factor));
+      faultNotes.push(`${link.name} slowed by ${f.factor} (fault)`);
+    }
+  });
+  const lost = faults.map((f, i) => ({ f, i, seen: 0 })).filter((x) => x.f.kind === "lost-increment");
+  const imageDevices = image.devices.map((di) => dropWaits(di, faults, faultNotes));
   const devices = new Map<number, DeviceModel>();
   const opEnd: Tick[] = [];
   const dev = (d: number): DeviceModel => {
@@ -127,6 +149,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     trace,
     read: (d, off, len) => dev(d).memory.read(off, len),
     dropped: (d, off, len) => dev(d).memory.dropped(off, len),
+    faultHit: (message) => void faultNotes.push(message),
     land(addr, bytes, len) {
       const a = decodeAddress(addr);
       if (a.kind === "hbm") {
@@ -139,6 +162,16 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
         if (len !== 4 || !bytes) throw new SimError("SIM1505", `a ${len}-byte write to semaphore ${describeAddress(addr)}; semaphore writes are 4 bytes`, { value: len });
         if (a.window === "read") throw new SimError("SIM1506", `write to the read window of ${describeAddress(addr)}`, { value: addr });
         const v = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
+        if (a.window === "inc") {
+          for (const x of lost) {
+            const f = x.f as Extract<Fault, { kind: "lost-increment" }>;
+            if (f.device !== a.device || (f.semaphore !== undefined && f.semaphore !== a.sema)) continue;
+            if (++x.seen === f.nth) {
+              faultNotes.push(`increment ${f.nth} of ${f.semaphore === undefined ? `dev${f.device}` : `dev${f.device} semaphore ${f.semaphore}`} lost (fault): ${describeAddress(addr)} at ${(kernel.now / 1e6).toFixed(3)} us`);
+              return;
+            }
+          }
+        }
         semaBlock(a.device, a.topsp).write(a.sema, a.window, v);
         return;
       }
@@ -171,7 +204,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     },
   };
 
-  for (const di of image.devices) {
+  for (const di of imageDevices) {
     if (di.device >= deviceCount) throw new SimError("SIM1502", `image names device ${di.device}; ${spec.name} has ${deviceCount}`, { value: di.device });
     const memory = new DeviceMemory(opts.storePayload);
     const model: DeviceModel = { memory, writable: [], engines: new Map(), topsps: new Map(), semas: new Map() };
@@ -206,6 +239,16 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       model.topsps.set(t.index, new Topsp(topspHost, di.device, t, semaBlock(di.device, t.index), spec.topsp));
     }
   }
+  faults.forEach((f, i) => {
+    if (f.kind === "lost-increment" || f.kind === "drop-wait") {
+      if (!devices.has(f.device)) faultError(i, `device ${f.device} runs nothing in this program`);
+    }
+    if (f.kind !== "engine-stall") return;
+    const e = devices.get(f.device)?.engines.get(f.engine) ?? faultError(i, `dev${f.device} has no DMA engine ${f.engine} in this program`);
+    const at = Math.round(f.atUs * 1e6);
+    e.stalls.push([at, at + Math.round(f.forUs * 1e6)]);
+    faultNotes.push(`dev${f.device} dma${f.engine} stalled from ${f.atUs} us for ${f.forUs} us (fault)`);
+  });
   const proxies: ProxyQueue[] = [];
   for (const di of image.devices) {
     for (const q of di.proxyQueues ?? []) {
@@ -240,7 +283,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     const w = p.waiting();
     if (w) pendingDma.push(w);
   }
-  const hang = unfinished.length > 0 || waits.length > 0 ? { timePs: summary.endPs, waits, unfinished, pendingDma } : undefined;
+  const hang = unfinished.length > 0 || waits.length > 0 ? { timePs: summary.endPs, waits, unfinished, pendingDma, faults: faultNotes } : undefined;
   if (!hang) {
     // A finished program leaves every semaphore where it started and every ring consumed.
     const initial = new Map<string, number>();
@@ -288,6 +331,7 @@ export function formatHang(h: HangReport): string[] {
   for (const w of h.waits) lines.push(`  dev${w.device} topsp${w.topsp} ${w.channel === -1 ? "mesh tape" : w.channel === -2 ? "device barrier" : `channel ${w.channel}`} waits on ${w.semaphore} (${w.role}): value ${w.value}, awaiting >= ${w.awaited}`);
   for (const u of h.unfinished) if (!h.waits.some((w) => `dev${w.device} topsp${w.topsp}` === u)) lines.push(`  ${u}: unfinished without a wait`);
   for (const p of h.pendingDma) lines.push(`  ${p}`);
+  for (const f of h.faults) lines.push(`  fault: ${f}`);
   return lines;
 }
 
@@ -303,4 +347,31 @@ function inside(regions: readonly { start: number; end: number }[], off: number,
     else return off + len <= r.end;
   }
   return false;
+}
+
+/**
+ * The drop-wait faults of one device: clear the wait flags of its K-th waiting step entry (TopSPs
+ * in index order, slot scratchpads in order) — a composer that forgot a wait.
+ */
+function dropWaits(di: DeviceImage, faults: readonly Fault[], notes: string[]): DeviceImage {
+  const mine = faults.filter((f): f is Extract<Fault, { kind: "drop-wait" }> => f.kind === "drop-wait" && f.device === di.device);
+  if (mine.length === 0) return di;
+  const topsps = di.topsps.map((t) => ({ ...t, slotSpad: t.slotSpad.map((s) => s.slice()) }));
+  for (const f of mine) {
+    let n = 0;
+    found: for (const t of topsps) {
+      for (const [k, spad] of t.slotSpad.entries()) {
+        for (let o = 0; o + SLOT_ENTRY_BYTES <= spad.length; o += SLOT_ENTRY_BYTES) {
+          const e = decodeSlotEntry(spad, o);
+          if (!(e.flags & (StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT))) continue;
+          if (++n === f.nth) {
+            packSlotEntry({ ...e, flags: e.flags & ~(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT) }, spad, o);
+            notes.push(`dev${di.device} topsp${t.index} slot ${k} step entry ${o / SLOT_ENTRY_BYTES}: its wait dropped (fault)`);
+            break found;
+          }
+        }
+      }
+    }
+  }
+  return { ...di, topsps };
 }

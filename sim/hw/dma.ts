@@ -20,6 +20,8 @@ export interface DmaHost {
   dropped(device: number, offset: number, len: number): boolean;
   /** Apply a write that has landed (HBM or a semaphore window). */
   land(addr: number, bytes: Uint8Array | undefined, len: number): void;
+  /** An injected fault took effect (for the hang report). */
+  faultHit?(message: string): void;
 }
 
 export class DmaQueue {
@@ -65,6 +67,10 @@ export class DmaEngine {
   readonly queues = new Map<number, DmaQueue>();
   readonly res: Resource;
   packets = 0;
+  /** Injected stalls: [start, end) windows in which the engine starts no packet. */
+  readonly stalls: [Tick, Tick][] = [];
+  /** Stopped for good: a packet of it is held by a link that is down. */
+  private stuck = false;
   private busy = false;
   private rr = 0;
   private readonly host: DmaHost;
@@ -145,7 +151,13 @@ export class DmaEngine {
 
   /** Start the next ready packet if the engine is idle (round-robin over queues). */
   kick(): void {
-    if (this.busy) return;
+    if (this.busy || this.stuck) return;
+    const now = this.host.kernel.now;
+    const stall = this.stalls.find(([a, b]) => now >= a && now < b);
+    if (stall) {
+      this.host.kernel.at(stall[1], Prio.ENGINE, () => this.kick());
+      return;
+    }
     const ids = [...this.queues.keys()].sort((a, b) => a - b);
     for (let k = 0; k < ids.length; k++) {
       const q = this.queues.get(ids[(this.rr + k) % ids.length]!)!;
@@ -212,6 +224,13 @@ export class DmaEngine {
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
       const stages: Stage[] = [{ res: this.res, bytes: d.len, fixedPs: first ? fixed : 0, latPs: 0 }];
       const links = host.fabric.route(this.device, dst.device);
+      const down = links.find((l) => l.downAt !== undefined && k.now >= l.downAt);
+      if (down) {
+        // The write never gets across; its engine waits for it for good.
+        this.stuck = true;
+        host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${d.len}-byte write to ${describeAddress(d.addr)} and stops`);
+        return;
+      }
       const srcHbm = host.fabric.hbm[this.device]!;
       const sameHbm = links.length === 0 && dst.kind === "hbm";
       stages.push({ res: srcHbm, bytes: share + (sameHbm ? d.len : 0), fixedPs: 0, latPs: 0 });

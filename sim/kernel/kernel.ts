@@ -94,6 +94,8 @@ export class Resource {
   readonly name: string;
   /** Bytes per second; 0 = no limit. */
   readonly rate: number;
+  /** A fault: from this time on the resource carries nothing (a link that is down). */
+  downAt: Tick | undefined;
   freeAt: Tick = 0;
   busyPs = 0;
   bytes = 0;

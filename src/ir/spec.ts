@@ -220,6 +220,15 @@ export interface RankOverride {
   readonly priorityClass?: number;
 }
 
+/** A fault injected into a run (scenario key "faults"). Times in microseconds of simulated time. */
+export type Fault =
+  | { readonly kind: "link-down"; readonly from: number; readonly to: number; readonly atUs: number }
+  | { readonly kind: "link-slow"; readonly from: number; readonly to: number; readonly factor: number }
+  | { readonly kind: "engine-stall"; readonly device: number; readonly engine: number; readonly atUs: number; readonly forUs: number }
+  | { readonly kind: "lost-increment"; readonly device: number; readonly nth: number; readonly semaphore?: number }
+  | { readonly kind: "drop-wait"; readonly device: number; readonly nth: number };
+export const FAULT_KINDS = ["link-down", "link-slow", "engine-stall", "lost-increment", "drop-wait"] as const;
+
 /** Stage algorithms a hierarchical op may name per level ("auto": the runtime's selection lists). */
 export const HIER_INTRA = ["auto", "ring", "kangaring", "mesh", "intra-rdh"] as const;
 export const HIER_INTER = ["auto", "ring", "single-cycle-ring"] as const;
@@ -250,4 +259,6 @@ export interface Scenario {
   readonly check: CheckMode;
   readonly ops: readonly OpSpec[];
   readonly rankOverrides: readonly RankOverride[];
+  /** Faults injected into every op's run (empty: none). */
+  readonly faults?: readonly Fault[];
 }

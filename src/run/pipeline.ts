@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type Scenario } from "../ir/spec.ts";
-import { CompileError, InternalError } from "../ir/errors.ts";
+import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
 import { bufferBytes, compileProgram, algorithmLabel, type OpLayout } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
@@ -99,7 +99,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     hooks.mutateImage?.(image, i);
     log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
-    const res = simulate(spec, image, { storePayload: values, ...(trace ? { trace } : {}) });
+    const res = runImage(spec, image, { storePayload: values, ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     let mismatch: Mismatch | undefined;
@@ -132,6 +132,16 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     done.push({ row, mismatch, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm } });
   }
   return { kind: "done", ops: done, explain };
+}
+
+/** Simulate; a fault the machine cannot apply (no such link, engine or device) is the scenario's error. */
+function runImage(spec: DeviceSpec, image: ProgramImage, opts: Parameters<typeof simulate>[2]) {
+  try {
+    return simulate(spec, image, opts);
+  } catch (e) {
+    if (e instanceof SimError && e.code === "SIM1601") throw new ScenarioError("SCN1010", e.message, { path: e.path, value: e.value });
+    throw e;
+  }
 }
 
 /** How many values one output element sums (keeps generated floats exact). */

@@ -1,9 +1,9 @@
 // Loader + validator for scenarios (scenarios/*.json); see scenarios/scenario.schema.json.
 import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
-import { ALG_NAMES, ALGORITHMS, HIER_INTER, HIER_INTRA, OP_NAMES, algTypeOf, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, HIER_INTER, HIER_INTRA, OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "ops", "rankOverrides"] as const;
+const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "ops", "rankOverrides", "faults"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
 /** Ops driven by source/target pairs. */
 const PAIR_OPS: readonly OpName[] = ["send", "recv", "permute", "permute-reduce", "permute-implicit", "permute-reduce-implicit"];
@@ -68,7 +68,35 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const groupSizes = [...new Set(replicaGroups.map((g) => g.length))];
   const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
-  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, ops, rankOverrides };
+  const faults = (r.opt("faults")?.items(1024) ?? []).map(parseFault);
+  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
+}
+
+/** One fault: its kind, then exactly that kind's keys (devices and links are checked against the machine at run time). */
+function parseFault(f: Reader): Fault {
+  const kind = f.get("kind").oneOf(FAULT_KINDS);
+  const us = (k: string, min = 0) => f.get(k).number(min, 1e9);
+  switch (kind) {
+    case "link-down":
+      f.keys(["kind", "from", "to", "atUs"]);
+      return { kind, from: f.get("from").int(0, 4095), to: f.get("to").int(0, 4095), atUs: us("atUs") };
+    case "link-slow": {
+      f.keys(["kind", "from", "to", "factor"]);
+      const factor = f.get("factor").number(1, 1e6);
+      return { kind, from: f.get("from").int(0, 4095), to: f.get("to").int(0, 4095), factor };
+    }
+    case "engine-stall":
+      f.keys(["kind", "device", "engine", "atUs", "forUs"]);
+      return { kind, device: f.get("device").int(0, 4095), engine: f.get("engine").int(0, 255), atUs: us("atUs"), forUs: us("forUs") };
+    case "lost-increment": {
+      f.keys(["kind", "device", "nth", "semaphore"]);
+      const sema = f.opt("semaphore")?.int(0, 255);
+      return { kind, device: f.get("device").int(0, 4095), nth: f.get("nth").int(1), ...(sema === undefined ? {} : { semaphore: sema }) };
+    }
+    case "drop-wait":
+      f.keys(["kind", "device", "nth"]);
+      return { kind, device: f.get("device").int(0, 4095), nth: f.get("nth").int(1) };
+  }
 }
 
 function checkBytes(bytesR: Reader, op: OpName, bytes: number, dtype: OpSpec["dtype"], groupSizes: readonly number[]): void {
