@@ -2,6 +2,7 @@
 import { DTYPES, type Dtype } from "../ir/dtypes.ts";
 import { OP_NAMES, type OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
+import { defaultJobs } from "../run/parallel.ts";
 import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
 
 export class UsageError extends Error {}
@@ -31,6 +32,8 @@ export interface Args {
   plot: string | undefined;
   trace: string | undefined;
   stats: boolean;
+  /** Worker threads for independent runs (sweep sizes); 1 runs them on this thread. */
+  jobs: number;
 }
 
 export const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -91,6 +94,10 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
     case "--show-algorithm":
       a.showAlgorithm = true;
       return 0;
+    case "--jobs":
+    case "-j":
+      a.jobs = intFlag(value(), t, 1);
+      return 1;
     case "--check":
       a.check = oneOfFlag(value(), t, ["values", "none"] as const);
       return 1;
@@ -154,7 +161,7 @@ export function sweepOf(range: RangeFlags): SweepArgs {
 
 /** Every flag unset: what a run does by default. */
 export function defaultArgs(): Args {
-  return { scenario: "", json: false, explain: false, check: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false };
+  return { scenario: "", json: false, explain: false, check: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs() };
 }
 
 export function parseArgs(argv: readonly string[]): Args | "help" {

@@ -1,7 +1,8 @@
 // npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--preset NAME ...] [--verbose]
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, type CaseOutcome } from "../run/conformance.ts";
+import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
+import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "./sizes.ts";
 
 const HELP = `ccsim conformance: run seeded random legal configurations and count the outcomes
@@ -14,6 +15,7 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --min-bytes SIZE   smallest op size (default one element)
   --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); timing only above
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
+  --jobs N           worker threads (default: this machine's cores); counts do not depend on it
   --verbose          one line per case
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
 
@@ -29,6 +31,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let minBytes = 1;
   let maxChecked = 64 << 20;
   let verbose = false;
+  let jobs = defaultJobs();
   let dump: number | undefined;
   const presets: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -50,6 +53,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (flag === "--max-checked") maxChecked = parseSize(next(), flag);
       else if (flag === "--preset") presets.push(next());
       else if (flag === "--verbose") verbose = true;
+      else if (flag === "--jobs") jobs = positive(next(), flag);
       else if (flag === "--dump") dump = positive(next(), flag, 0);
       else throw new Error(`unknown flag ${flag}`);
     } catch (e) {
@@ -77,8 +81,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const counts = new Map<string, Map<string, number>>();
   const failures: string[] = [];
   const t0 = performance.now();
-  for (const c of list) {
-    const o: CaseOutcome = runCase(c);
+  const outcomes = jobs > 1 && list.length >= 2 * jobs ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs) : list.map((c) => runCase(c));
+  for (const [k, c] of list.entries()) {
+    const o: CaseOutcome = outcomes[k]!;
     const preset = String(c.scenario["instance"]);
     const key = o.kind === "pass" ? "pass" : `${o.kind} ${o.code}`;
     const row = counts.get(preset) ?? new Map<string, number>();

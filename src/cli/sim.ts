@@ -54,6 +54,8 @@ sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
   -d, --datatype TYPE  element type (default: the scenario op's)
   --show-algorithm     add the algorithm column
   --report-to-json-file FILE  write nccom-test's JSON report ({"results": [...]})
+  -j, --jobs N         run sizes on N worker threads (default: this machine's cores; used when there
+                       are at least 2 sizes per thread); the output is the same as with --jobs 1
   --plot FILE          draw busbw and time against size (SVG, log axes, one line per op/algorithm)
   A sweep is timing only unless --check values is given (then values are checked where they fit).
 

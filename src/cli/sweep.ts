@@ -6,6 +6,8 @@ import { runScenario, valuesCheckBudget, valuesCheckMemory, type OpOutcome, type
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
 import { CcsimError } from "../ir/errors.ts";
+import { revive, runParallel } from "../run/parallel.ts";
+import type { SweepTask, SweepTaskResult } from "../run/sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";
@@ -31,6 +33,20 @@ export interface SweepPoint {
 export type SweepResult =
   | { readonly kind: "done"; readonly points: readonly SweepPoint[]; readonly notes: readonly string[] }
   | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport };
+
+const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
+
+/** One point on this thread, as a worker would run it. */
+function runPoint(one: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks): SweepTaskResult {
+  try {
+    const out = runScenario(one, spec, log, hooks);
+    if (out.kind === "hang") return { kind: "hang", hang: out.hang };
+    return { kind: "done", outcome: out.ops[0]!, explain: out.explain };
+  } catch (e) {
+    if (!(e instanceof CcsimError)) throw e;
+    return { kind: "error", error: { name: e.name, code: e.code, message: e.message, path: e.path, value: e.value, ...(e.file !== undefined ? { file: e.file } : {}) } };
+  }
+}
 
 /** Input + output bytes a values check of `op` at `bytes` holds, over all ranks. */
 function payload(op: OpName, bytes: number, ranks: number, n: number): number {
@@ -64,23 +80,35 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     const checked = wantValues && valuesCheckMemory(payload(op.op, op.bytes, scn.ranks, n), dtypeSize(op.dtype)) <= valuesCheckBudget();
     return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked ? "values" : "none") };
   });
+  // Each point runs on its own machine: with --jobs above 1 (and no hooks into the run) the points
+  // run on worker threads; results come back in order, so the output is the same.
+  const parallel = (args.jobs ?? 1) > 1 && points0.length >= 2 * args.jobs && !hooks.mutateImage && !hooks.trace;
+  const results: SweepTaskResult[] = parallel
+    ? runParallel<SweepTask, SweepTaskResult>(
+        SWEEP_TASK,
+        points0.map((p) => ({ scenario: p.one, devicesDir: args.devices, logLevel: args.logLevel })),
+        args.jobs!,
+        (k, r) => {
+          if (r.kind === "done") events += r.outcome.events;
+          progress?.(k + 1, plan.length, events);
+        },
+      )
+    : [];
   for (const [k, { op, checked, one }] of points0.entries()) {
+    const r = parallel ? results[k]! : runPoint(one, spec, log, hooks);
     // A size that fails is reported in its row; the sweep goes on.
-    let out;
-    try {
-      out = runScenario(one, spec, log, hooks);
-    } catch (e) {
-      if (!(e instanceof CcsimError)) throw e;
+    if (r.kind === "error") {
+      const e = revive(r.error) as CcsimError;
       const esize = dtypeSize(op.dtype);
       points.push({ row: { op: op.op, bytes: op.bytes, count: op.bytes / esize, dtype: op.dtype, ranks: n, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", error: e.render() }, error: e, checked, scenario: one });
-      progress?.(k + 1, plan.length, events);
+      if (!parallel) progress?.(k + 1, plan.length, events);
       continue;
     }
-    if (out.kind === "hang") return { kind: "hang", op, hang: out.hang };
-    const o = out.ops[0]!;
-    events += o.events;
-    points.push({ row: o.row, outcome: o, checked, scenario: one, explain: out.explain });
-    progress?.(k + 1, plan.length, events);
+    if (r.kind === "hang") return { kind: "hang", op, hang: r.hang };
+    const o = r.outcome;
+    if (!parallel) events += o.events;
+    points.push({ row: o.row, outcome: o, checked, scenario: one, explain: r.explain });
+    if (!parallel) progress?.(k + 1, plan.length, events);
   }
   const timed = points.filter((p) => !p.checked);
   if (!wantValues) notes.push("timing only: no payload bytes kept (--check values compares results where they fit in memory)");

@@ -180,3 +180,8 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
 export function loadPresets(presets: readonly string[] = CONFORMANCE_PRESETS, devicesDir?: string): Map<string, DeviceSpec> {
   return new Map(presets.map((p) => [p, loadDevice(p, devicesDir)]));
 }
+
+/** A worker thread's entry (parallel.ts): one case. */
+export function task(c: ConformanceCase): CaseOutcome {
+  return runCase(c);
+}

@@ -211,3 +211,20 @@ describe("a sweep survives a size that fails", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe("sweeps on worker threads", () => {
+  it("--jobs 2 prints exactly what --jobs 1 prints (table and JSON report)", async () => {
+    const { main, EXIT } = await import("../../src/cli/sim.ts");
+    const run = (jobs: string) => {
+      let out = "";
+      const code = main(["scenarios/ring8.json", "--op", "all-reduce", "-b", "64K", "-e", "8M", "-f", "2", "--show-algorithm", "--json", "--jobs", jobs], (s) => (out += s), () => {});
+      return { code, out };
+    };
+    const one = run("1");
+    const two = run("2");
+    expect(one.code).toBe(EXIT.OK);
+    expect(two.code).toBe(EXIT.OK);
+    expect(JSON.parse(one.out).results).toHaveLength(8);
+    expect(two.out).toBe(one.out);
+  });
+});

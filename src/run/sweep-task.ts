@@ -1,0 +1,32 @@
+// One sweep point, as a worker thread runs it (see parallel.ts): load the preset, run the scenario,
+// hand back what the sweep reports.
+import pino from "pino";
+import type { Scenario } from "../ir/spec.ts";
+import { CcsimError } from "../ir/errors.ts";
+import type { Explanation } from "../enc/post.ts";
+import type { HangReport } from "../../sim/index.ts";
+import { loadDevice } from "./load.ts";
+import { runScenario, type OpOutcome } from "./pipeline.ts";
+
+export interface SweepTask {
+  readonly scenario: Scenario;
+  readonly devicesDir: string;
+  readonly logLevel: string;
+}
+
+export type SweepTaskResult =
+  | { readonly kind: "done"; readonly outcome: OpOutcome; readonly explain: readonly Explanation[] }
+  | { readonly kind: "hang"; readonly hang: HangReport }
+  | { readonly kind: "error"; readonly error: { readonly name: string; readonly code: string; readonly message: string; readonly path: string; readonly value: unknown; readonly file?: string } };
+
+export function task(t: SweepTask): SweepTaskResult {
+  const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
+  try {
+    const out = runScenario(t.scenario, loadDevice(t.scenario.instance, t.devicesDir), log);
+    if (out.kind === "hang") return { kind: "hang", hang: out.hang };
+    return { kind: "done", outcome: out.ops[0]!, explain: out.explain };
+  } catch (e) {
+    if (!(e instanceof CcsimError)) throw e;
+    return { kind: "error", error: { name: e.name, code: e.code, message: e.message, path: e.path, value: e.value, ...(e.file !== undefined ? { file: e.file } : {}) } };
+  }
+}
