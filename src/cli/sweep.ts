@@ -2,12 +2,12 @@
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { runScenario, valuesCheckBudget, valuesCheckMemory, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
+import { valuesCheckBudget, valuesCheckMemory, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
-import { CcsimError } from "../ir/errors.ts";
+import type { CcsimError } from "../ir/errors.ts";
 import { revive, runParallel } from "../run/parallel.ts";
-import type { SweepTask, SweepTaskResult } from "../run/sweep-task.ts";
+import { runPoint, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";
@@ -35,18 +35,6 @@ export type SweepResult =
   | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport };
 
 const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
-
-/** One point on this thread, as a worker would run it. */
-function runPoint(one: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks): SweepTaskResult {
-  try {
-    const out = runScenario(one, spec, log, hooks);
-    if (out.kind === "hang") return { kind: "hang", hang: out.hang };
-    return { kind: "done", outcome: out.ops[0]!, explain: out.explain };
-  } catch (e) {
-    if (!(e instanceof CcsimError)) throw e;
-    return { kind: "error", error: { name: e.name, code: e.code, message: e.message, path: e.path, value: e.value, ...(e.file !== undefined ? { file: e.file } : {}) } };
-  }
-}
 
 /** Input + output bytes a values check of `op` at `bytes` holds, over all ranks. */
 function payload(op: OpName, bytes: number, ranks: number, n: number): number {

@@ -1,12 +1,13 @@
 // One sweep point, as a worker thread runs it (see parallel.ts): load the preset, run the scenario,
 // hand back what the sweep reports.
 import pino from "pino";
-import type { Scenario } from "../ir/spec.ts";
+import type { Logger } from "pino";
+import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { HangReport } from "../../sim/index.ts";
 import { loadDevice } from "./load.ts";
-import { runScenario, type OpOutcome } from "./pipeline.ts";
+import { runScenario, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 
 export interface SweepTask {
   readonly scenario: Scenario;
@@ -19,10 +20,16 @@ export type SweepTaskResult =
   | { readonly kind: "hang"; readonly hang: HangReport }
   | { readonly kind: "error"; readonly error: { readonly name: string; readonly code: string; readonly message: string; readonly path: string; readonly value: unknown; readonly file?: string } };
 
+/** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
+  return runPoint(t.scenario, loadDevice(t.scenario.instance, t.devicesDir), log);
+}
+
+/** Run one point's scenario; a CcsimError comes back as data (it crosses threads), the sweep goes on. */
+export function runPoint(scenario: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks = {}): SweepTaskResult {
   try {
-    const out = runScenario(t.scenario, loadDevice(t.scenario.instance, t.devicesDir), log);
+    const out = runScenario(scenario, spec, log, hooks);
     if (out.kind === "hang") return { kind: "hang", hang: out.hang };
     return { kind: "done", outcome: out.ops[0]!, explain: out.explain };
   } catch (e) {
