@@ -4,7 +4,7 @@ import { podLinked, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
 import { decodeAddress, describeAddress, ENGINES_PER_SENG } from "../src/encd/address.ts";
-import type { DeviceImage, ProgramImage } from "../src/encd/program.ts";
+import type { DeviceImage, ProgramImage } from "../src/encd/image.ts";
 import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
 import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
 import { DmaEngine, DmaQueue, type DmaHost } from "./hw/dma.ts";

@@ -8,7 +8,7 @@ import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
 import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES, type DecodedSpadCtrlEntry } from "../../src/encd/ccop.ts";
 import { decodeChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "../../src/encd/slot.ts";
-import { MESH_SLOT, type TopspImage } from "../../src/encd/program.ts";
+import { MESH_SLOT, type TopspImage } from "../../src/encd/image.ts";
 import { decodeMeshEvent, MESH_EVENT_BYTES, MeshEventType } from "../../src/encd/mesh.ts";
 import { BARRIER_CONFIG_BYTES, decodeBarrierConfig, type BarrierConfig } from "../../src/encd/barrier.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";

@@ -16,61 +16,8 @@ import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
 import { packProxyEntries, type ProxyEntry } from "./proxy.ts";
 import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
-
-export interface TopspImage {
-  readonly index: number;
-  /** spad_ctrl entries, one per op, 8 bytes each. */
-  readonly ctrlSpad: Uint8Array;
-  readonly opNum: number;
-  /** ring_channels[32] of the algorithm config region (148 bytes each). */
-  readonly ringConfig: Uint8Array;
-  /** Slot scratchpads indexed by spad_slot_idx: each a stream of spad_slot_entry steps. */
-  readonly slotSpad: readonly Uint8Array[];
-  /** The mesh event tape (80-byte records, the per-arch device capacity), after the ring region. */
-  readonly meshConfig: Uint8Array;
-  /** One 296-byte neff_barrier_config per ctrl entry: the device barrier run after that entry. */
-  readonly barrierConfig: Uint8Array;
-}
-
-export interface QueueImage {
-  readonly engine: number;
-  readonly queue: number;
-  readonly tx: Uint8Array;
-  readonly rx: Uint8Array;
-}
-
-export interface MemorySegment {
-  readonly addr: number;
-  readonly bytes: Uint8Array;
-}
-
-export interface DeviceImage {
-  readonly device: number;
-  readonly topsps: readonly TopspImage[];
-  readonly queues: readonly QueueImage[];
-  /** Initial memory contents (constants; inputs when values are checked). */
-  readonly memory: MemorySegment[];
-  /** HBM ranges that hold collective payload; a timing-only run keeps no bytes for them. */
-  readonly payload: readonly { readonly addr: number; readonly bytes: number }[];
-  /** Other HBM the program may write (the pad word its no-op descriptors copy onto itself). */
-  readonly scratch?: readonly { readonly addr: number; readonly bytes: number }[];
-  /** Initial semaphore values (credit pools). */
-  readonly semaphores: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
-  /** Where counting semaphores end (completions, proxy triggers); every other one ends where it started. */
-  readonly finalSemaphores?: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
-  /** Network proxy work queues: the proxy runs entry k once the semaphore has reached the sum of triggers so far. */
-  readonly proxyQueues: readonly { readonly topsp: number; readonly sema: number; readonly fifo: Uint8Array }[];
-}
-
-export interface ProgramImage {
-  readonly format: "ccsim-program-image";
-  readonly version: 1;
-  readonly arch: number;
-  /** Nodes, each with `devicesPerNode` device ids (node k's device d is k * devicesPerNode + d). */
-  readonly nodes: number;
-  readonly devicesPerNode: number;
-  readonly devices: readonly DeviceImage[];
-}
+import { MESH_SLOT, type DeviceImage, type MemorySegment, type ProgramImage, type QueueImage, type TopspImage } from "./image.ts";
+export type { DeviceImage, MemorySegment, ProgramImage, QueueImage, TopspImage } from "./image.ts";
 
 export interface EmitterParams {
   readonly arch: number;
@@ -104,8 +51,7 @@ export interface ChannelPlacement {
 
 const TP_INC_MAX = 0xffff;
 
-/** Slot scratchpad of a TopSP's mesh step stream (the DMA counts its event legs hand over). */
-export const MESH_SLOT = 16;
+export { MESH_SLOT };
 
 interface TopspState {
   ctrl: CcOpEntry[];

@@ -23,6 +23,11 @@ describe("layering", () => {
     expect(bad).toEqual([]);
   });
 
+  it("sim/ reads program images, never the builder that writes them (src/encd/program.ts)", () => {
+    const bad = files("sim").flatMap((f) => imports(f).filter((i) => /encd\/program\.ts$/.test(i)).map((i) => `${f}: ${i}`));
+    expect(bad).toEqual([]);
+  });
+
   it("src/encd does not import the composer, and src/ir imports nothing outside itself", () => {
     const bad = [
       ...files("src/encd").flatMap((f) => imports(f).filter((i) => /\/enc\//.test(i)).map((i) => `${f}: ${i}`)),

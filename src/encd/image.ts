@@ -1,0 +1,62 @@
+// The program image: what the emitter hands the simulator — byte streams and their placement, and
+// nothing of the composer. sim/ reads images (and the format decoders) only; the builder that
+// writes them is program.ts.
+
+/** The slot scratchpad a mesh-tape program's step stream lives in. */
+export const MESH_SLOT = 16;
+
+export interface TopspImage {
+  readonly index: number;
+  /** spad_ctrl entries, one per op, 8 bytes each. */
+  readonly ctrlSpad: Uint8Array;
+  readonly opNum: number;
+  /** ring_channels[32] of the algorithm config region (148 bytes each). */
+  readonly ringConfig: Uint8Array;
+  /** Slot scratchpads indexed by spad_slot_idx: each a stream of spad_slot_entry steps. */
+  readonly slotSpad: readonly Uint8Array[];
+  /** The mesh event tape (80-byte records, the per-arch device capacity), after the ring region. */
+  readonly meshConfig: Uint8Array;
+  /** One 296-byte neff_barrier_config per ctrl entry: the device barrier run after that entry. */
+  readonly barrierConfig: Uint8Array;
+}
+
+export interface QueueImage {
+  readonly engine: number;
+  readonly queue: number;
+  readonly tx: Uint8Array;
+  readonly rx: Uint8Array;
+}
+
+export interface MemorySegment {
+  readonly addr: number;
+  readonly bytes: Uint8Array;
+}
+
+export interface DeviceImage {
+  readonly device: number;
+  readonly topsps: readonly TopspImage[];
+  readonly queues: readonly QueueImage[];
+  /** Initial memory contents (constants; inputs when values are checked). */
+  readonly memory: MemorySegment[];
+  /** HBM ranges that hold collective payload; a timing-only run keeps no bytes for them. */
+  readonly payload: readonly { readonly addr: number; readonly bytes: number }[];
+  /** Other HBM the program may write (the pad word its no-op descriptors copy onto itself). */
+  readonly scratch?: readonly { readonly addr: number; readonly bytes: number }[];
+  /** Initial semaphore values (credit pools). */
+  readonly semaphores: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
+  /** Where counting semaphores end (completions, proxy triggers); every other one ends where it started. */
+  readonly finalSemaphores?: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
+  /** Network proxy work queues: the proxy runs entry k once the semaphore has reached the sum of triggers so far. */
+  readonly proxyQueues: readonly { readonly topsp: number; readonly sema: number; readonly fifo: Uint8Array }[];
+}
+
+export interface ProgramImage {
+  readonly format: "ccsim-program-image";
+  readonly version: 1;
+  readonly arch: number;
+  /** Nodes, each with `devicesPerNode` device ids (node k's device d is k * devicesPerNode + d). */
+  readonly nodes: number;
+  readonly devicesPerNode: number;
+  readonly devices: readonly DeviceImage[];
+}
+
