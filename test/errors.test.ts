@@ -1,6 +1,7 @@
 // Every error code has a failing input here, asserted by its stable code.
 import { describe, expect, it } from "vitest";
 import { CcsimError, CompileError } from "../src/ir/errors.ts";
+import { ERROR_CODES } from "../src/ir/codes.ts";
 import { EncOpType } from "../src/ir/enums.ts";
 import type { DeviceSpec, Scenario } from "../src/ir/spec.ts";
 import { compileProgram, explainScenario } from "../src/enc/compile.ts";
@@ -85,6 +86,11 @@ describe("scenario and device file errors", () => {
     ["SCN1003", () => parseScenario("x.json", { ...minimal, ranks: "2" })],
     ["SCN1004", () => parseScenario("x.json", { name: "x", instance: "trn1", ranks: 2 })],
     ["SCN1005", () => parseScenario("x.json", { ...minimal, ranks: 0 })],
+    ["SCN1011", () => parseScenario("x.json", { ...minimal, instance: "../trn1" })],
+    ["SCN1012", () => parseScenario("x.json", { ...minimal, ops: [] })],
+    ["SCN1013", () => parseScenario("x.json", { ...minimal, allowedAlgorithms: ["ring", "ring"] })],
+    ["SCN1014", () => parseScenario("x.json", { ...minimal, ops: [{ op: "all-gather", bytes: 8, dtype: "fp32", reduce: "max" }] })],
+    ["SCN1015", () => parseScenario("x.json", { ...minimal, ops: [{ op: "send", bytes: 8, dtype: "fp32", pairs: [[0]] }] })],
     ["SCN1006", () => parseScenario("x.json", { ...minimal, ops: [{ op: "all-reduce", bytes: 6, dtype: "fp32" }] })],
     ["SCN1007", () => parseScenario("x.json", { ...minimal, algorithm: "tree" })],
     ["SCN1008", () => parseScenario("x.json", { ...minimal, algorithm: "ring", allowedAlgorithms: ["mesh"] })],
@@ -495,5 +501,8 @@ describe("the catalogue", () => {
     tests.push(readFileSync("test/errors.test.ts", "utf8").split('describe("the catalogue"')[0]!);
     expect([...raised].filter((c) => !tests.some((t) => t.includes(`"${c}"`)))).toEqual([]);
     expect(raised.size).toBeGreaterThan(80);
+    // One catalogue: every raised code is in it, and every code in it is raised.
+    expect([...raised].filter((c) => !(c in ERROR_CODES)).sort()).toEqual([]);
+    expect(Object.keys(ERROR_CODES).filter((c) => !raised.has(c)).sort()).toEqual([]);
   });
 });

@@ -110,7 +110,7 @@ function parseCollectives(c: Reader): DeviceSpec["collectives"] {
     if (n % 32 !== 0) x.fail("SCN1006", "must be a multiple of 32 bytes");
     return n;
   });
-  if (sizes.length !== 5) pkt.fail("SCN1005", `needs one size per priority class (5), got ${sizes.length}`, sizes.length);
+  if (sizes.length !== 5) pkt.fail("SCN1015", `needs one size per priority class (5), got ${sizes.length}`, sizes.length);
   return {
     supportedAlgorithms: supported,
     virtualCoreSize: c.get("virtualCoreSize").int(1, 2),

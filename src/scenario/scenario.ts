@@ -23,7 +23,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const name = r.get("name").string();
   const instanceR = r.get("instance");
   const instance = instanceR.string();
-  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(instance)) instanceR.fail("SCN1005", "must be a device preset name (letters, digits, '-', '_')");
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(instance)) instanceR.fail("SCN1011", "must be a device preset name (letters, digits, '-', '_')");
   const ranks = r.get("ranks").int(1, MAX_RANKS);
   const ranksPerDevice = r.opt("ranksPerDevice")?.int(1, 8) ?? 1;
   if (ranks % ranksPerDevice !== 0) r.get("ranksPerDevice").fail("SCN1006", `ranks (${ranks}) must be a multiple of ranksPerDevice`);
@@ -34,11 +34,11 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const replicaGroups = groupsR
     ? groupsR.items(MAX_RANKS).map((g) => {
         const members = g.items(MAX_RANKS).map((m) => m.int(0, Number.MAX_SAFE_INTEGER));
-        if (members.length === 0) g.fail("SCN1005", "a replica group must not be empty");
+        if (members.length === 0) g.fail("SCN1012", "a replica group must not be empty");
         return members;
       })
     : [Array.from({ length: ranks }, (_, i) => i)];
-  if (groupsR && replicaGroups.length === 0) groupsR.fail("SCN1005", "must list at least one group");
+  if (groupsR && replicaGroups.length === 0) groupsR.fail("SCN1012", "must list at least one group");
   const algorithm = r.opt("algorithm")?.oneOf(ALGORITHMS) ?? "auto";
   const allowedR = r.opt("allowedAlgorithms");
   if (allowedR && algorithm !== "auto") allowedR.fail("SCN1008", `give either "algorithm": "${algorithm}" (only that one is allowed) or allowedAlgorithms, not both`);
@@ -47,10 +47,10 @@ export function parseScenario(file: string, json: unknown): Scenario {
       ? [algTypeOf(algorithm)]
       : allowedR?.items(ALG_NAMES.length).map((a, i, all) => {
           const name = a.oneOf(ALG_NAMES);
-          if (all.slice(0, i).some((b) => b.value === name)) a.fail("SCN1005", `"${name}" is listed twice`);
+          if (all.slice(0, i).some((b) => b.value === name)) a.fail("SCN1013", `"${name}" is listed twice`);
           return algTypeOf(name);
         });
-  if (allowedAlgorithms && allowedAlgorithms.length === 0) allowedR!.fail("SCN1005", "must allow at least one algorithm");
+  if (allowedAlgorithms && allowedAlgorithms.length === 0) allowedR!.fail("SCN1012", "must allow at least one algorithm");
   const hierR = r.opt("hierarchical");
   hierR?.keys(["intra", "inter", "slices"]);
   const hierarchical = {
@@ -64,7 +64,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const check = r.opt("check")?.oneOf(["values", "none"] as const) ?? "values";
   const opsR = r.get("ops");
   const opItems = opsR.items();
-  if (opItems.length === 0) opsR.fail("SCN1005", "must list at least one op");
+  if (opItems.length === 0) opsR.fail("SCN1012", "must list at least one op");
   const groupSizes = [...new Set(replicaGroups.map((g) => g.length))];
   const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
@@ -116,7 +116,7 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
   const bytesR = o.get("bytes");
   const bytes = bytesR.int(1);
   const reduceR = o.opt("reduce");
-  if (!REDUCING_OPS.includes(op) && reduceR) reduceR.fail("SCN1005", `${op} takes no reduce op`);
+  if (!REDUCING_OPS.includes(op) && reduceR) reduceR.fail("SCN1014", `${op} takes no reduce op`);
   const reduce = reduceR?.oneOf(REDUCE_OPS) ?? "sum";
   checkBytes(bytesR, op, bytes, dtype, groupSizes);
   const stream = o.opt("stream")?.int(0, MAX_STREAMS - 1) ?? 0;
@@ -125,14 +125,14 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
   const countsR = o.opt("counts");
   if (op === "all-to-all-v") {
     if (!countsR) o.fail("SCN1004", `all-to-all-v needs "counts": an n x n matrix of bytes rank i sends to rank j`, undefined, `${o.path}.counts`);
-    if (groupSizes.length !== 1) countsR.fail("SCN1005", "all-to-all-v needs every replica group to have the same size");
+    if (groupSizes.length !== 1) countsR.fail("SCN1015", "all-to-all-v needs every replica group to have the same size");
     const n = groupSizes[0]!;
     const rows = countsR.items(MAX_RANKS);
-    if (rows.length !== n) countsR.fail("SCN1005", `needs ${n} rows (one per group rank), got ${rows.length}`, rows.length);
+    if (rows.length !== n) countsR.fail("SCN1015", `needs ${n} rows (one per group rank), got ${rows.length}`, rows.length);
     const esize = dtypeSize(dtype);
     const counts = rows.map((row) => {
       const cells = row.items(MAX_RANKS);
-      if (cells.length !== n) row.fail("SCN1005", `needs ${n} entries, got ${cells.length}`, cells.length);
+      if (cells.length !== n) row.fail("SCN1015", `needs ${n} entries, got ${cells.length}`, cells.length);
       return cells.map((c) => {
         const v = c.int(0);
         if (v % esize !== 0) c.fail("SCN1006", `must be a multiple of the ${dtype} element size (${esize} bytes)`);
@@ -141,7 +141,7 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
     });
     return { ...out, counts };
   }
-  if (countsR) countsR.fail("SCN1005", `only all-to-all-v takes counts`);
+  if (countsR) countsR.fail("SCN1014", `only all-to-all-v takes counts`);
   const pairsR = o.opt("pairs");
   if (PAIR_OPS.includes(op)) {
     if (!pairsR) o.fail("SCN1004", `${op} needs "pairs": [[source, target], ...]`, undefined, `${o.path}.pairs`);
@@ -151,19 +151,19 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
       const items = p.items(3);
       const a = items[0];
       const b = items[1];
-      if (!a || !b || items.length !== 2) return p.fail("SCN1005", "a pair is [source, target]");
+      if (!a || !b || items.length !== 2) return p.fail("SCN1015", "a pair is [source, target]");
       const src = a.int(0, ranks - 1);
       const dst = b.int(0, ranks - 1);
-      if (seenSrc.has(src)) a.fail("SCN1005", `rank ${src} sends twice`);
-      if (seenDst.has(dst)) b.fail("SCN1005", `rank ${dst} receives twice`);
+      if (seenSrc.has(src)) a.fail("SCN1013", `rank ${src} sends twice`);
+      if (seenDst.has(dst)) b.fail("SCN1013", `rank ${dst} receives twice`);
       seenSrc.add(src);
       seenDst.add(dst);
       return [src, dst] as const;
     });
-    if (pairs.length === 0) pairsR.fail("SCN1005", "needs at least one pair");
+    if (pairs.length === 0) pairsR.fail("SCN1012", "needs at least one pair");
     return { ...out, pairs };
   }
-  if (pairsR) pairsR.fail("SCN1005", `only send, recv and the permute ops take pairs`);
+  if (pairsR) pairsR.fail("SCN1014", `only send, recv and the permute ops take pairs`);
   return out;
 }
 

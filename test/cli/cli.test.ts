@@ -25,7 +25,7 @@ describe("bad input exits 1 with the file, the field path and the value", () => 
     ["too-many-ranks.json", "ranks", /need 40 devices; trn1 has 16/, "CMP1303"],
     ["rank-out-of-range.json", "replicaGroups[0][2]", /rank id 2 is out of range 0..1/, "CMP1001"],
     ["unknown-op.json", "ops[0].op", /unknown value "all-to-everyone"/, "SCN1007"],
-    ["reduce-on-gather.json", "ops[0].reduce", /all-gather takes no reduce op/, "SCN1005"],
+    ["reduce-on-gather.json", "ops[0].reduce", /all-gather takes no reduce op/, "SCN1014"],
     ["broken-json.json", "", /not valid JSON/, "SCN1001"],
     ["too-many-channels.json", "channels", /9 channels x 2 folds need more DMA engines/, "CMP1304"],
     ["multi-node.json", "nodes", /ideal has no network: a multi-node scenario needs a preset with a "network" section/, "CMP1301"],
