@@ -16,6 +16,7 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); timing only above
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
   --jobs N           worker threads (default: this machine's cores); counts do not depend on it
+  --knobs            also vary channels, priority classes and a second op on another stream
   --verbose          one line per case
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
 
@@ -31,6 +32,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let minBytes = 1;
   let maxChecked = 64 << 20;
   let verbose = false;
+  let knobs = false;
   let jobs = defaultJobs();
   let dump: number | undefined;
   const presets: string[] = [];
@@ -53,6 +55,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (flag === "--max-checked") maxChecked = parseSize(next(), flag);
       else if (flag === "--preset") presets.push(next());
       else if (flag === "--verbose") verbose = true;
+      else if (flag === "--knobs") knobs = true;
       else if (flag === "--jobs") jobs = positive(next(), flag);
       else if (flag === "--dump") dump = positive(next(), flag, 0);
       else throw new Error(`unknown flag ${flag}`);
@@ -68,7 +71,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     err(`conformance: ${(e as Error).message}\n`);
     return 1;
   }
-  const list = generateCases(seed, cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, ...(presets.length > 0 ? { presets } : {}) }, specs);
+  const list = generateCases(seed, cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, knobs, ...(presets.length > 0 ? { presets } : {}) }, specs);
   if (dump !== undefined) {
     const c = list[dump];
     if (!c) {

@@ -174,7 +174,12 @@ function familyGate(init: CommInit, alg: EncAlgType, opType: EncOpType, ops: rea
 
 /** The six enc_can_post_* gates for one op. All run; none short-circuits another. */
 export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opType: EncOpType, bytes: number, limits: ComposerLimits = {}, esize = 1): { gate: Gate; verdict: Verdict }[] {
-  const steps = (alg: EncAlgType) => () => (limits.meshEngines === undefined ? ok("") : keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes)));
+  const steps = (alg: EncAlgType) => (): Verdict => {
+    if (limits.meshEngines === undefined) return ok("");
+    // A mesh-tape program runs on the DMA engines the ring channels leave free.
+    if (limits.meshEngines < 1) return no(`the ring channels' folds take every DMA engine of the rank: none is left for a mesh-tape program`);
+    return keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes));
+  };
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
   const mesh = ((): Verdict => {
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");

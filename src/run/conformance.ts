@@ -40,6 +40,8 @@ export interface GenerateOptions {
   /** Values are checked when every rank's input + output fit in this many bytes; timing only above. */
   readonly maxCheckedPayload: number;
   readonly presets?: readonly string[];
+  /** Also vary channels, priority classes and a second op on another stream (a separate random stream: the other draws stay as they are). */
+  readonly knobs?: boolean;
 }
 
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
@@ -110,6 +112,12 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
       check: payload <= opts.maxCheckedPayload ? "values" : "none",
       ops: [o],
     };
+    if (opts.knobs) {
+      const k = seedrandom(`conformance/${seed}/knobs/${id}`);
+      if (k() < 0.5) scenario["channels"] = 1 + Math.floor(k() * 4);
+      o["priorityClass"] = Math.floor(k() * 5);
+      if (k() < 0.4) scenario["ops"] = [o, { ...o, stream: 1 + Math.floor(k() * 3), priorityClass: Math.floor(k() * 5) }];
+    }
     const shape = groups.length === 1 ? "1 group" : `${groups.length} groups (${groups.map((g) => g.length).join("+")})`;
     cases.push({ id, scenario, label: `${instance} ${ranks} ranks (${nodes} node(s) x ${rpd}/device), ${shape}, ${op} ${bytes} B ${dtype}, ${algorithm}` });
   }

@@ -44,3 +44,13 @@ describe("large ops compile on auto", () => {
     );
   });
 });
+
+describe("mesh-tape programs need a free DMA engine", () => {
+  it("when the ring channels' folds take every engine, the mesh gate says so and auto goes on down the precedence", () => {
+    const lnc1 = loadDevice("trn2-lnc1");
+    const scn = { ...auto(4, 1, "all-gather", 4096), instance: "trn2-lnc1", channels: 4 };
+    const e = explainScenario(scn, lnc1)[0]!;
+    expect(e.gates.find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/none is left for a mesh-tape program/);
+    expect(() => compileProgram(scn, lnc1, [0])).not.toThrow();
+  });
+});

@@ -29,3 +29,12 @@ describe("conformance matrix", () => {
     expect(generateCases(SEED, 20, { maxBytes: 1 << 20, maxCheckedPayload: 64 << 20 }, specs)).toEqual(cases.slice(0, 20));
   });
 });
+
+describe("conformance matrix with channels, priority classes and a second op on another stream", () => {
+  const cases = generateCases(SEED + 1, Math.ceil(CASES / 3), { maxBytes: 1 << 20, maxCheckedPayload: 64 << 20, knobs: true }, specs);
+  it.each(cases.map((c) => [c.id, c.label, c] as const))("case %i: %s", (_id, _label, c) => {
+    const o = runCase(c);
+    if (o.kind === "fail") expect.fail(`${o.code}: ${o.message}`);
+    if (o.kind === "refused") expect(REFUSAL_CODES.has(o.code)).toBe(true);
+  });
+});
