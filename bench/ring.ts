@@ -1,8 +1,28 @@
-// npm run bench: ring8 all-reduce on trn1 at 64 MiB and 1 GiB (timing only), simulated events per wall second.
+// npm run bench: ring8 all-reduce on trn1 at 64 MiB and 1 GiB (timing only), simulated events per
+// wall second, against a bare event loop (the simulator's kernel with empty events) in the same run.
 import { compileProgram } from "../src/enc/compile.ts";
 import { loadDevice, loadScenario } from "../src/run/load.ts";
 import { busFactor, throughput } from "../src/report/table.ts";
 import { simulate } from "../sim/index.ts";
+import { Kernel, Prio } from "../sim/kernel/kernel.ts";
+
+/** The kernel alone: `n` events that each schedule the next at a pseudo-random delay, 64 in flight. */
+function bareLoop(n: number): number {
+  const k = new Kernel();
+  let left = n;
+  let x = 12345;
+  const step = () => {
+    if (--left <= 0) return;
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    k.after(1 + (x % 1000), Prio.ENGINE, step);
+  };
+  for (let i = 0; i < 64; i++) k.after(i, Prio.ENGINE, step);
+  const t0 = performance.now();
+  k.run();
+  return n / ((performance.now() - t0) / 1000);
+}
+const bare = bareLoop(10_000_000);
+console.log(`bare event loop: ${Math.round(bare)} events/s (10 M events, the simulator's kernel)`);
 
 const spec = loadDevice("trn1");
 const base = loadScenario("scenarios/ring8.json");
@@ -23,7 +43,8 @@ for (const bytes of sizes.length ? sizes : [64 << 20, 1 << 30]) {
       `all-reduce ${bytes} B fp32, 8 ranks, ${scn.channels} channels`,
       `  simulated: ${tp.timeUs.toFixed(2)} us, algbw ${tp.algbwGBps.toFixed(2)} GB/s, busbw ${tp.busbwGBps.toFixed(2)} GB/s`,
       `  compile: ${((t1 - t0) / 1000).toFixed(2)} s wall, ${descs} descriptors`,
-      `  simulate: ${((t2 - t1) / 1000).toFixed(2)} s wall, ${r.events} events, ${r.packets} DMA packets, ${Math.round(r.events / ((t2 - t1) / 1000))} events/s`,
+      `  simulate: ${((t2 - t1) / 1000).toFixed(2)} s wall, ${r.events} events, ${r.packets} DMA packets, ${Math.round(r.events / ((t2 - t1) / 1000))} events/s (${((100 * r.events) / ((t2 - t1) / 1000) / bare).toFixed(1)} % of the bare loop)`,
+      `  peak RSS so far: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`,
     ].join("\n"),
   );
   console.log(rows[rows.length - 1]);
