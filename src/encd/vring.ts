@@ -17,9 +17,12 @@ export interface DescCounts {
   rx: number;
 }
 
-/** A growable array of 16-byte descriptors. */
+/** Descriptors per page of a DescList: 64 KiB pages, so a ring grows without copying or slack. */
+const PAGE_DESCS = 4096;
+
+/** A growable array of 16-byte descriptors, kept in fixed pages until it is flushed. */
 class DescList {
-  bytes = new Uint8Array(DESC_BYTES * 64);
+  private pages: Uint8Array[] = [];
   count = 0;
   private readonly limit: number;
   constructor(limit: number) {
@@ -32,17 +35,24 @@ class DescList {
         value: this.count,
       });
     }
-    if ((this.count + 1) * DESC_BYTES > this.bytes.length) {
-      const grown = new Uint8Array(this.bytes.length * 2);
-      grown.set(this.bytes);
-      this.bytes = grown;
-    }
-    return { bytes: this.bytes, offset: DESC_BYTES * this.count++ };
+    const page = Math.floor(this.count / PAGE_DESCS);
+    if (page === this.pages.length) this.pages.push(new Uint8Array(DESC_BYTES * PAGE_DESCS));
+    const offset = DESC_BYTES * (this.count++ - page * PAGE_DESCS);
+    return { bytes: this.pages[page]!, offset };
   }
-  view(): Uint8Array {
-    return this.bytes.subarray(0, this.count * DESC_BYTES);
+  /** The descriptors as one array (a copy); `release` drops the pages as they are copied. */
+  view(release = false): Uint8Array {
+    const out = new Uint8Array(this.count * DESC_BYTES);
+    for (let p = 0; p < this.pages.length; p++) {
+      const n = Math.min(PAGE_DESCS, this.count - p * PAGE_DESCS);
+      out.set(this.pages[p]!.subarray(0, n * DESC_BYTES), p * PAGE_DESCS * DESC_BYTES);
+      if (release) this.pages[p] = EMPTY;
+    }
+    if (release) this.pages = [];
+    return out;
   }
 }
+const EMPTY = new Uint8Array(0);
 
 export class Vring {
   readonly name: string;
@@ -62,11 +72,11 @@ export class Vring {
   get rxCount(): number {
     return this.rxList.count;
   }
-  txBytes(): Uint8Array {
-    return this.txList.view();
+  txBytes(release = false): Uint8Array {
+    return this.txList.view(release);
   }
-  rxBytes(): Uint8Array {
-    return this.rxList.view();
+  rxBytes(release = false): Uint8Array {
+    return this.rxList.view(release);
   }
 
   /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
@@ -152,6 +162,8 @@ export function dumpToPringPadded(v: Vring, paddedTx: number, paddedRx: number, 
   if (paddedTx - n.tx !== paddedRx - n.rx) {
     throw new EncodeError("ENC1504", `vring ${v.name}: tx and rx padding differ (${paddedTx - n.tx} vs ${paddedRx - n.rx})`, { path: `vring.${v.name}`, value: n });
   }
+  // The vring is flushed once: its pages go as they are copied.
+  if (paddedTx === n.tx) return { tx: v.txBytes(true), rx: v.rxBytes(true) };
   const pad = new Vring(v.name);
   for (let i = n.tx; i < paddedTx; i++) pad.addNoop(noopAddr);
   const join = (a: Uint8Array, b: Uint8Array): Uint8Array => {
@@ -160,5 +172,5 @@ export function dumpToPringPadded(v: Vring, paddedTx: number, paddedRx: number, 
     out.set(b, a.length);
     return out;
   };
-  return { tx: join(v.txBytes(), pad.txBytes()), rx: join(v.rxBytes(), pad.rxBytes()) };
+  return { tx: join(v.txBytes(true), pad.txBytes()), rx: join(v.rxBytes(true), pad.rxBytes()) };
 }
