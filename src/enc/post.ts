@@ -177,7 +177,7 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
   const steps = (alg: EncAlgType) => (): Verdict => {
     if (limits.meshEngines === undefined) return ok("");
     // A mesh-tape program runs on the DMA engines the ring channels leave free.
-    if (limits.meshEngines < 1) return no(`the ring channels' folds take every DMA engine of the rank: none is left for a mesh-tape program`);
+    if (limits.meshEngines < 1) return no(`the ring channels' folds take every DMA engine of the rank: none is left for a mesh-tape program [CMP1306]`);
     return keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes));
   };
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
