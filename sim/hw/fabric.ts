@@ -71,8 +71,20 @@ export class Fabric {
     return Math.floor(device / this.devicesPerNode);
   }
 
+  /** Routes already walked, by src * 2^16 + dst (the links do not change once a run starts). */
+  private readonly routes = new Map<number, readonly Resource[]>();
+
   /** Links crossed from `src` to `dst`, in order (NeuronLink crosses nodes only in a pod's Z links). */
-  route(src: number, dst: number): Resource[] {
+  route(src: number, dst: number): readonly Resource[] {
+    const key = src * 65536 + dst;
+    const known = this.routes.get(key);
+    if (known) return known;
+    const r = this.walk(src, dst);
+    this.routes.set(key, r);
+    return r;
+  }
+
+  private walk(src: number, dst: number): Resource[] {
     if (!this.pod && this.nodeOf(src) !== this.nodeOf(dst)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); inter-node traffic goes through the network proxy`, { value: { src, dst } });
     const out: Resource[] = [];
     let at = src;
