@@ -6,7 +6,7 @@ import pino from "pino";
 import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { ALGORITHMS, OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
-import { parseScenario } from "../scenario/index.ts";
+import { MAX_RANKS, parseScenario } from "../scenario/index.ts";
 import { loadDevice } from "./load.ts";
 import { runScenario } from "./pipeline.ts";
 
@@ -69,7 +69,7 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const spec = specs.get(instance)!;
     const rpdMax = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
     const nodesMax = maxNodes(spec);
-    const rankMax = Math.min(64, spec.devices * rpdMax * nodesMax);
+    const rankMax = Math.min(MAX_RANKS, spec.devices * rpdMax * nodesMax);
     // Ranks first (every count up to the preset's most, primes included), then a placement of them.
     // Mostly counts some placement holds; one in five drawn from every count.
     const placeable = (n: number) => placementsOf(n, spec.devices, rpdMax, nodesMax).length > 0;

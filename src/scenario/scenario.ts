@@ -15,7 +15,7 @@ const REDUCING_OPS: readonly OpName[] = ["all-reduce", "reduce-scatter", "reduce
 export const MAX_STREAMS = 4;
 export const PRIORITY_CLASSES = 5;
 
-export const MAX_RANKS = 64;
+export const MAX_RANKS = 128;
 
 export function parseScenario(file: string, json: unknown): Scenario {
   const r = new Reader(file, "", json);
