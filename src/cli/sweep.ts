@@ -2,7 +2,7 @@
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { valuesCheckBudget, valuesCheckMemory, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
+import { valuesCheckFit, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { CcsimError } from "../ir/errors.ts";
@@ -36,12 +36,6 @@ export type SweepResult =
 
 const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
 
-/** Input + output bytes a values check of `op` at `bytes` holds, over all ranks. */
-function payload(op: OpName, bytes: number, ranks: number, n: number): number {
-  const per = op === "all-gather" ? bytes / n + bytes : op === "reduce-scatter" ? bytes + bytes / n : 2 * bytes;
-  return per * ranks;
-}
-
 /**
  * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
  * scenario with one op at one size, validated as a file is.
@@ -65,7 +59,7 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   let events = 0;
   // Every point is validated before the first one runs.
   const points0 = plan.map((op) => {
-    const checked = wantValues && valuesCheckMemory(payload(op.op, op.bytes, scn.ranks, n), dtypeSize(op.dtype)) <= valuesCheckBudget();
+    const checked = wantValues && valuesCheckFit(op, scn.replicaGroups).fits;
     return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked ? "values" : "none") };
   });
   // Each point runs on its own machine: with --jobs above 1 (and no hooks into the run) the points

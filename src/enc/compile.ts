@@ -10,7 +10,7 @@ import { HBM_LIMIT, MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
-import { checkSignatures, opPlan, postOperations, type EncOperation, type Explanation } from "./post.ts";
+import { checkSignatures, meshEngines, opPlan, postOperations, type EncOperation, type Explanation } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
 import { composeChannelPermute, composeChannelRing, type NetHop, type RankBuffers } from "./ring.ts";
 import type { ProxyEntry } from "../encd/proxy.ts";
@@ -264,7 +264,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       const ci = info[rank]!;
       const used = sets * channels * foldN;
       const first = ci.core * enginesPerRank + used;
-      const free = Math.min(enginesPerRank, 32 - ((ci.core * enginesPerRank) % 32)) - used;
+      const free = meshEngines(spec, channels, sets, ci.core);
       const peers = Math.max(1, comm.groups[comm.pos.get(rank)!.group]!.length - 1);
       if (free < 1) throw new CompileError("CMP1306", `mesh needs a DMA engine the ${channels} ring channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets` : ""} do not use`, { path: "channels", value: channels });
       const engines = Array.from({ length: Math.min(free, peers) }, (_, k) => first + k);
@@ -426,7 +426,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
         g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, ...meshNet(rank, g) }, ranks[k]!, meshProgram(comm, rank)));
       });
     } else if (op.pairs) {
-const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
+      const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
       const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
       const reduce = opType === EncOpType.PERMUTE_REDUCE || opType === EncOpType.PERMUTE_REDUCE_IMPLICIT;
       for (let rank = 0; rank < scn.ranks; rank++) {

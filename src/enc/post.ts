@@ -263,10 +263,13 @@ export function opReduceSlice(spec: DeviceSpec, dtype: OpSpec["dtype"], priority
   return Math.max(32, Math.floor(Math.min(spec.dma.maxDescriptorBytes, spec.dma.cceMaxElements * esize, spec.collectives.cceReducePacketBytes[priorityClass]!) / 32) * 32);
 }
 
-/** DMA engines a rank's mesh-tape program gets: what `sets` channel sets of ring channels leave (at most 32 per window). */
-export function meshEngines(spec: DeviceSpec, channels: number, sets: number): number {
+/**
+ * DMA engines a rank's mesh-tape program gets: what `sets` channel sets of ring channels leave of
+ * the rank's engines, within the 32-engine broadcast window its first engine sits in.
+ */
+export function meshEngines(spec: DeviceSpec, channels: number, sets: number, core = 0): number {
   const perRank = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
-  return Math.min(perRank, 32) - sets * channels * spec.ring.foldN;
+  return Math.min(perRank, 32 - ((core * perRank) % 32)) - sets * channels * spec.ring.foldN;
 }
 
 /** The chunk plan of an op over a group of n ranks: all-reduce blocks round up, the others split evenly. */
@@ -385,9 +388,9 @@ export function postOperations(inp: PostInputs): Posted {
     let first: EncOperation | undefined;
     const plans: ChunkPlan[] = [];
     const groupAlgs: EncAlgType[] = [];
+    const reduceSliceBytes = opReduceSlice(spec, op.dtype, op.priorityClass);
     groups.forEach((g, gi) => {
       const { c, init } = inits[gi]!;
-      const reduceSliceBytes = opReduceSlice(spec, op.dtype, op.priorityClass);
       const gates = runGates(
         init,
         c,

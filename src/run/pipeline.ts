@@ -3,7 +3,7 @@ import { freemem, totalmem } from "node:os";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
-import { isRingOp, opTypeOf, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
 import { bufferBytes, compileProgram, algorithmLabel, type OpLayout } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
@@ -25,6 +25,19 @@ export function valuesCheckMemory(payload: number, esize: number): number {
 /** What a values check may use: half of this machine's memory (so runs repeat on the machine). */
 export function valuesCheckBudget(): number {
   return Math.floor(totalmem() / 2);
+}
+
+/** Whether a values check of `op` over these groups fits: every rank's input + output, and the memory that takes. */
+export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[]): { payload: number; need: number; fits: boolean } {
+  let payload = 0;
+  for (const g of groups) {
+    for (let k = 0; k < g.length; k++) {
+      const b = bufferBytes(op, opTypeOf(op.op), g.length, k);
+      payload += b.inBytes + b.outBytes;
+    }
+  }
+  const need = valuesCheckMemory(payload, dtypeSize(op.dtype));
+  return { payload, need, fits: need <= valuesCheckBudget() };
 }
 
 /** What one op did to the machine's resources (for --stats). */
@@ -65,12 +78,8 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const op = scn.ops[i]!;
     // A values check that cannot fit in memory is refused before anything is composed.
     if (scn.check === "values") {
-      const payload = scn.replicaGroups.reduce((sum, g) => sum + g.reduce((t, _r, k) => {
-        const b = bufferBytes(op, opTypeOf(op.op), g.length, k);
-        return t + b.inBytes + b.outBytes;
-      }, 0), 0);
-      const need = valuesCheckMemory(payload, dtypeSize(op.dtype));
-      if (need > valuesCheckBudget()) {
+      const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups);
+      if (!fits) {
         const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
         throw new CompileError("CMP1401", `checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; this machine has ${gib(totalmem())} (${gib(freemem())} free) and a values check uses at most half; use "check": "none" (or --check none) for timing only`, {
           path: `ops[${i}].bytes`,
