@@ -14,6 +14,8 @@ import { SemaphoreBlock } from "./hw/semaphore.ts";
 import { Topsp, type TopspHost } from "./hw/topsp.ts";
 import type { TraceSink } from "./trace.ts";
 import { ProxyQueue } from "./hw/proxy.ts";
+import { QueueClock, RaceDetector } from "./verify/races.ts";
+import { SymbolicMemory, type Term } from "./verify/symbolic.ts";
 
 export interface SimOptions {
   /** Keep payload bytes (needed to check values); false = timing only. */
@@ -23,6 +25,13 @@ export interface SimOptions {
   readonly trace?: TraceSink;
   /** Faults to inject (the scenario's "faults"). */
   readonly faults?: readonly Fault[];
+  /** Detect races (reads and writes not ordered through semaphores): each is a violation. */
+  readonly races?: boolean;
+  /**
+   * Track payload symbolically (`--check symbolic`): these HBM ranges start as seed `id`'s bytes,
+   * and `SimResult.symbolic` reads back which seeds' bytes reached a range.
+   */
+  readonly symbolic?: readonly { readonly addr: number; readonly bytes: number; readonly id: number }[];
 }
 
 export interface HangWait {
@@ -65,6 +74,8 @@ export interface SimResult {
   readonly hbm: readonly ResourceStat[];
   /** Read simulated memory (HBM) back. */
   read(addr: number, len: number): Uint8Array;
+  /** Symbolic runs: the pieces of HBM [addr, addr + len) (offsets from addr) and the seed terms each holds. */
+  symbolic(addr: number, len: number, fn: (start: number, end: number, terms: readonly Term[]) => void): void;
   /**
    * What the verifier saw go wrong in a run that finished: writes outside every region the image
    * declares, semaphores not back at their initial values, descriptor rings not fully consumed.
@@ -73,7 +84,7 @@ export interface SimResult {
 }
 
 export interface Violation {
-  readonly kind: "stray write" | "unbalanced semaphore" | "ring not consumed";
+  readonly kind: "race" | "stray write" | "unbalanced semaphore" | "ring not consumed";
   readonly message: string;
 }
 
@@ -143,6 +154,8 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     seen.set(kind, n);
     if (n <= VIOLATIONS_KEPT) violations.push({ kind, message });
   };
+  const races = opts.races ? new RaceDetector((message) => violation("race", message)) : undefined;
+  const symbolic = opts.symbolic ? new SymbolicMemory() : undefined;
   const dmaHost: DmaHost = {
     kernel,
     fabric,
@@ -150,11 +163,18 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     read: (d, off, len) => dev(d).memory.read(off, len),
     dropped: (d, off, len) => dev(d).memory.dropped(off, len),
     faultHit: (message) => void faultNotes.push(message),
-    land(addr, bytes, len) {
+    races,
+    symbolic,
+    land(addr, bytes, len, acc, sym) {
       const a = decodeAddress(addr);
       if (a.kind === "hbm") {
         const m = dev(a.device);
         if (!inside(m.writable, a.offset, len)) violation("stray write", `a ${len}-byte write to ${describeAddress(addr)} at ${kernel.now} ps lands outside every buffer, scratch and slot region the image declares`);
+        if (races && acc) races.write(a.device, a.offset, len, acc);
+        if (symbolic) {
+          if (sym) symbolic.write(a.device, a.offset, len, sym.stream, sym.at);
+          else symbolic.clear(a.device, a.offset, len);
+        }
         if (bytes) m.memory.write(a.offset, bytes);
         return;
       }
@@ -172,7 +192,9 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
             }
           }
         }
-        semaBlock(a.device, a.topsp).write(a.sema, a.window, v);
+        const block = semaBlock(a.device, a.topsp);
+        if (acc) block.release(a.sema, acc.clock, acc.agent, acc.epoch);
+        block.write(a.sema, a.window, v);
         return;
       }
       throw new InternalError(`DMA landing at ${describeAddress(addr)}, which the engine should have refused`);
@@ -181,23 +203,28 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   const topspHost: TopspHost = {
     kernel,
     trace,
-    mmio(d, addr, value, mask) {
+    races: races !== undefined,
+    mmio(d, addr, value, mask, clock) {
       const a = decodeAddress(addr);
       if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr)} is not a local DMA doorbell`, { value: addr });
       const targets = a.engine === undefined ? [...Array(ENGINES_PER_SENG).keys()].filter((e) => (mask >>> e) & 1).map((e) => a.seng * ENGINES_PER_SENG + e) : [a.engine];
       for (const e of targets) {
         const engine = dev(d).engines.get(e);
         if (!engine) throw new SimError("SIM1509", `dev${d}: doorbell for DMA engine ${e}, which has no queues`, { value: e });
-        engine.doorbell(a.queue, a.dir, value);
+        engine.doorbell(a.queue, a.dir, value, clock);
       }
     },
     opDone(op, _d, _ts, t) {
       opEnd[op] = Math.max(opEnd[op] ?? 0, t);
     },
-    signal(from, addr, value) {
+    signal(from, addr, value, clock) {
       const a = decodeAddress(addr);
       if (a.kind !== "sema" || a.window === "read") throw new SimError("SIM1513", `dev${from}: core signal to ${describeAddress(addr)}, which is not a semaphore write window`, { value: addr });
-      const apply = () => semaBlock(a.device, a.topsp).write(a.sema, a.window as "set" | "inc" | "dec", value);
+      const apply = () => {
+        const block = semaBlock(a.device, a.topsp);
+        if (clock) block.release(a.sema, clock);
+        block.write(a.sema, a.window as "set" | "inc" | "dec", value);
+      };
       const hops = a.device === from ? 0 : fabric.route(from, a.device).length;
       if (hops === 0) apply();
       else kernel.after(hops * fabric.latencyPs, Prio.LAND, apply);
@@ -218,6 +245,11 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       const a = decodeAddress(r.addr);
       if (a.kind === "hbm" && a.device === di.device) model.writable.push({ start: a.offset, end: a.offset + Math.max(r.bytes, 1) });
     }
+    // The no-op descriptors' pad word is copied onto itself by every queue at once: not data.
+    for (const r of di.scratch ?? []) {
+      const a = decodeAddress(r.addr);
+      if (races && a.kind === "hbm" && a.device === di.device) races.exemptRange(di.device, a.offset, a.offset + r.bytes);
+    }
     model.writable.sort((x, y) => x.start - y.start);
     for (const seg of di.memory) {
       const a = decodeAddress(seg.addr);
@@ -231,7 +263,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
         e = new DmaEngine(dmaHost, di.device, q.engine, { bytesPerSecond: spec.dma.engineBytesPerSecond, descriptorCostPs: spec.dma.descriptorCostPs });
         model.engines.set(q.engine, e);
       }
-      e.addQueue(new DmaQueue(q.queue, q.tx, q.rx));
+      e.addQueue(new DmaQueue(q.queue, q.tx, q.rx, races && new QueueClock(races.agent(`dev${di.device} dma${q.engine} q${q.queue}`, "tx"))));
     }
     for (const s of di.semaphores) semaBlock(di.device, s.topsp).write(s.sema, "set", s.value);
     for (const t of di.topsps) {
@@ -249,10 +281,15 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     e.stalls.push([at, at + Math.round(f.forUs * 1e6)]);
     faultNotes.push(`dev${f.device} dma${f.engine} stalled from ${f.atUs} us for ${f.forUs} us (fault)`);
   });
+  for (const sd of opts.symbolic ?? []) {
+    const a = decodeAddress(sd.addr);
+    if (a.kind !== "hbm" || !devices.has(a.device)) throw new SimError("SIM1516", `symbolic seed ${sd.id} at ${describeAddress(sd.addr)} is not HBM of a device in the program`, { value: sd.addr });
+    symbolic!.seed(a.device, a.offset, sd.bytes, sd.id);
+  }
   const proxies: ProxyQueue[] = [];
   for (const di of image.devices) {
     for (const q of di.proxyQueues ?? []) {
-      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, land: dmaHost.land, trace }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo));
+      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo));
     }
   }
   for (const p of proxies) p.start();
@@ -317,6 +354,11 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       const a = decodeAddress(addr);
       if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr)}, which is not HBM`, { value: addr });
       return dev(a.device).memory.read(a.offset, len);
+    },
+    symbolic(addr, len, fn) {
+      const a = decodeAddress(addr);
+      if (a.kind !== "hbm" || !symbolic) throw new SimError("SIM1512", `symbolic read-back of ${describeAddress(addr)}, which is not HBM of a symbolic run`, { value: addr });
+      symbolic.visit(a.device, a.offset, len, fn);
     },
   };
 }

@@ -71,3 +71,44 @@ export function misdirectCompletion(image: ProgramImage, sema: number, device = 
   }
   throw new Error(`no increment of semaphore ${sema} found`);
 }
+
+/** The first CCE packet of `device`: its queue's tx ring and the index of its META descriptor. */
+function firstCce(image: ProgramImage, device: number): { tx: Uint8Array; at: number } {
+  const d = image.devices.find((x) => x.device === device)!;
+  for (const q of d.queues) {
+    const v = new DataView(q.tx.buffer, q.tx.byteOffset);
+    for (let i = 0; i < q.tx.length / DESC_BYTES; i++) if (v.getUint32(i * DESC_BYTES, true) & 0x00800000) return { tx: q.tx, at: i };
+  }
+  throw new Error("no CCE packet found");
+}
+
+/** Move source `k` of the first CCE packet of `device` by `delta` bytes (a reduce from the wrong place). */
+export function moveCceSource(image: ProgramImage, device: number, k: number, delta: number): void {
+  const { tx, at } = firstCce(image, device);
+  const v = new DataView(tx.buffer, tx.byteOffset + (at + 1 + k) * DESC_BYTES);
+  v.setBigUint64(8, v.getBigUint64(8, true) + BigInt(delta), true);
+}
+
+/** Make source 1 of the first CCE packet of `device` read what source 0 reads (one contribution twice, one missing). */
+export function duplicateCceSource(image: ProgramImage, device: number): void {
+  const { tx, at } = firstCce(image, device);
+  const v = new DataView(tx.buffer, tx.byteOffset);
+  v.setBigUint64((at + 2) * DESC_BYTES + 8, v.getBigUint64((at + 1) * DESC_BYTES + 8, true), true);
+}
+
+/** Move the `nth` (from 0) HBM write of `device` that lands on another device by `delta` bytes (a wrong offset). */
+export function moveRemoteWrite(image: ProgramImage, device: number, delta: number, nth = 0): void {
+  const d = image.devices.find((x) => x.device === device)!;
+  let n = 0;
+  for (const q of d.queues) {
+    for (let i = 0; i < q.rx.length / DESC_BYTES; i++) {
+      const r = decodeRx(q.rx, i * DESC_BYTES);
+      const a = decodeAddress(r.dst);
+      if (a.kind === "hbm" && a.device !== device && n++ === nth) {
+        new DataView(q.rx.buffer, q.rx.byteOffset + i * DESC_BYTES).setBigUint64(8, BigInt(r.dst + delta), true);
+        return;
+      }
+    }
+  }
+  throw new Error("no remote HBM write found");
+}

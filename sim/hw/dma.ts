@@ -9,6 +9,14 @@ import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { cceReduce } from "./cce.ts";
 import { pipeline, type Fabric, type Stage } from "./fabric.ts";
+import type { Access, Clock, QueueClock, RaceDetector } from "../verify/races.ts";
+import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
+
+/** A landing write's symbolic value: stream bytes from `at` (symbolic checks). */
+export interface SymPiece {
+  readonly stream: SymStream;
+  readonly at: number;
+}
 
 export interface DmaHost {
   readonly kernel: Kernel;
@@ -18,8 +26,12 @@ export interface DmaHost {
   read(device: number, offset: number, len: number): Uint8Array;
   /** True when these bytes are not kept (timing-only payload). */
   dropped(device: number, offset: number, len: number): boolean;
-  /** Apply a write that has landed (HBM or a semaphore window). */
-  land(addr: number, bytes: Uint8Array | undefined, len: number): void;
+  /** Apply a write that has landed (HBM or a semaphore window); `acc` is the access, when races are tracked. */
+  land(addr: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
+  /** Race detection, when on. */
+  readonly races: RaceDetector | undefined;
+  /** Symbolic payload, when on. */
+  readonly symbolic: SymbolicMemory | undefined;
   /** An injected fault took effect (for the hang report). */
   faultHit?(message: string): void;
 }
@@ -33,10 +45,13 @@ export class DmaQueue {
   txHead = 0;
   rxHead = 0;
   lastLand: Tick = 0;
-  constructor(id: number, tx: Uint8Array, rx: Uint8Array) {
+  /** Race detection: the queue as a memory agent. */
+  readonly clock: QueueClock | undefined;
+  constructor(id: number, tx: Uint8Array, rx: Uint8Array, clock?: QueueClock) {
     this.id = id;
     this.tx = tx;
     this.rx = rx;
+    this.clock = clock;
   }
   get txCount(): number {
     return this.tx.length / DESC_BYTES;
@@ -89,9 +104,10 @@ export class DmaEngine {
   }
 
   /** A tail-pointer increment doorbell: `n` more descriptors on one side of queue `q`. */
-  doorbell(q: number, dir: "m2s" | "s2m", n: number): void {
+  doorbell(q: number, dir: "m2s" | "s2m", n: number, clock?: Clock): void {
     const queue = this.queues.get(q);
     if (!queue) throw new SimError("SIM1301", `doorbell for dev${this.device} dma${this.index} queue ${q}, which has no ring`, { value: q });
+    if (queue.clock && clock) queue.clock.doorbell(dir === "m2s", dir === "m2s" ? queue.txTail : queue.rxTail, n, clock);
     if (dir === "m2s") queue.txTail += n;
     else queue.rxTail += n;
     if (queue.txTail > queue.txCount || queue.rxTail > queue.rxCount) {
@@ -181,12 +197,16 @@ export class DmaEngine {
   private run(q: DmaQueue, p: Packet): void {
     const k = this.host.kernel;
     const host = this.host;
+    const qc = host.races ? q.clock : undefined;
+    const acc: Access | undefined = qc && { agent: qc.agent, epoch: qc.tick(), clock: qc.issue(q.txHead + p.nTx, q.rxHead + p.nRx), desc: q.txHead, timePs: k.now };
     q.txHead += p.nTx;
     q.rxHead += p.nRx;
     this.busy = true;
     this.packets++;
     // Read the sources now; the write lands later.
     const offs = p.srcs.map((s) => this.local(s.addr, s.len));
+    if (acc) p.srcs.forEach((s, i) => host.races!.read(this.device, offs[i]!, s.len, acc));
+    const stream = host.symbolic?.read(this.device, p.srcs.map((s, i) => ({ off: offs[i]!, len: s.len })), p.op !== undefined);
     const dropped = p.srcs.some((s, i) => host.dropped(this.device, offs[i]!, s.len));
     let data: Uint8Array | undefined;
     if (!dropped) {
@@ -245,8 +265,11 @@ export class DmaEngine {
       const land = dst.kind === "sema" ? Math.max(t.land, q.lastLand) : t.land;
       q.lastLand = Math.max(q.lastLand, land);
       const piece = data?.subarray(o, o + d.len);
+      // A replicated reduce's one result lands at each destination.
+      const sym = stream && { stream, at: o % stream.length };
       o += d.len;
-      k.at(land, Prio.LAND, () => host.land(d.addr, piece, d.len));
+      const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land };
+      k.at(land, Prio.LAND, () => host.land(d.addr, piece, d.len, wacc, sym));
       host.trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", d.len, describeAddress(d.addr), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, () => {

@@ -10,14 +10,19 @@ import { Prio, type Kernel } from "../kernel/kernel.ts";
 import { pipeline, type Fabric } from "./fabric.ts";
 import type { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
+import { ThreadClock, type Access, type RaceDetector } from "../verify/races.ts";
+import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
+import type { SymPiece } from "./dma.ts";
 
 export interface ProxyHost {
   readonly kernel: Kernel;
   readonly fabric: Fabric;
   readonly network: { readonly latencyPs: number; readonly messageCostPs: number };
   read(device: number, offset: number, len: number): Uint8Array;
-  land(addr: number, bytes: Uint8Array | undefined, len: number): void;
+  land(addr: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
   readonly trace: TraceSink | undefined;
+  readonly races: RaceDetector | undefined;
+  readonly symbolic: SymbolicMemory | undefined;
 }
 
 const ONE = new Uint8Array([1, 0, 0, 0]);
@@ -27,6 +32,10 @@ export class ProxyQueue {
   private target = 0;
   private lastLand: Tick = 0;
   private readonly n: number;
+  /** Race detection: the proxy as a memory agent (its id, its epochs, what its triggers acquired). */
+  private readonly agent: number;
+  private epoch = 0;
+  private readonly clock = new ThreadClock();
   constructor(
     private readonly host: ProxyHost,
     private readonly device: number,
@@ -36,6 +45,7 @@ export class ProxyQueue {
     private readonly fifo: Uint8Array,
   ) {
     this.n = fifo.length / PROXY_ENTRY_BYTES;
+    this.agent = host.races ? host.races.agent(`proxy of dev${device} topsp${topsp}`, "entry") : -1;
   }
 
   start(): void {
@@ -47,7 +57,10 @@ export class ProxyQueue {
     const e = decodeProxyEntry(this.fifo, this.k);
     this.target += e.trigger;
     const k = this.k;
-    this.semas.waitGe(this.sema, this.target, () => this.run(k, e));
+    this.semas.waitGe(this.sema, this.target, () => {
+      if (this.host.races) this.clock.acquire(this.semas.published(this.sema));
+      this.run(k, e);
+    });
   }
 
   private run(k: number, e: ProxyEntry): void {
@@ -56,10 +69,15 @@ export class ProxyQueue {
     const dst = decodeAddress(e.dst);
     const src = decodeAddress(e.src);
     let data: Uint8Array | undefined;
+    let stream: SymStream | undefined;
+    const races = host.races;
+    const acc = (timePs: number): Access => ({ agent: this.agent, epoch: ++this.epoch, clock: this.clock.snapshot(), desc: k, timePs });
     if (e.bytes > 0) {
       if (src.kind !== "hbm" || src.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src)}, not this device's HBM`, { value: e.src });
       if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst)}, not HBM`, { value: e.dst });
       data = host.read(this.device, src.offset, e.bytes);
+      if (races) races.read(this.device, src.offset, e.bytes, acc(kern.now));
+      stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }], false);
     }
     const to = decodeAddress(e.sema).device;
     const net = host.network;
@@ -72,9 +90,10 @@ export class ProxyQueue {
     const t = pipeline(kern.now + net.messageCostPs, stages, 1, trace ? (res, bytes, a, b) => trace.link(res.name, bytes, a, b) : undefined);
     const land = Math.max(t.land, this.lastLand);
     this.lastLand = land;
+    const wacc = races ? acc(land) : undefined;
     kern.at(land, Prio.LAND, () => {
-      if (data) host.land(e.dst, data, e.bytes);
-      for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, ONE, 4);
+      if (e.bytes > 0) host.land(e.dst, data, e.bytes, wacc, stream && { stream, at: 0 });
+      for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, ONE, 4, wacc);
     });
     this.k = k + 1;
     this.next();

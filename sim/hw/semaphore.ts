@@ -1,6 +1,7 @@
 // EVT_SEM: 256 signed 32-bit semaphores per TopSP with read / set / inc / dec windows, and waiters.
 import type { Kernel } from "../kernel/kernel.ts";
 import { Prio } from "../kernel/kernel.ts";
+import { joined, type Clock } from "../verify/races.ts";
 
 export interface Waiter {
   readonly sema: number;
@@ -15,6 +16,8 @@ export class SemaphoreBlock {
   private readonly wakePs: number;
   /** Called on every value change (for traces and tests). */
   onChange: ((sema: number, value: number) => void) | undefined;
+  /** Race detection: per semaphore, the join of the clocks of every write that released it. */
+  private clocks: (Clock | undefined)[] | undefined;
 
   constructor(kernel: Kernel, count: number, wakePs: number) {
     this.kernel = kernel;
@@ -27,6 +30,17 @@ export class SemaphoreBlock {
     this.values[sema] = window === "set" ? v : window === "inc" ? old + v : old - v;
     this.onChange?.(sema, this.values[sema]!);
     this.check(sema);
+  }
+
+  /** Race detection: a write to `sema` publishes `clock` (and `agent`'s own `epoch`, when given). */
+  release(sema: number, clock: Clock, agent = -1, epoch = 0): void {
+    this.clocks ??= [];
+    this.clocks[sema] = joined(this.clocks[sema] ?? new Int32Array(0), clock, agent, epoch);
+  }
+
+  /** What a wait satisfied by `sema` now acquires. */
+  published(sema: number): Clock | undefined {
+    return this.clocks?.[sema];
   }
 
   /** Wait until value >= target; `release` runs `wakePs` after the write that satisfies it (now, if it already holds). */

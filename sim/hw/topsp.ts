@@ -14,16 +14,19 @@ import { BARRIER_CONFIG_BYTES, decodeBarrierConfig, type BarrierConfig } from ".
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
+import { ThreadClock, type Clock } from "../verify/races.ts";
 
 export interface TopspHost {
   readonly kernel: Kernel;
   readonly trace: TraceSink | undefined;
   /** An MMIO write by this core (tail-pointer doorbells, broadcast by `mask`). */
-  mmio(device: number, addr: number, value: number, mask: number): void;
+  mmio(device: number, addr: number, value: number, mask: number, clock: Clock | undefined): void;
   /** A reporter TopSP finished op `op`. */
   opDone(op: number, device: number, topsp: number, t: Tick): void;
   /** A core's signal store to a semaphore window, local or on another device. */
-  signal(device: number, addr: number, value: number): void;
+  signal(device: number, addr: number, value: number, clock: Clock | undefined): void;
+  /** Race detection is on: the core keeps a clock. */
+  readonly races: boolean;
 }
 
 export interface TopspTiming {
@@ -84,6 +87,8 @@ export class Topsp {
   private readonly image: TopspImage;
   private readonly host: TopspHost;
   private readonly timing: TopspTiming;
+  /** Race detection: what this core's waits have acquired, handed to its doorbells and signals. */
+  private readonly clock: ThreadClock | undefined;
 
   constructor(host: TopspHost, device: number, image: TopspImage, semas: SemaphoreBlock, timing: TopspTiming) {
     this.host = host;
@@ -92,6 +97,7 @@ export class Topsp {
     this.image = image;
     this.semas = semas;
     this.timing = timing;
+    this.clock = host.races ? new ThreadClock() : undefined;
     this.core = new Resource(`dev${device}.topsp${image.index}`, 0);
     if (image.ctrlSpad.length !== image.opNum * SPAD_CTRL_ENTRY_BYTES) {
       throw new SimError("SIM1401", `dev${device} topsp${image.index}: ctrl spad holds ${image.ctrlSpad.length} bytes for op_num ${image.opNum}`, { value: image.ctrlSpad.length });
@@ -185,6 +191,7 @@ export class Topsp {
       run.waiting = { sema, role, target };
       const since = this.host.kernel.now;
       this.semas.waitGe(sema, target, () => {
+        this.clock?.acquire(this.semas.published(sema));
         const now = this.host.kernel.now;
         if (now > since) this.host.trace?.wait(this.device, this.index, run.cfg.channelId, sema, role, target, since, now);
         if (dec > 0) this.semas.write(sema, "dec", dec);
@@ -215,8 +222,8 @@ export class Topsp {
 
   private issue(run: ChannelRun, e: SlotEntry): void {
     this.busy(this.timing.stepIssuePs, () => {
-      if (e.s2m > 0) this.host.mmio(this.device, run.cfg.bcastS2mTail, e.s2m, run.cfg.bcastMask);
-      if (e.m2s > 0) this.host.mmio(this.device, run.cfg.bcastM2sTail, e.m2s, run.cfg.bcastMask);
+      if (e.s2m > 0) this.host.mmio(this.device, run.cfg.bcastS2mTail, e.s2m, run.cfg.bcastMask, this.clock?.snapshot());
+      if (e.m2s > 0) this.host.mmio(this.device, run.cfg.bcastM2sTail, e.m2s, run.cfg.bcastMask, this.clock?.snapshot());
       run.repeatLeft--;
       run.steps++;
       if (e.flags & StepFlag.LAST_SYNC) {
@@ -258,11 +265,11 @@ export class Topsp {
           for (const leg of ev.legs) {
             if (leg.mask === 0) continue;
             const c = this.meshCounts();
-            if (c.s2m > 0) this.host.mmio(this.device, leg.s2mTail, c.s2m, leg.mask);
-            if (c.m2s > 0) this.host.mmio(this.device, leg.m2sTail, c.m2s, leg.mask);
+            if (c.s2m > 0) this.host.mmio(this.device, leg.s2mTail, c.s2m, leg.mask, this.clock?.snapshot());
+            if (c.m2s > 0) this.host.mmio(this.device, leg.m2sTail, c.m2s, leg.mask, this.clock?.snapshot());
           }
         }
-        if (ev.directTriggerOn) for (const a of ev.directTrigger) if (a !== 0) this.host.signal(this.device, a, 2 ** shift);
+        if (ev.directTriggerOn) for (const a of ev.directTrigger) if (a !== 0) this.host.signal(this.device, a, 2 ** shift, this.clock?.snapshot());
         this.eventIndex++;
         if (ev.eventType === MeshEventType.FUNCTION_BARRIER_LAST_COLL) this.entryDone();
         else this.meshStep(entry);
@@ -273,6 +280,7 @@ export class Topsp {
     const since = this.host.kernel.now;
     this.meshWaiting = { sema, role: `mesh event ${this.eventIndex}`, target };
     this.semas.waitGe(sema, target, () => {
+      this.clock?.acquire(this.semas.published(sema));
       this.meshWaiting = undefined;
       const now = this.host.kernel.now;
       if (now > since) this.host.trace?.wait(this.device, this.index, -1, sema, `mesh event ${this.eventIndex}`, target, since, now);
@@ -314,8 +322,8 @@ export class Topsp {
     const waits = (): void => this.barrierWait(s.waits.filter((w) => w.sema !== 0), 0, `barrier step ${k}`, () => this.barrierStep(b, k + 1, then));
     if (s.m2sVal === 0 && s.s2mVal === 0) return waits();
     this.busy(this.timing.stepIssuePs, () => {
-      if (s.s2mVal > 0) this.host.mmio(this.device, b.s2mTail, s.s2mVal, b.mask);
-      if (s.m2sVal > 0) this.host.mmio(this.device, b.m2sTail, s.m2sVal, b.mask);
+      if (s.s2mVal > 0) this.host.mmio(this.device, b.s2mTail, s.s2mVal, b.mask, this.clock?.snapshot());
+      if (s.m2sVal > 0) this.host.mmio(this.device, b.m2sTail, s.m2sVal, b.mask, this.clock?.snapshot());
       waits();
     });
   }
@@ -330,6 +338,7 @@ export class Topsp {
     const since = this.host.kernel.now;
     this.barrierWaiting = { sema, role, target: w.target };
     this.semas.waitGe(sema, w.target, () => {
+      this.clock?.acquire(this.semas.published(sema));
       const now = this.host.kernel.now;
       if (now > since) this.host.trace?.wait(this.device, this.index, -2, sema, role, w.target, since, now);
       this.barrierWait(waits, i + 1, role, then);

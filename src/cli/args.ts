@@ -1,6 +1,6 @@
 // Command-line flags of `npm run sim`.
 import { DTYPES, type Dtype } from "../ir/dtypes.ts";
-import { OP_NAMES, type OpName } from "../ir/spec.ts";
+import { OP_NAMES, type CheckMode, type OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
@@ -18,7 +18,7 @@ export interface Args {
   scenario: string;
   json: boolean;
   explain: boolean;
-  check: "values" | "none" | undefined;
+  check: CheckMode | undefined;
   seed: number | undefined;
   devices: string;
   logLevel: string;
@@ -99,7 +99,7 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
       a.jobs = intFlag(value(), t, 1);
       return 1;
     case "--check":
-      a.check = oneOfFlag(value(), t, ["values", "none"] as const);
+      a.check = oneOfFlag(value(), t, ["values", "symbolic", "none"] as const);
       return 1;
     case "--seed":
       a.seed = intFlag(value(), t, 0);

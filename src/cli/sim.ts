@@ -11,7 +11,7 @@ import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
 import { loadDevice, loadScenarioSource } from "../run/load.ts";
-import { runScenario, type PipelineHooks } from "../run/pipeline.ts";
+import { mismatchText, runScenario, type CheckMismatch, type PipelineHooks } from "../run/pipeline.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "./sweep.ts";
@@ -132,7 +132,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     const tracer = args.trace ? new TraceCollector() : undefined;
     const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}) };
     let text: string;
-    let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: NonNullable<import("../check/values.ts").Mismatch> }[];
+    let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";
     let sweepErrors: CcsimError[] = [];
     let violated: { row: { op: string; bytes: number; dtype: string }; violations: readonly Violation[] }[] = [];
@@ -177,8 +177,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     out(text + (statsText && !args.json ? "\n" + statsText : ""));
     if (statsText && args.json) err(statsText);
     for (const f of failed) {
-      const m = f.mismatch;
-      err(`ccsim: check failed for ${f.row.op} ${f.row.bytes} B ${f.row.dtype}: rank ${m.rank}, element ${m.index}: expected ${m.expected}, got ${m.got}\n`);
+      err(`ccsim: check failed for ${f.row.op} ${f.row.bytes} B ${f.row.dtype}: ${mismatchText(f.mismatch)}\n`);
     }
     for (const v of violated) for (const x of v.violations) err(`ccsim: check failed for ${v.row.op} ${v.row.bytes} B ${v.row.dtype}: ${x.kind}: ${x.message}\n`);
     // Sizes that failed were reported in their rows; the exit code says so at the end.

@@ -125,5 +125,6 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   SIM1513: "a core signal to something that is not a semaphore write window",
   SIM1514: "a multi-node image on a preset without a network",
   SIM1515: "a proxy entry that reads another device or writes something that is not HBM",
+  SIM1516: "a symbolic seed that is not HBM of a device in the program",
   SIM1601: "a fault the machine or program does not have (reported as SCN1010)",
 };

@@ -207,7 +207,7 @@ export function algTypeOf(name: AlgName): EncAlgType {
 
 export const ALGORITHMS = ["auto", ...ALG_NAMES] as const;
 export type AlgorithmChoice = (typeof ALGORITHMS)[number];
-export type CheckMode = "values" | "none";
+export type CheckMode = "values" | "symbolic" | "none";
 
 /** One rank's change to one op's arguments (to show the signature check). */
 export interface RankOverride {

@@ -8,7 +8,7 @@ import { ALGORITHMS, OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.t
 import { CcsimError } from "../ir/errors.ts";
 import { MAX_RANKS, parseScenario } from "../scenario/index.ts";
 import { loadDevice } from "./load.ts";
-import { runScenario } from "./pipeline.ts";
+import { mismatchText, runScenario } from "./pipeline.ts";
 
 /** Presets the matrix draws from (the instance presets; the ideal machines are for closed forms). */
 export const CONFORMANCE_PRESETS = ["trn1", "trn2", "trn2-lnc1", "inf2-48xl", "inf2-24xl", "trn2-ultraserver"] as const;
@@ -173,7 +173,7 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
     const broken = out.ops.find((o) => o.violations.length > 0);
     if (broken) return { kind: "fail", code: broken.violations[0]!.kind, message: broken.violations.map((v) => v.message).join("; ") };
     const bad = out.ops.find((o) => o.mismatch);
-    if (bad) return { kind: "fail", code: "mismatch", message: `rank ${bad.mismatch!.rank} element ${bad.mismatch!.index}: expected ${bad.mismatch!.expected}, got ${bad.mismatch!.got}` };
+    if (bad) return { kind: "fail", code: "mismatch", message: mismatchText(bad.mismatch!) };
     return { kind: "pass", algorithms: out.ops.map((o) => o.row.algorithm) };
   } catch (e) {
     if (e instanceof CcsimError) {

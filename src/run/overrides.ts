@@ -2,13 +2,13 @@
 // change the scenario's JSON and the result is validated exactly as a file is, with the flags named
 // in every error.
 import type { Dtype } from "../ir/dtypes.ts";
-import type { OpName, Scenario } from "../ir/spec.ts";
+import type { CheckMode, OpName, Scenario } from "../ir/spec.ts";
 import { parseScenario } from "../scenario/index.ts";
 
 export interface Overrides {
   /** -r: that many ranks, one replica group of all of them (rank overrides dropped). */
   readonly ranks?: number | undefined;
-  readonly check?: "values" | "none" | undefined;
+  readonly check?: CheckMode | undefined;
   readonly seed?: number | undefined;
 }
 
@@ -58,7 +58,7 @@ export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource
  * One op of a sweep: the scenario's op of that name (or a bare one for an op the scenario lacks),
  * with the sweep's dtype and size, validated as the file's ops are.
  */
-export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undefined, bytes: number, check: "values" | "none"): Scenario {
+export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undefined, bytes: number, check: CheckMode): Scenario {
   const ops = (src.json["ops"] as Json[]) ?? [];
   const base: Json = ops.find((o) => o["op"] === op) ?? { op };
   let point: Json = { ...base, bytes, ...(dtype ? { dtype } : {}) };

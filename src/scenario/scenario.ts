@@ -61,7 +61,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const channels = r.opt("channels")?.int(1, 32);
   const chunkBytes = r.opt("chunkBytes")?.int(64);
   const seed = r.opt("seed")?.int(0) ?? 1;
-  const check = r.opt("check")?.oneOf(["values", "none"] as const) ?? "values";
+  const check = r.opt("check")?.oneOf(["values", "symbolic", "none"] as const) ?? "values";
   const opsR = r.get("ops");
   const opItems = opsR.items();
   if (opItems.length === 0) opsR.fail("SCN1012", "must list at least one op");

@@ -64,12 +64,12 @@ describe("the verifier", () => {
     expect(r.err).toMatch(/ring not consumed: dev0 dma\d+ q15: 1 tx \/ 1 rx descriptors never run/);
   });
 
-  it("every checked-in scenario ends balanced, in bounds, with every ring consumed", () => {
+  it("every checked-in scenario ends balanced, in bounds, race-free, with every ring consumed", () => {
     for (const f of readdirSync("scenarios").filter((x) => x.endsWith(".json") && !x.endsWith(".schema.json"))) {
       const scn = loadScenario(`scenarios/${f}`);
       const spec = loadDevice(scn.instance);
       for (let i = 0; i < scn.ops.length; i++) {
-        const res = simulate(spec, compileProgram(scn, spec, [i]).image, { storePayload: false });
+        const res = simulate(spec, compileProgram(scn, spec, [i]).image, { storePayload: false, races: true });
         expect(res.violations, `${f} op ${i}`).toEqual([]);
       }
     }

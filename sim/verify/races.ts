@@ -1,0 +1,205 @@
+// Race detection by happens-before over the machine's synchronisation: vector clocks carried by
+// the memory agents (DMA queues, network proxies), the TopSPs that order them, and the semaphores
+// between them.
+//
+// The edges: a TopSP's doorbell hands its clock to the descriptors it releases; a queue runs its
+// packets in ring order; a packet's semaphore write (which lands after every earlier write of its
+// queue) releases the packet's clock into the semaphore; a wait that a semaphore satisfies joins
+// the semaphore's clock into the waiter; a core's own semaphore store releases its clock. A read of
+// a range whose last write is not ordered before it, and a write over a range whose last write or
+// reads are not ordered before it, are races. Accesses by one agent are in its program order.
+import { RangeMap } from "./ranges.ts";
+
+/** A vector clock: entry a is the latest epoch of memory agent a known to be ordered before. */
+export type Clock = Int32Array;
+
+const EMPTY: Clock = new Int32Array(0);
+
+/** `a` joined with `b` (and `agent` at `epoch`), as a new clock, or `a` itself when that adds nothing. */
+export function joined(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
+  let out: Clock | undefined;
+  for (let k = 0; k < b.length; k++) {
+    const v = b[k]!;
+    if (v <= (k < a.length ? a[k]! : 0)) continue;
+    if (!out) out = widened(a, Math.max(b.length, agent + 1));
+    out[k] = v;
+  }
+  if (agent >= 0 && epoch > (agent < a.length ? a[agent]! : 0)) {
+    out ??= widened(a, agent + 1);
+    if (epoch > out[agent]!) out[agent] = epoch;
+  }
+  return out ?? a;
+}
+
+function widened(a: Clock, n: number): Clock {
+  const out = new Int32Array(Math.max(a.length, n));
+  out.set(a);
+  return out;
+}
+
+/** One memory access: which agent, its epoch, the clock it ran under, and where it came from. */
+export interface Access {
+  readonly agent: number;
+  readonly epoch: number;
+  readonly clock: Clock;
+  /** The descriptor (DMA: tx index of the packet) or entry (proxy) it ran. */
+  readonly desc: number;
+  readonly timePs: number;
+}
+
+/** `before` is ordered before an access of `agent` under `clock`. */
+function ordered(before: Access, agent: number, clock: Clock): boolean {
+  return before.agent === agent || (before.agent < clock.length && clock[before.agent]! >= before.epoch);
+}
+
+/** A core or proxy's own clock, copied on write once it has been handed out. */
+export class ThreadClock {
+  private vc: Clock = EMPTY;
+  private shared = false;
+
+  /** Join what a semaphore publishes (a wait it satisfied). */
+  acquire(from: Clock | undefined): void {
+    if (!from || from.length === 0) return;
+    const next = joined(this.vc, from);
+    if (next === this.vc) return;
+    this.vc = next;
+    this.shared = true;
+  }
+
+  /** The clock as of now, to hand to descriptors or a semaphore (never changed afterwards). */
+  snapshot(): Clock {
+    this.shared = true;
+    return this.vc;
+  }
+}
+
+/** A DMA queue as a memory agent: doorbells hand it clocks; each packet takes them in ring order. */
+export class QueueClock {
+  readonly agent: number;
+  private epoch = 0;
+  private vc: Clock = EMPTY;
+  private readonly pending: { tx: boolean; before: number; after: number; clock: Clock }[] = [];
+
+  constructor(agent: number) {
+    this.agent = agent;
+  }
+
+  doorbell(tx: boolean, before: number, n: number, clock: Clock): void {
+    this.pending.push({ tx, before, after: before + n, clock });
+  }
+
+  /** A packet taking tx descriptors up to `txEnd` and rx up to `rxEnd`: the clock it runs under. */
+  issue(txEnd: number, rxEnd: number): Clock {
+    const p = this.pending;
+    let k = 0;
+    while (k < p.length) {
+      const d = p[k]!;
+      const end = d.tx ? txEnd : rxEnd;
+      if (d.before >= end) {
+        k++;
+        continue;
+      }
+      this.vc = joined(this.vc, d.clock);
+      if (d.after <= end) p.splice(k, 1);
+      else k++;
+    }
+    return this.vc;
+  }
+
+  /** The next epoch of this agent (one per packet read, one per write it lands). */
+  tick(): number {
+    return ++this.epoch;
+  }
+}
+
+interface Cell {
+  readonly write: Access | undefined;
+  readonly reads: readonly Access[] | undefined;
+}
+
+/** How a race is reported: a violation message. */
+export type RaceSink = (message: string) => void;
+
+export class RaceDetector {
+  private readonly names: { name: string; entry: string }[] = [];
+  private readonly memory = new Map<number, RangeMap<Cell>>();
+  /** Per device: sorted [start, end) offsets exempt from tracking (the no-op descriptors' pad word). */
+  private readonly exempt = new Map<number, { start: number; end: number }[]>();
+  private readonly sink: RaceSink;
+
+  constructor(sink: RaceSink) {
+    this.sink = sink;
+  }
+
+  /** A memory agent: `name` (`dev3 dma2 q5`), `entry` how its descriptors are named (`tx`, `entry`). */
+  agent(name: string, entry: string): number {
+    this.names.push({ name, entry });
+    return this.names.length - 1;
+  }
+
+  exemptRange(device: number, start: number, end: number): void {
+    const list = this.exempt.get(device) ?? [];
+    list.push({ start, end });
+    list.sort((a, b) => a.start - b.start);
+    this.exempt.set(device, list);
+  }
+
+  private who(a: Access): string {
+    const n = this.names[a.agent]!;
+    return `${n.name} ${n.entry}[${a.desc}]`;
+  }
+
+  private map(device: number): RangeMap<Cell> {
+    let m = this.memory.get(device);
+    if (!m) this.memory.set(device, (m = new RangeMap<Cell>()));
+    return m;
+  }
+
+  private skipped(device: number, off: number, len: number): boolean {
+    const list = this.exempt.get(device);
+    return !!list && list.some((r) => off >= r.start && off + len <= r.end);
+  }
+
+  /** A read of [off, off + len) of device HBM, at issue. */
+  read(device: number, off: number, len: number, acc: Access): void {
+    if (len <= 0 || this.skipped(device, off, len)) return;
+    this.map(device).update(off, off + len, (cell, a, b) => {
+      const w = cell?.write;
+      if (w && !ordered(w, acc.agent, acc.clock)) {
+        this.sink(`${this.who(acc)} reads ${range(device, a, b)} at ${us(acc.timePs)}; ${this.who(w)} wrote it (landed ${us(w.timePs)}) and no semaphore orders that write before the read`);
+      }
+      // Reads ordered before this one are covered by it for any later write.
+      const reads: Access[] = [];
+      for (const r of cell?.reads ?? []) if (!ordered(r, acc.agent, acc.clock)) reads.push(r);
+      reads.push(acc);
+      return { write: w, reads };
+    });
+  }
+
+  /** A write of [off, off + len) of device HBM, as it lands (`acc.timePs`: its landing time). */
+  write(device: number, off: number, len: number, acc: Access): void {
+    if (len <= 0 || this.skipped(device, off, len)) return;
+    const written: Cell = { write: acc, reads: undefined };
+    this.map(device).update(off, off + len, (cell, a, b) => {
+      const w = cell?.write;
+      if (w && !ordered(w, acc.agent, acc.clock)) {
+        this.sink(`${this.who(acc)} writes ${range(device, a, b)} (landing ${us(acc.timePs)}) over the write of ${this.who(w)} (landed ${us(w.timePs)}) and no semaphore orders the two`);
+      }
+      for (const r of cell?.reads ?? []) {
+        if (!ordered(r, acc.agent, acc.clock)) {
+          this.sink(`${this.who(acc)} writes ${range(device, a, b)} (landing ${us(acc.timePs)}) while ${this.who(r)} reads it (issued ${us(r.timePs)}) and no semaphore orders the read before the write`);
+          break;
+        }
+      }
+      return written;
+    });
+  }
+}
+
+function range(device: number, a: number, b: number): string {
+  return `dev${device} HBM [0x${a.toString(16)}, 0x${b.toString(16)})`;
+}
+
+function us(ps: number): string {
+  return `${(ps / 1e6).toFixed(3)} us`;
+}

@@ -1,0 +1,155 @@
+// Symbolic payload: instead of bytes, each range of device memory carries the contributions that
+// reached it — terms (seed, offset): "seed id's byte at the same relative position" — so a run
+// needs memory for the schedule's distinct ranges, not for the payload. A copy moves terms, a CCE
+// reduce unions its sources' terms (a term met twice stays twice: it was counted twice).
+//
+// A range's value is a shape (its terms, sorted, relative to the first term's base) and a shift,
+// so moving a range changes one number and equal neighbours merge: an all-reduce's output buffer
+// ends as one range whatever its descriptors were.
+import { RangeMap } from "./ranges.ts";
+
+/** Terms relative to the first one's base; interned, so equal shapes are one object. */
+interface Shape {
+  readonly index: number;
+  readonly ids: Int32Array;
+  /** base of term k minus base of term 0. */
+  readonly rels: Float64Array;
+}
+
+/** Byte x of a range with this value holds, per term k, seed ids[k]'s byte x − (rels[k] + shift). */
+interface Sym {
+  readonly shape: Shape;
+  readonly shift: number;
+}
+
+/** The seed of the term that stands for bytes of no known value reduced into a result. */
+export const UNKNOWN = -1;
+
+/** One term of a piece read back: the piece's first byte holds seed `id`'s byte `at`. */
+export interface Term {
+  readonly id: number;
+  readonly at: number;
+}
+
+/** What a packet read, by stream position: pieces of [0, length) and the value each carried. */
+export interface SymStream {
+  readonly pieces: readonly { from: number; to: number; sym: Sym | undefined }[];
+  /** Stream length (a replicated reduce's result lands once per destination). */
+  readonly length: number;
+}
+
+export class SymbolicMemory {
+  private readonly shapes = new Map<string, Shape>();
+  private readonly unions = new Map<string, { shape: Shape; offset: number }>();
+  private readonly memory = new Map<number, RangeMap<Sym>>();
+
+  private map(device: number): RangeMap<Sym> {
+    let m = this.memory.get(device);
+    if (!m) this.memory.set(device, (m = new RangeMap<Sym>((a, b) => a.shape === b.shape && a.shift === b.shift)));
+    return m;
+  }
+
+  /** The interned shape of these terms (sorted by id, then base), and the first term's base. */
+  private intern(terms: { id: number; base: number }[]): Sym {
+    terms.sort((a, b) => a.id - b.id || a.base - b.base);
+    const shift = terms[0]!.base;
+    const key = terms.map((t) => `${t.id}:${t.base - shift}`).join(",");
+    let shape = this.shapes.get(key);
+    if (!shape) {
+      shape = { index: this.shapes.size, ids: Int32Array.from(terms, (t) => t.id), rels: Float64Array.from(terms, (t) => t.base - shift) };
+      this.shapes.set(key, shape);
+    }
+    return { shape, shift };
+  }
+
+  /** The value of bytes that held none when a reduce read them: a term of seed −1. */
+  private unknown(): Sym {
+    return this.intern([{ id: UNKNOWN, base: 0 }]);
+  }
+
+  /** Device memory [off, off + len) holds seed `id`'s bytes from 0. */
+  seed(device: number, off: number, len: number, id: number): void {
+    this.map(device).set(off, off + len, this.intern([{ id, base: off }]));
+  }
+
+  /** Read sources at device offsets; a reduce (`reduce`) unions them element-wise, a copy concatenates them. */
+  read(device: number, srcs: readonly { off: number; len: number }[], reduce: boolean): SymStream {
+    const m = this.map(device);
+    if (!reduce) {
+      const pieces: { from: number; to: number; sym: Sym | undefined }[] = [];
+      let pos = 0;
+      for (const s of srcs) {
+        // In stream coordinates: byte p = s.off + (p - start), so a base moves by start - s.off.
+        const start = pos;
+        m.visit(s.off, s.off + s.len, (a, b, v) => pieces.push({ from: start + a - s.off, to: start + b - s.off, sym: v && { shape: v.shape, shift: v.shift + start - s.off } }));
+        pos += s.len;
+      }
+      return { pieces, length: pos };
+    }
+    // A reduce: every source has the stream's length; union them over the common refinement.
+    const len = srcs[0]?.len ?? 0;
+    let acc: { from: number; to: number; sym: Sym | undefined }[] = [{ from: 0, to: len, sym: undefined }];
+    for (const s of srcs) {
+      const next: { from: number; to: number; sym: Sym | undefined }[] = [];
+      let k = 0;
+      m.visit(s.off, s.off + len, (a, b, v) => {
+        const from = a - s.off;
+        const to = b - s.off;
+        // Bytes with no known value poison what they are reduced into.
+        const sym = v ? { shape: v.shape, shift: v.shift - s.off } : this.unknown();
+        // Split the accumulated pieces at [from, to) and union each part with this source's value.
+        while (k < acc.length && acc[k]!.to <= from) k++;
+        for (let j = k; j < acc.length && acc[j]!.from < to; j++) {
+          const x = acc[j]!;
+          next.push({ from: Math.max(x.from, from), to: Math.min(x.to, to), sym: this.union(x.sym, sym) });
+        }
+      });
+      acc = next;
+    }
+    return { pieces: acc, length: len };
+  }
+
+  /** The terms of both values, each kept (a term in both is there twice). */
+  private union(a: Sym | undefined, b: Sym | undefined): Sym | undefined {
+    if (!a) return b;
+    if (!b) return a;
+    const key = `${a.shape.index}|${b.shape.index}|${b.shift - a.shift}`;
+    let u = this.unions.get(key);
+    if (!u) {
+      const terms: { id: number; base: number }[] = [];
+      a.shape.ids.forEach((id, k) => terms.push({ id, base: a.shape.rels[k]! }));
+      b.shape.ids.forEach((id, k) => terms.push({ id, base: b.shape.rels[k]! + b.shift - a.shift }));
+      const sym = this.intern(terms);
+      u = { shape: sym.shape, offset: sym.shift };
+      this.unions.set(key, u);
+    }
+    return { shape: u.shape, shift: a.shift + u.offset };
+  }
+
+  /** Stream bytes [at, at + len) land at device memory [off, off + len). */
+  write(device: number, off: number, len: number, stream: SymStream, at: number): void {
+    const m = this.map(device);
+    // Clear first, so bytes the stream carried no value for hold none.
+    m.update(off, off + len, () => undefined);
+    for (const p of stream.pieces) {
+      const a = Math.max(p.from, at);
+      const b = Math.min(p.to, at + len);
+      if (a >= b || !p.sym) continue;
+      m.set(off + a - at, off + b - at, { shape: p.sym.shape, shift: p.sym.shift + off - at });
+    }
+  }
+
+  /** Device memory [off, off + len) has no known value (written by something not tracked). */
+  clear(device: number, off: number, len: number): void {
+    this.map(device).update(off, off + len, () => undefined);
+  }
+
+  /** Read back [off, off + len): each piece relative to `off`, with its terms (none: no value). */
+  visit(device: number, off: number, len: number, fn: (start: number, end: number, terms: readonly Term[]) => void): void {
+    this.map(device).visit(off, off + len, (a, b, v) => {
+      const terms: Term[] = [];
+      if (v) v.shape.ids.forEach((id, k) => terms.push({ id, at: a - (v.shape.rels[k]! + v.shift) }));
+      fn(a - off, b - off, terms);
+    });
+  }
+}

@@ -1,0 +1,68 @@
+// The symbolic check: which ranks' input ranges reach each output range, by the collective's
+// definition; end to end it catches the composer bugs the values check catches, without payload.
+import { describe, expect, it } from "vitest";
+import { main, EXIT } from "../../src/cli/sim.ts";
+import type { PipelineHooks } from "../../src/run/pipeline.ts";
+import { compareSymbolic, expectedRanges, type ExpectedRange } from "../../src/check/symbolic.ts";
+import { duplicateCceSource, moveCceSource, moveRemoteWrite } from "../helpers-image.ts";
+
+function run(args: string[], hooks: PipelineHooks = {}): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(args, (s) => (out += s), (s) => (err += s), hooks);
+  return { code, out, err };
+}
+
+describe("the symbolic reference", () => {
+  const g = [4, 5, 6];
+  it("all-reduce: every rank's whole input; reduce-scatter: block k of every input", () => {
+    expect(expectedRanges({ op: "all-reduce" }, g, 12, 12).get(5)).toEqual([{ out: 0, len: 12, terms: [{ rank: 4, at: 0 }, { rank: 5, at: 0 }, { rank: 6, at: 0 }] }]);
+    expect(expectedRanges({ op: "reduce-scatter" }, g, 12, 4).get(6)).toEqual([{ out: 0, len: 4, terms: [{ rank: 4, at: 8 }, { rank: 5, at: 8 }, { rank: 6, at: 8 }] }]);
+  });
+  it("all-gather: block j from group rank j; all-to-all: block k of each input in order", () => {
+    expect(expectedRanges({ op: "all-gather" }, g, 4, 12).get(4)!.map((r) => [r.out, r.len, r.terms])).toEqual([[0, 4, [{ rank: 4, at: 0 }]], [4, 4, [{ rank: 5, at: 0 }]], [8, 4, [{ rank: 6, at: 0 }]]]);
+    expect(expectedRanges({ op: "all-to-all" }, g, 12, 12).get(5)!.map((r) => [r.out, r.terms[0]])).toEqual([[0, { rank: 4, at: 4 }], [4, { rank: 5, at: 4 }], [8, { rank: 6, at: 4 }]]);
+  });
+  it("all-to-all-v: counts[i][k] bytes of input i, after what i sends to lower ranks", () => {
+    const counts = [[1, 2, 3], [4, 0, 6], [7, 8, 9]];
+    expect(expectedRanges({ op: "all-to-all-v", counts }, g, 0, 0).get(6)).toEqual([
+      { out: 0, len: 3, terms: [{ rank: 4, at: 3 }] },
+      { out: 3, len: 6, terms: [{ rank: 5, at: 4 }] },
+      { out: 9, len: 9, terms: [{ rank: 6, at: 15 }] },
+    ]);
+    // Nothing from rank 5 to itself: no range.
+    expect(expectedRanges({ op: "all-to-all-v", counts }, g, 0, 0).get(5)!.map((r) => r.terms[0]!.rank)).toEqual([4, 6]);
+  });
+  it("permute: the source's input; permute-reduce adds the target's own", () => {
+    expect(expectedRanges({ op: "permute", pairs: [[0, 1], [1, 0]] }, [0, 1], 8, 8).get(1)).toEqual([{ out: 0, len: 8, terms: [{ rank: 0, at: 0 }] }]);
+    expect(expectedRanges({ op: "permute-reduce", pairs: [[0, 1]] }, [0, 1], 8, 8).get(1)![0]!.terms).toEqual([{ rank: 1, at: 0 }, { rank: 0, at: 0 }]);
+  });
+
+  const want: ExpectedRange[] = [{ out: 0, len: 8, terms: [{ rank: 0, at: 0 }, { rank: 1, at: 0 }] }];
+  const reader = (pieces: [number, number, { id: number; at: number }[]][]) => (fn: (a: number, b: number, t: readonly { id: number; at: number }[]) => void) => pieces.forEach(([a, b, t]) => fn(a, b, t));
+  it("a piece whose terms follow the bytes passes; a twice-counted, missing or shifted contribution fails", () => {
+    expect(compareSymbolic(0, want, reader([[0, 4, [{ id: 1, at: 0 }, { id: 0, at: 0 }]], [4, 8, [{ id: 0, at: 4 }, { id: 1, at: 4 }]]]))).toBeUndefined();
+    expect(compareSymbolic(0, want, reader([[0, 8, [{ id: 0, at: 0 }, { id: 0, at: 0 }]]]))).toEqual({ rank: 0, start: 0, end: 8, missing: "rank 1 input [0, 8)", extra: "rank 0 input [0, 8)", expectedTerms: 2 });
+    expect(compareSymbolic(0, want, reader([[0, 8, [{ id: 0, at: 0 }]]]))).toMatchObject({ missing: "rank 1 input [0, 8)", extra: "nothing" });
+    expect(compareSymbolic(0, want, reader([[0, 4, [{ id: 0, at: 0 }, { id: 1, at: 0 }]], [4, 8, [{ id: 0, at: 4 }, { id: 1, at: 0 }]]]))).toMatchObject({ start: 4, end: 8, missing: "rank 1 input [4, 8)", extra: "rank 1 input [0, 4)" });
+    expect(compareSymbolic(0, want, reader([[0, 8, []]]))?.missing).toBe("rank 0 input [0, 8) + rank 1 input [0, 8)");
+    expect(compareSymbolic(0, want, reader([[0, 8, [{ id: -1, at: 0 }, { id: 0, at: 0 }]]]))).toMatchObject({ missing: "rank 1 input [0, 8)", extra: "bytes of no known value" });
+  });
+});
+
+describe("--check symbolic end to end", () => {
+  // Composer bugs, each caught by the values check and by the symbolic one.
+  const bugs: [string, PipelineHooks["mutateImage"]][] = [
+    ["a reduce from the wrong offset", (img, op) => op === 0 && moveCceSource(img, 2, 0, 4096)],
+    ["a reduce reading one source twice", (img, op) => op === 0 && duplicateCceSource(img, 5)],
+    ["a write landing at the wrong offset", (img, op) => op === 0 && moveRemoteWrite(img, 1, 4096, 3)],
+  ];
+  it.each(bugs)("%s: the values check and the symbolic check both fail (exit 3)", (_name, mutate) => {
+    const v = run(["scenarios/ring8.json"], { mutateImage: mutate! });
+    expect(v.code).toBe(EXIT.CHECK_FAILED);
+    expect(v.err).toMatch(/check failed for all-reduce 4194304 B fp32: rank \d+, element \d+: expected/);
+    const s = run(["scenarios/ring8.json", "--check", "symbolic"], { mutateImage: mutate! });
+    expect(s.code).toBe(EXIT.CHECK_FAILED);
+    expect(s.err).toMatch(/check failed for all-reduce 4194304 B fp32: rank \d+, output bytes \[\d+, \d+\) of 8 expected contribution\(s\): missing rank \d input \[\d+, \d+\)( \+ .+)?; extra (rank \d input|bytes of no known value)/);
+  });
+});
