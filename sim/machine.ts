@@ -75,7 +75,7 @@ export interface SimResult {
   /** Read simulated memory (HBM) back. */
   read(addr: number, len: number): Uint8Array;
   /** Symbolic runs: the pieces of HBM [addr, addr + len) (offsets from addr) and the seed terms each holds. */
-  symbolic(addr: number, len: number, fn: (start: number, end: number, terms: readonly Term[]) => void): void;
+  symbolic(addr: number, len: number, fn: (start: number, end: number, terms: readonly Term[], how: number) => void): void;
   /**
    * What the verifier saw go wrong in a run that finished: writes outside every region the image
    * declares, semaphores not back at their initial values, descriptor rings not fully consumed.

@@ -11,6 +11,7 @@ import { cceReduce } from "./cce.ts";
 import { pipeline, type Fabric, type Stage } from "./fabric.ts";
 import type { Access, Clock, QueueClock, RaceDetector } from "../verify/races.ts";
 import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
+import { howOf } from "../../src/ir/dtypes.ts";
 
 /** A landing write's symbolic value: stream bytes from `at` (symbolic checks). */
 export interface SymPiece {
@@ -206,7 +207,7 @@ export class DmaEngine {
     // Read the sources now; the write lands later.
     const offs = p.srcs.map((s) => this.local(s.addr, s.len));
     if (acc) p.srcs.forEach((s, i) => host.races!.read(this.device, offs[i]!, s.len, acc));
-    const stream = host.symbolic?.read(this.device, p.srcs.map((s, i) => ({ off: offs[i]!, len: s.len })), p.op !== undefined);
+    const stream = host.symbolic?.read(this.device, p.srcs.map((s, i) => ({ off: offs[i]!, len: s.len })), p.op === undefined ? undefined : howOf(p.op, p.dtype));
     const dropped = p.srcs.some((s, i) => host.dropped(this.device, offs[i]!, s.len));
     let data: Uint8Array | undefined;
     if (!dropped) {

@@ -77,7 +77,7 @@ export class ProxyQueue {
       if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst)}, not HBM`, { value: e.dst });
       data = host.read(this.device, src.offset, e.bytes);
       if (races) races.read(this.device, src.offset, e.bytes, acc(kern.now));
-      stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }], false);
+      stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }]);
     }
     const to = decodeAddress(e.sema).device;
     const net = host.network;

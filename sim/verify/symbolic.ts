@@ -6,11 +6,18 @@
 // A range's value is a shape (its terms, sorted, relative to the first term's base) and a shift,
 // so moving a range changes one number and equal neighbours merge: an all-reduce's output buffer
 // ends as one range whatever its descriptors were.
+import { HOW_MIXED, HOW_NONE } from "../../src/ir/dtypes.ts";
 import { RangeMap } from "./ranges.ts";
 
-/** Terms relative to the first one's base; interned, so equal shapes are one object. */
+function combined(a: number, b: number, how: number): number {
+  if (a === HOW_MIXED || b === HOW_MIXED) return HOW_MIXED;
+  return (a === HOW_NONE || a === how) && (b === HOW_NONE || b === how) ? how : HOW_MIXED;
+}
+
+/** Terms relative to the first one's base, and how they were combined; interned, so equal shapes are one object. */
 interface Shape {
   readonly index: number;
+  readonly how: number;
   readonly ids: Int32Array;
   /** base of term k minus base of term 0. */
   readonly rels: Float64Array;
@@ -49,14 +56,14 @@ export class SymbolicMemory {
     return m;
   }
 
-  /** The interned shape of these terms (sorted by id, then base), and the first term's base. */
-  private intern(terms: { id: number; base: number }[]): Sym {
+  /** The interned shape of these terms (sorted by id, then base) combined `how`, and the first term's base. */
+  private intern(terms: { id: number; base: number }[], how = HOW_NONE): Sym {
     terms.sort((a, b) => a.id - b.id || a.base - b.base);
     const shift = terms[0]!.base;
-    const key = terms.map((t) => `${t.id}:${t.base - shift}`).join(",");
+    const key = `${how}/` + terms.map((t) => `${t.id}:${t.base - shift}`).join(",");
     let shape = this.shapes.get(key);
     if (!shape) {
-      shape = { index: this.shapes.size, ids: Int32Array.from(terms, (t) => t.id), rels: Float64Array.from(terms, (t) => t.base - shift) };
+      shape = { index: this.shapes.size, how, ids: Int32Array.from(terms, (t) => t.id), rels: Float64Array.from(terms, (t) => t.base - shift) };
       this.shapes.set(key, shape);
     }
     return { shape, shift };
@@ -72,10 +79,10 @@ export class SymbolicMemory {
     this.map(device).set(off, off + len, this.intern([{ id, base: off }]));
   }
 
-  /** Read sources at device offsets; a reduce (`reduce`) unions them element-wise, a copy concatenates them. */
-  read(device: number, srcs: readonly { off: number; len: number }[], reduce: boolean): SymStream {
+  /** Read sources at device offsets; a reduce (`how`: its arithmetic, see howOf) unions them element-wise, a copy concatenates them. */
+  read(device: number, srcs: readonly { off: number; len: number }[], how?: number): SymStream {
     const m = this.map(device);
-    if (!reduce) {
+    if (how === undefined) {
       const pieces: { from: number; to: number; sym: Sym | undefined }[] = [];
       let pos = 0;
       for (const s of srcs) {
@@ -101,7 +108,7 @@ export class SymbolicMemory {
         while (k < acc.length && acc[k]!.to <= from) k++;
         for (let j = k; j < acc.length && acc[j]!.from < to; j++) {
           const x = acc[j]!;
-          next.push({ from: Math.max(x.from, from), to: Math.min(x.to, to), sym: this.union(x.sym, sym) });
+          next.push({ from: Math.max(x.from, from), to: Math.min(x.to, to), sym: this.union(x.sym, sym, how) });
         }
       });
       acc = next;
@@ -109,17 +116,17 @@ export class SymbolicMemory {
     return { pieces: acc, length: len };
   }
 
-  /** The terms of both values, each kept (a term in both is there twice). */
-  private union(a: Sym | undefined, b: Sym | undefined): Sym | undefined {
+  /** The terms of both values, each kept (a term in both is there twice), combined by `how`. */
+  private union(a: Sym | undefined, b: Sym | undefined, how: number): Sym | undefined {
     if (!a) return b;
     if (!b) return a;
-    const key = `${a.shape.index}|${b.shape.index}|${b.shift - a.shift}`;
+    const key = `${a.shape.index}|${b.shape.index}|${b.shift - a.shift}|${how}`;
     let u = this.unions.get(key);
     if (!u) {
       const terms: { id: number; base: number }[] = [];
       a.shape.ids.forEach((id, k) => terms.push({ id, base: a.shape.rels[k]! }));
       b.shape.ids.forEach((id, k) => terms.push({ id, base: b.shape.rels[k]! + b.shift - a.shift }));
-      const sym = this.intern(terms);
+      const sym = this.intern(terms, combined(a.shape.how, b.shape.how, how));
       u = { shape: sym.shape, offset: sym.shift };
       this.unions.set(key, u);
     }
@@ -144,12 +151,12 @@ export class SymbolicMemory {
     this.map(device).update(off, off + len, () => undefined);
   }
 
-  /** Read back [off, off + len): each piece relative to `off`, with its terms (none: no value). */
-  visit(device: number, off: number, len: number, fn: (start: number, end: number, terms: readonly Term[]) => void): void {
+  /** Read back [off, off + len): each piece relative to `off`, with its terms (none: no value) and how they were combined. */
+  visit(device: number, off: number, len: number, fn: (start: number, end: number, terms: readonly Term[], how: number) => void): void {
     this.map(device).visit(off, off + len, (a, b, v) => {
       const terms: Term[] = [];
       if (v) v.shape.ids.forEach((id, k) => terms.push({ id, at: a - (v.shape.rels[k]! + v.shift) }));
-      fn(a - off, b - off, terms);
+      fn(a - off, b - off, terms, v ? v.shape.how : HOW_NONE);
     });
   }
 }

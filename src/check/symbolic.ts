@@ -1,6 +1,7 @@
 // The symbolic reference: which input bytes of which ranks each output byte must combine, as
 // ranges (so it costs the schedule, not the payload), and the comparison with what a symbolic run
 // delivered — each contribution exactly once, nothing else.
+import { describeHow, HOW_NONE } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 
 /** One input range that reaches an output range: rank `rank`'s input bytes from `at`. */
@@ -86,10 +87,12 @@ export interface SymbolicMismatch {
   readonly missing: string;
   readonly extra: string;
   readonly expectedTerms: number;
+  /** The contributions are right but were combined by another arithmetic: what was, and what should be. */
+  readonly arithmetic?: { readonly got: string; readonly expected: string };
 }
 
-/** The pieces a symbolic run read back: [start, end) of an output, the seed terms its first byte holds. */
-export type SymbolicReader = (fn: (start: number, end: number, terms: readonly { id: number; at: number }[]) => void) => void;
+/** The pieces a symbolic run read back: [start, end) of an output, the seed terms its first byte holds, how they were combined. */
+export type SymbolicReader = (fn: (start: number, end: number, terms: readonly { id: number; at: number }[], how: number) => void) => void;
 
 function describe(terms: readonly { rank: number; at: number }[], len: number): string {
   if (terms.length === 0) return "nothing";
@@ -113,12 +116,13 @@ function minus(a: readonly { rank: number; at: number }[], b: readonly { rank: n
 
 /**
  * Compare one rank's output with its expected ranges: every byte must hold exactly the expected
- * contributions (a term's input position follows the byte), each once. The first difference, or undefined.
+ * contributions (a term's input position follows the byte), each once, and several of them reduced
+ * by `how` (the op's arithmetic, see reduceHow). The first difference, or undefined.
  */
-export function compareSymbolic(rank: number, expected: readonly ExpectedRange[], read: SymbolicReader): SymbolicMismatch | undefined {
+export function compareSymbolic(rank: number, expected: readonly ExpectedRange[], read: SymbolicReader, how: number = HOW_NONE): SymbolicMismatch | undefined {
   const sorted = [...expected].sort((a, b) => a.out - b.out);
   let found: SymbolicMismatch | undefined;
-  read((start, end, terms) => {
+  read((start, end, terms, combinedBy) => {
     if (found) return;
     // The expected ranges this piece overlaps; each overlap must match.
     for (const e of sorted) {
@@ -131,6 +135,11 @@ export function compareSymbolic(rank: number, expected: readonly ExpectedRange[]
       const extra = minus(got, want);
       if (missing.length > 0 || extra.length > 0) {
         found = { rank, start: a, end: b, missing: describe(missing, b - a), extra: describe(extra, b - a), expectedTerms: want.length };
+        return;
+      }
+      // Several contributions must have been reduced by the op's own arithmetic.
+      if (want.length > 1 && combinedBy !== how) {
+        found = { rank, start: a, end: b, missing: "nothing", extra: "nothing", expectedTerms: want.length, arithmetic: { got: describeHow(combinedBy), expected: describeHow(how) } };
         return;
       }
     }

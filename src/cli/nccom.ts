@@ -48,7 +48,7 @@ ops: all_reduce (allr), all_gather (allg), reduce_scatter (redsct), sendrecv, al
   -n, -w, -s/--hosts, --hosts-file, --non-interactive   accepted and ignored (a simulation has no
                             iterations, warm-up or hosts)
 ccsim's own:
-  --json, --explain, --stats, --trace F, --plot F, --check values|none, --seed N, --devices DIR, -j/--jobs N,
+  --json, --explain, --stats, --trace F, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop)
 
 Defaults where nccom-test's are not published: sendrecv pairs each even rank with the next odd one

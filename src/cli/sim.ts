@@ -34,7 +34,11 @@ options:
   --explain            show, per op, the comm-init family decision, all six enc_can_post_* gate
                        verdicts (with the reason for each no), the resolved algorithm and its
                        printed name, the metaring type, channels and slice sizes (JSON: "explain")
-  --check values|none  override the scenario's check mode (none = timing only, no payload bytes)
+  --check MODE         override the scenario's check mode: values (bit for bit against the
+                       reference; symbolic where the payload does not fit in memory), symbolic
+                       (which ranks' input ranges reach each output range, each once; no payload
+                       bytes kept), none (timing only). values and symbolic also detect races:
+                       a read or write no semaphore orders after the write it depends on
   --seed N             override the scenario's seed (input values)
   -r, --nworkers N     run on N ranks (one replica group of all of them)
   --stats              after the results: per-link bytes and busy fraction, the busiest link,
@@ -57,7 +61,7 @@ sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
   -j, --jobs N         run sizes on N worker threads (default: this machine's cores; used when there
                        are at least 2 sizes per thread); the output is the same as with --jobs 1
   --plot FILE          draw busbw and time against size (SVG, log axes, one line per op/algorithm)
-  A sweep is timing only unless --check values is given (then values are checked where they fit).
+  A sweep is timing only unless --check is given (values: checked where they fit, symbolic above).
 
 output columns: size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) algorithm check
   time is simulated time in microseconds; GB = 10^9 bytes; busbw = algbw x 2(n-1)/n (all-reduce)

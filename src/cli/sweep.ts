@@ -1,7 +1,7 @@
 // Sweeps like nccom-test: one op (or each op of the scenario) over a range of sizes.
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
-import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
+import type { CheckMode, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { valuesCheckFit, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
@@ -26,8 +26,8 @@ export interface SweepPoint {
   /** The point's scenario and postOperation's reasoning for it (for --explain). */
   readonly scenario: Scenario;
   readonly explain?: readonly Explanation[];
-  /** Values were checked (false: timing only, no payload kept). */
-  readonly checked: boolean;
+  /** How the outputs were checked (none: timing only, no payload kept). */
+  readonly checked: CheckMode;
 }
 
 export type SweepResult =
@@ -54,13 +54,14 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     if (skipped) notes.push(`${op.op} ${op.dtype}: sizes below ${unit} B (element size x ranks) skipped`);
     return sizes.filter((s) => s > 0).map((bytes) => ({ ...op, bytes }));
   });
-  const wantValues = (args.check ?? "none") === "values";
+  const want: CheckMode = args.check ?? "none";
   const points: SweepPoint[] = [];
   let events = 0;
   // Every point is validated before the first one runs.
   const points0 = plan.map((op) => {
-    const checked = wantValues && valuesCheckFit(op, scn.replicaGroups).fits;
-    return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked ? "values" : "none") };
+    // Values where they fit, symbolic above.
+    const checked: CheckMode = want === "values" && !valuesCheckFit(op, scn.replicaGroups).fits ? "symbolic" : want;
+    return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked) };
   });
   // Each point runs on its own machine: with --jobs above 1 (and no hooks into the run) the points
   // run on worker threads; results come back in order, so the output is the same.
@@ -92,9 +93,10 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     points.push({ row: o.row, outcome: o, checked, scenario: one, explain: r.explain });
     if (!parallel) progress?.(k + 1, plan.length, events);
   }
-  const timed = points.filter((p) => !p.checked);
-  if (!wantValues) notes.push("timing only: no payload bytes kept (--check values compares results where they fit in memory)");
-  else if (timed.length) notes.push(`values checked up to ${Math.max(0, ...points.filter((p) => p.checked).map((p) => p.row.bytes))} B; timing only above (${timed.length} sizes)`);
+  const symbolic = points.filter((p) => p.checked === "symbolic");
+  if (want === "none") notes.push("timing only: no payload bytes kept (--check values compares results where they fit in memory, symbolically above; --check symbolic everywhere)");
+  else if (want === "symbolic") notes.push("checked symbolically at every size (contributions by range, no payload kept)");
+  else if (symbolic.length) notes.push(`values checked up to ${Math.max(0, ...points.filter((p) => p.checked === "values").map((p) => p.row.bytes))} B; symbolically above (${symbolic.length} sizes)`);
   else notes.push("values checked at every size");
   return { kind: "done", points, notes };
 }

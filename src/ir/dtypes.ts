@@ -43,3 +43,26 @@ export function isDtype(v: unknown): v is Dtype {
 export function isReduceOp(v: unknown): v is ReduceOp {
   return typeof v === "string" && (REDUCE_OPS as readonly string[]).includes(v);
 }
+
+/** How a symbolic value's terms were combined: not at all (one copied term), or by several arithmetics. */
+export const HOW_NONE = -1;
+export const HOW_MIXED = -2;
+
+/** A CCE reduce's arithmetic as one number: its op (SDMA_CCETYPE) × 16 + its SDMA dtype. */
+export function howOf(op: number, sdmaDtype: number): number {
+  return op * 16 + sdmaDtype;
+}
+
+/** The arithmetic a scenario's reduce op over its dtype runs on the CCE. */
+export function reduceHow(op: ReduceOp, d: Dtype): number {
+  return howOf(REDUCE_TO_CCE[op], SDMA_DTYPE[d]);
+}
+
+/** A how, for messages: "sum over fp32". */
+export function describeHow(how: number): string {
+  if (how === HOW_NONE) return "no reduction";
+  if (how === HOW_MIXED) return "a mix of reduce ops or types";
+  const op = REDUCE_OPS.find((r) => REDUCE_TO_CCE[r] === how >> 4);
+  const d = dtypeFromSdma(how & 15);
+  return `${op ?? `CCE op ${how >> 4}`} over ${d ?? `SDMA dtype ${how & 15}`}`;
+}

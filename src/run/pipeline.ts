@@ -1,7 +1,7 @@
 // Scenario to verified result: compile each op, load inputs, simulate the emitted bytes, check, report.
 import { freemem, totalmem } from "node:os";
 import type { Logger } from "pino";
-import { dtypeSize } from "../ir/dtypes.ts";
+import { dtypeSize, reduceHow } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
@@ -29,7 +29,7 @@ export function valuesCheckBudget(): number {
 }
 
 /** Whether a values check of `op` over these groups fits: every rank's input + output, and the memory that takes. */
-export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[]): { payload: number; need: number; fits: boolean } {
+export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[], budget = valuesCheckBudget()): { payload: number; need: number; fits: boolean } {
   let payload = 0;
   for (const g of groups) {
     for (let k = 0; k < g.length; k++) {
@@ -38,7 +38,7 @@ export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[
     }
   }
   const need = valuesCheckMemory(payload, dtypeSize(op.dtype));
-  return { payload, need, fits: need <= valuesCheckBudget() };
+  return { payload, need, fits: need <= budget };
 }
 
 /** What one op did to the machine's resources (for --stats). */
@@ -54,7 +54,9 @@ export type CheckMismatch = ({ readonly kind: "values" } & Mismatch) | ({ readon
 
 export function mismatchText(m: CheckMismatch): string {
   if (m.kind === "values") return `rank ${m.rank}, element ${m.index}: expected ${m.expected}, got ${m.got}`;
-  return `rank ${m.rank}, output bytes [${m.start}, ${m.end}) of ${m.expectedTerms} expected contribution(s): missing ${m.missing}; extra ${m.extra}`;
+  const where = `rank ${m.rank}, output bytes [${m.start}, ${m.end})`;
+  if (m.arithmetic) return `${where}: its ${m.expectedTerms} contributions were reduced by ${m.arithmetic.got}, not ${m.arithmetic.expected}`;
+  return `${where} of ${m.expectedTerms} expected contribution(s): missing ${m.missing}; extra ${m.extra}`;
 }
 
 export interface OpOutcome {
@@ -76,6 +78,8 @@ export type RunOutcome =
 export interface PipelineHooks {
   /** Tests: alter the emitted image before it runs (to show that broken programs are caught). */
   readonly mutateImage?: (image: ProgramImage, op: number) => void;
+  /** Tests: the memory a values check may use, instead of half of this machine's. */
+  readonly valuesBudget?: number;
   /** A trace sink for the run of op `op` (labelled for the trace). */
   readonly trace?: (label: string) => TraceSink;
 }
@@ -90,10 +94,10 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // A values check that cannot fit in memory runs symbolically (memory for the schedule, not the payload).
     let mode = scn.check;
     if (mode === "values") {
-      const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups);
+      const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget);
       if (!fits) {
         const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-        log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; this machine has ${gib(totalmem())} (${gib(freemem())} free) and a values check uses at most half: checking symbolically instead`);
+        log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(hooks.valuesBudget ?? valuesCheckBudget())} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free): checking symbolically instead`);
         mode = "symbolic";
       }
     }
@@ -141,7 +145,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       for (const rl of ol.ranks) {
         const ranges = want.get(rl.rank);
         if (!ranges) continue;
-        const m = compareSymbolic(rl.rank, ranges, (fn) => res.symbolic(rl.output.addr, rl.output.bytes, fn));
+        const m = compareSymbolic(rl.rank, ranges, (fn) => res.symbolic(rl.output.addr, rl.output.bytes, fn), reduceHow(op.reduce, op.dtype));
         if (m) {
           mismatch = { kind: "symbolic", ...m };
           break;

@@ -2,9 +2,12 @@
 // definition; end to end it catches the composer bugs the values check catches, without payload.
 import { describe, expect, it } from "vitest";
 import { main, EXIT } from "../../src/cli/sim.ts";
-import type { PipelineHooks } from "../../src/run/pipeline.ts";
+import pino from "pino";
+import { runScenario, type PipelineHooks } from "../../src/run/pipeline.ts";
+import { loadDevice, loadScenario } from "../../src/run/load.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange } from "../../src/check/symbolic.ts";
-import { duplicateCceSource, moveCceSource, moveRemoteWrite } from "../helpers-image.ts";
+import { corruptFirstReduce, duplicateCceSource, moveCceSource, moveRemoteWrite } from "../helpers-image.ts";
+import { HOW_MIXED, HOW_NONE, reduceHow } from "../../src/ir/dtypes.ts";
 
 function run(args: string[], hooks: PipelineHooks = {}): { code: number; out: string; err: string } {
   let out = "";
@@ -39,7 +42,10 @@ describe("the symbolic reference", () => {
   });
 
   const want: ExpectedRange[] = [{ out: 0, len: 8, terms: [{ rank: 0, at: 0 }, { rank: 1, at: 0 }] }];
-  const reader = (pieces: [number, number, { id: number; at: number }[]][]) => (fn: (a: number, b: number, t: readonly { id: number; at: number }[]) => void) => pieces.forEach(([a, b, t]) => fn(a, b, t));
+  const reader =
+    (pieces: [number, number, { id: number; at: number }[], number?][]) =>
+    (fn: (a: number, b: number, t: readonly { id: number; at: number }[], how: number) => void) =>
+      pieces.forEach(([a, b, t, how]) => fn(a, b, t, how ?? HOW_NONE));
   it("a piece whose terms follow the bytes passes; a twice-counted, missing or shifted contribution fails", () => {
     expect(compareSymbolic(0, want, reader([[0, 4, [{ id: 1, at: 0 }, { id: 0, at: 0 }]], [4, 8, [{ id: 0, at: 4 }, { id: 1, at: 4 }]]]))).toBeUndefined();
     expect(compareSymbolic(0, want, reader([[0, 8, [{ id: 0, at: 0 }, { id: 0, at: 0 }]]]))).toEqual({ rank: 0, start: 0, end: 8, missing: "rank 1 input [0, 8)", extra: "rank 0 input [0, 8)", expectedTerms: 2 });
@@ -47,6 +53,14 @@ describe("the symbolic reference", () => {
     expect(compareSymbolic(0, want, reader([[0, 4, [{ id: 0, at: 0 }, { id: 1, at: 0 }]], [4, 8, [{ id: 0, at: 4 }, { id: 1, at: 0 }]]]))).toMatchObject({ start: 4, end: 8, missing: "rank 1 input [4, 8)", extra: "rank 1 input [0, 4)" });
     expect(compareSymbolic(0, want, reader([[0, 8, []]]))?.missing).toBe("rank 0 input [0, 8) + rank 1 input [0, 8)");
     expect(compareSymbolic(0, want, reader([[0, 8, [{ id: -1, at: 0 }, { id: 0, at: 0 }]]]))).toMatchObject({ missing: "rank 1 input [0, 8)", extra: "bytes of no known value" });
+  });
+  it("several contributions must be reduced by the op's arithmetic", () => {
+    const sum = reduceHow("sum", "fp32");
+    const both = [{ id: 0, at: 0 }, { id: 1, at: 0 }];
+    expect(compareSymbolic(0, want, reader([[0, 8, both, sum]]), sum)).toBeUndefined();
+    expect(compareSymbolic(0, want, reader([[0, 8, both, reduceHow("max", "fp32")]]), sum)?.arithmetic).toEqual({ got: "max over fp32", expected: "sum over fp32" });
+    expect(compareSymbolic(0, want, reader([[0, 8, both, reduceHow("sum", "bf16")]]), sum)?.arithmetic?.got).toBe("sum over bf16");
+    expect(compareSymbolic(0, want, reader([[0, 8, both, HOW_MIXED]]), sum)?.arithmetic?.got).toBe("a mix of reduce ops or types");
   });
 });
 
@@ -64,5 +78,29 @@ describe("--check symbolic end to end", () => {
     const s = run(["scenarios/ring8.json", "--check", "symbolic"], { mutateImage: mutate! });
     expect(s.code).toBe(EXIT.CHECK_FAILED);
     expect(s.err).toMatch(/check failed for all-reduce 4194304 B fp32: rank \d+, output bytes \[\d+, \d+\) of 8 expected contribution\(s\): missing rank \d input \[\d+, \d+\)( \+ .+)?; extra (rank \d input|bytes of no known value)/);
+  });
+});
+
+it("a reduce by the wrong op: the values check and the symbolic check both fail (exit 3)", () => {
+  const mutate: PipelineHooks["mutateImage"] = (img, op) => op === 0 && corruptFirstReduce(img, 0);
+  expect(run(["scenarios/ring8.json"], { mutateImage: mutate }).code).toBe(EXIT.CHECK_FAILED);
+  const s = run(["scenarios/ring8.json", "--check", "symbolic"], { mutateImage: mutate });
+  expect(s.code).toBe(EXIT.CHECK_FAILED);
+  expect(s.err).toMatch(/rank \d+, output bytes \[\d+, \d+\): its 8 contributions were reduced by a mix of reduce ops or types, not sum over fp32/);
+});
+
+describe("values that do not fit", () => {
+  it("run symbolically instead, with a warning naming the payload and the budget", () => {
+    const warnings: string[] = [];
+    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const scn = loadScenario("scenarios/ring8.json");
+    const out = runScenario(scn, loadDevice(scn.instance), log, { valuesBudget: 1 << 20 });
+    if (out.kind !== "done") throw new Error("hung");
+    expect(out.ops.map((o) => [o.checked, o.row.check])).toEqual([["symbolic", "pass"], ["symbolic", "pass"], ["symbolic", "pass"]]);
+    expect(warnings[0]).toMatch(/^op 0 \(all-reduce 4194304 B\): checking values holds 67108864 bytes of payload, about 0\.\d GiB of memory; a values check may use 0\.0 GiB .*: checking symbolically instead$/);
+    // The same bug as above is still caught.
+    const bad = run(["scenarios/ring8.json"], { valuesBudget: 1 << 20, mutateImage: (img, op) => op === 0 && duplicateCceSource(img, 5) });
+    expect(bad.code).toBe(EXIT.CHECK_FAILED);
+    expect(bad.err).toMatch(/output bytes \[\d+, \d+\) of 8 expected contribution\(s\): missing rank 5 input/);
   });
 });
