@@ -1,7 +1,7 @@
 // EVT_SEM: 256 signed 32-bit semaphores per TopSP with read / set / inc / dec windows, and waiters.
 import type { Kernel } from "../kernel/kernel.ts";
 import { Prio } from "../kernel/kernel.ts";
-import { joined, type Clock } from "../verify/races.ts";
+import { joinInto, type Clock } from "../verify/races.ts";
 
 export interface Waiter {
   readonly sema: number;
@@ -35,7 +35,8 @@ export class SemaphoreBlock {
   /** Race detection: a write to `sema` publishes `clock` (and `agent`'s own `epoch`, when given). */
   release(sema: number, clock: Clock, agent = -1, epoch = 0): void {
     this.clocks ??= [];
-    this.clocks[sema] = joined(this.clocks[sema] ?? new Int32Array(0), clock, agent, epoch);
+    // A semaphore's clock is only ever read (joined into a waiter), never handed out: grown in place.
+    this.clocks[sema] = joinInto(this.clocks[sema] ?? new Int32Array(0), clock, agent, epoch);
   }
 
   /** What a wait satisfied by `sema` now acquires. */

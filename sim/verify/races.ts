@@ -31,6 +31,15 @@ export function joined(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
   return out ?? a;
 }
 
+/** Join `b` (and `agent` at `epoch`) into `a` in place when it is long enough; a clock nobody else holds. */
+export function joinInto(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
+  const need = Math.max(b.length, agent + 1);
+  const out = need > a.length ? widened(a, need) : a;
+  for (let k = 0; k < b.length; k++) if (b[k]! > out[k]!) out[k] = b[k]!;
+  if (agent >= 0 && epoch > out[agent]!) out[agent] = epoch;
+  return out;
+}
+
 function widened(a: Clock, n: number): Clock {
   const out = new Int32Array(Math.max(a.length, n));
   out.set(a);
@@ -112,9 +121,15 @@ export class QueueClock {
   }
 }
 
+/** A range's last write, and the reads since that no later read is ordered after (one, or several). */
 interface Cell {
   readonly write: Access | undefined;
-  readonly reads: readonly Access[] | undefined;
+  readonly reads: Access | readonly Access[] | undefined;
+}
+
+function readsOf(c: Cell | undefined): readonly Access[] {
+  const r = c?.reads;
+  return r === undefined ? [] : Array.isArray(r) ? r : [r as Access];
 }
 
 /** How a race is reported: a violation message. */
@@ -169,9 +184,12 @@ export class RaceDetector {
         this.sink(`${this.who(acc)} reads ${range(device, a, b)} at ${us(acc.timePs)}; ${this.who(w)} wrote it (landed ${us(w.timePs)}) and no semaphore orders that write before the read`);
       }
       // Reads ordered before this one are covered by it for any later write.
-      const reads: Access[] = [];
-      for (const r of cell?.reads ?? []) if (!ordered(r, acc.agent, acc.clock)) reads.push(r);
-      reads.push(acc);
+      let reads: Access | Access[] = acc;
+      for (const r of readsOf(cell)) {
+        if (ordered(r, acc.agent, acc.clock)) continue;
+        if (!Array.isArray(reads)) reads = [reads];
+        reads.push(r);
+      }
       return { write: w, reads };
     });
   }
@@ -185,7 +203,7 @@ export class RaceDetector {
       if (w && !ordered(w, acc.agent, acc.clock)) {
         this.sink(`${this.who(acc)} writes ${range(device, a, b)} (landing ${us(acc.timePs)}) over the write of ${this.who(w)} (landed ${us(w.timePs)}) and no semaphore orders the two`);
       }
-      for (const r of cell?.reads ?? []) {
+      for (const r of readsOf(cell)) {
         if (!ordered(r, acc.agent, acc.clock)) {
           this.sink(`${this.who(acc)} writes ${range(device, a, b)} (landing ${us(acc.timePs)}) while ${this.who(r)} reads it (issued ${us(r.timePs)}) and no semaphore orders the read before the write`);
           break;

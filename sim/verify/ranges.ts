@@ -9,16 +9,17 @@ export interface Piece<V> {
   value: V;
 }
 
-/** Pieces per block before it is split in two. */
-const BLOCK = 128;
 
 export class RangeMap<V> {
   private blocks: Piece<V>[][] = [[]];
   private readonly same: (a: V, b: V) => boolean;
+  /** Pieces per block; a block of more than twice that is split. */
+  private readonly block: number;
 
   /** `same`: values that may merge when their pieces touch (never, by default). */
-  constructor(same: (a: V, b: V) => boolean = () => false) {
+  constructor(same: (a: V, b: V) => boolean = () => false, block = 128) {
     this.same = same;
+    this.block = block;
   }
 
   get size(): number {
@@ -104,12 +105,12 @@ export class RangeMap<V> {
       }
       const x = p[i]!;
       if (x.start >= end) break;
-      if (x.start < start) out.push({ start: x.start, end: start, value: x.value });
+      if (x.start < start) this.emit(out, x.start, start, x.value);
       if (x.start > at) this.emit(out, at, x.start, fn(undefined, at, x.start));
       const a = Math.max(x.start, start);
       const e = Math.min(x.end, end);
       this.emit(out, a, e, fn(x.value, a, e));
-      if (x.end > end) out.push({ start: end, end: x.end, value: x.value });
+      if (x.end > end) this.emit(out, end, x.end, x.value);
       at = e;
       i++;
     }
@@ -172,14 +173,14 @@ export class RangeMap<V> {
     }
   }
 
-  /** Keep blocks between 1 and 2·BLOCK pieces. */
+  /** Keep blocks between 1 and twice `block` pieces. */
   private rebalance(b: number): void {
     const bs = this.blocks;
     const p = bs[b];
     if (!p) return;
-    if (p.length > 2 * BLOCK) {
+    if (p.length > 2 * this.block) {
       const parts: Piece<V>[][] = [];
-      for (let k = 0; k < p.length; k += BLOCK) parts.push(p.slice(k, k + BLOCK));
+      for (let k = 0; k < p.length; k += this.block) parts.push(p.slice(k, k + this.block));
       bs.splice(b, 1, ...parts);
     } else if (p.length === 0 && bs.length > 1) bs.splice(b, 1);
   }

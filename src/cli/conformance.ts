@@ -13,7 +13,7 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --seed S           generator seed (default 1); the same seed gives the same cases
   --max-bytes SIZE   largest op size (default 4M; units as in sweeps: 64K, 1G)
   --min-bytes SIZE   smallest op size (default one element)
-  --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); timing only above
+  --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); symbolically above
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
   --jobs N           worker threads (default: this machine's cores); counts do not depend on it
   --knobs            also vary channels, priority classes and a second op on another stream

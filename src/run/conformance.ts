@@ -37,7 +37,7 @@ export interface GenerateOptions {
   /** Largest op size in bytes (sizes are log-uniform from one element, or minBytes, up to it). */
   readonly maxBytes: number;
   readonly minBytes?: number;
-  /** Values are checked when every rank's input + output fit in this many bytes; timing only above. */
+  /** Values are checked when every rank's input + output fit in this many bytes; symbolically above. */
   readonly maxCheckedPayload: number;
   readonly presets?: readonly string[];
   /** Also vary channels, priority classes and a second op on another stream (a separate random stream: the other draws stay as they are). */
@@ -109,7 +109,7 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
       replicaGroups: groups,
       algorithm,
       seed: id,
-      check: payload <= opts.maxCheckedPayload ? "values" : "none",
+      check: payload <= opts.maxCheckedPayload ? "values" : "symbolic",
       ops: [o],
     };
     if (opts.knobs) {

@@ -12,12 +12,12 @@ function bytes(m: RangeMap<number>, n: number): (number | undefined)[] {
 }
 
 describe("RangeMap", () => {
-  it("agrees with a byte array under random updates, and merges equal neighbours", () => {
+  it.each([128, 2])("agrees with a byte array under random updates, and merges equal neighbours (blocks of %i)", (block) => {
     const N = 600;
     const op = fc.record({ a: fc.integer({ min: 0, max: N - 1 }), len: fc.integer({ min: 1, max: 80 }), v: fc.integer({ min: -1, max: 3 }), shift: fc.boolean() });
     fc.assert(
       fc.property(fc.array(op, { maxLength: 400 }), (ops) => {
-        const m = new RangeMap<number>((x, y) => x === y);
+        const m = new RangeMap<number>((x, y) => x === y, block);
         const ref: (number | undefined)[] = new Array(N).fill(undefined);
         for (const { a, len, v, shift } of ops) {
           const b = Math.min(N, a + len);
