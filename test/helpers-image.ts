@@ -2,6 +2,7 @@
 import { decodeAddress, semaAddr } from "../src/encd/address.ts";
 import type { ProgramImage } from "../src/encd/program.ts";
 import { DESC_BYTES, decodeRx } from "../src/encd/udma.ts";
+import { decodeMeshEvent, MESH_EVENT_BYTES } from "../src/encd/mesh.ts";
 
 /** Turn the first remote semaphore increment of `device` into a write to plain HBM (its pad word). */
 export function dropFirstRemoteSemaInc(image: ProgramImage, device = 0): string {
@@ -111,4 +112,20 @@ export function moveRemoteWrite(image: ProgramImage, device: number, delta: numb
     }
   }
   throw new Error("no remote HBM write found");
+}
+
+/** Clear the wait of the `nth` (from 0) mesh-tape event of `device` that waits and then fires DMA (a composer that forgot a wait). */
+export function dropMeshWait(image: ProgramImage, device: number, nth: number): string {
+  const d = image.devices.find((x) => x.device === device)!;
+  let n = 0;
+  for (const t of d.topsps) {
+    for (let i = 0; i < t.meshConfig.length / MESH_EVENT_BYTES; i++) {
+      const e = decodeMeshEvent(t.meshConfig, i);
+      if (e.waitEvent && e.dmaTrigger && n++ === nth) {
+        t.meshConfig[i * MESH_EVENT_BYTES + 0x4f] = 0;
+        return `dev${device} topsp${t.index} event ${i}`;
+      }
+    }
+  }
+  throw new Error("no waiting mesh event found");
 }

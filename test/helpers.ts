@@ -46,6 +46,7 @@ export function expectRunChecks(scn: Scenario, spec: DeviceSpec, algorithm?: str
   for (const o of out.ops) {
     if (algorithm !== undefined) expect(o.row.algorithm).toBe(algorithm);
     expect(o.mismatch).toBeUndefined();
+    expect(o.violations).toEqual([]);
   }
 }
 

@@ -69,10 +69,14 @@ export class ThreadClock {
   /** Join what a semaphore publishes (a wait it satisfied). */
   acquire(from: Clock | undefined): void {
     if (!from || from.length === 0) return;
+    if (!this.shared) {
+      this.vc = joinInto(this.vc, from);
+      return;
+    }
     const next = joined(this.vc, from);
     if (next === this.vc) return;
     this.vc = next;
-    this.shared = true;
+    this.shared = false;
   }
 
   /** The clock as of now, to hand to descriptors or a semaphore (never changed afterwards). */
@@ -87,14 +91,17 @@ export class QueueClock {
   readonly agent: number;
   private epoch = 0;
   private vc: Clock = EMPTY;
-  private readonly pending: { tx: boolean; before: number; after: number; clock: Clock }[] = [];
+  /** A packet holds `vc`: the next join copies it. */
+  private shared = false;
+  /** Doorbells not yet fully consumed, and whether their clock is already joined. */
+  private readonly pending: { tx: boolean; before: number; after: number; clock: Clock; joined: boolean }[] = [];
 
   constructor(agent: number) {
     this.agent = agent;
   }
 
   doorbell(tx: boolean, before: number, n: number, clock: Clock): void {
-    this.pending.push({ tx, before, after: before + n, clock });
+    this.pending.push({ tx, before, after: before + n, clock, joined: false });
   }
 
   /** A packet taking tx descriptors up to `txEnd` and rx up to `rxEnd`: the clock it runs under. */
@@ -108,11 +115,27 @@ export class QueueClock {
         k++;
         continue;
       }
-      this.vc = joined(this.vc, d.clock);
+      if (!d.joined) {
+        this.join(d.clock);
+        d.joined = true;
+      }
       if (d.after <= end) p.splice(k, 1);
       else k++;
     }
+    this.shared = true;
     return this.vc;
+  }
+
+  private join(c: Clock): void {
+    if (!this.shared) {
+      this.vc = joinInto(this.vc, c);
+      return;
+    }
+    const next = joined(this.vc, c);
+    if (next !== this.vc) {
+      this.vc = next;
+      this.shared = false;
+    }
   }
 
   /** The next epoch of this agent (one per packet read, one per write it lands). */

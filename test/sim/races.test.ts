@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main, EXIT } from "../../src/cli/sim.ts";
 import { joined, QueueClock, ThreadClock } from "../../sim/verify/races.ts";
+import { dropMeshWait } from "../helpers-image.ts";
 
 function run(args: string[]): { code: number; out: string; err: string } {
   let out = "";
@@ -35,6 +36,16 @@ describe("race detection", () => {
     const r = run([ring8With([{ kind: "drop-wait", device: 3, nth: 1 }])]);
     expect(r.code).toBe(EXIT.CHECK_FAILED);
     expect(r.err).toMatch(/race: dev3 dma\d+ q\d+ tx\[\d+\] writes dev7 HBM \[0x[0-9a-f]+, 0x[0-9a-f]+\) \(landing \d+\.\d{3} us\) while dev7 dma\d+ q\d+ tx\[\d+\] reads it \(issued \d+\.\d{3} us\) and no semaphore orders the read before the write/);
+  });
+
+  it("a mesh-tape event that lost its wait (intra RDH on rdh16): the values pass, the race is reported", () => {
+    let where = "";
+    let err = "";
+    const code = main(["scenarios/rdh16.json"], () => {}, (s) => (err += s), { mutateImage: (img, op) => void (op === 0 && (where = dropMeshWait(img, 2, 2))) });
+    expect(where).toBe("dev2 topsp0 event 4");
+    expect(code).toBe(EXIT.CHECK_FAILED);
+    expect(err).not.toMatch(/element \d+: expected/);
+    expect(err).toMatch(/race: dev2 dma\d+ q15 tx\[\d+\] reads dev2 HBM \[0x[0-9a-f]+, 0x[0-9a-f]+\) at \d+\.\d{3} us; dev\d+ dma\d+ q15 tx\[\d+\] wrote it/);
   });
 
   it("timing-only runs (check none) skip race detection (the verifier's other checks still run)", () => {
