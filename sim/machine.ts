@@ -293,7 +293,9 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     }
   }
   for (const p of proxies) p.start();
-  for (const m of devices.values()) for (const t of m.topsps.values()) t.start();
+  // The runtime's launch reaches every TopSP at once, launchPs after the run starts.
+  const launch = spec.topsp.launchPs;
+  for (const m of devices.values()) for (const t of m.topsps.values()) launch > 0 ? kernel.at(launch, Prio.ISSUE, () => t.start()) : t.start();
   const summary = kernel.run(opts.maxEvents);
 
   const waits: HangWait[] = [];

@@ -46,18 +46,26 @@ function widened(a: Clock, n: number): Clock {
   return out;
 }
 
-/** One memory access: which agent, its epoch, the clock it ran under, and where it came from. */
-export interface Access {
+/** What shadow memory keeps of an access: which agent, its epoch, and where it came from. */
+export interface Stamp {
   readonly agent: number;
   readonly epoch: number;
-  readonly clock: Clock;
   /** The descriptor (DMA: tx index of the packet) or entry (proxy) it ran. */
   readonly desc: number;
   readonly timePs: number;
 }
 
+/** One memory access as it happens: its stamp and the clock it runs under (not kept once it is checked). */
+export interface Access extends Stamp {
+  readonly clock: Clock;
+}
+
+function stampOf(a: Access): Stamp {
+  return { agent: a.agent, epoch: a.epoch, desc: a.desc, timePs: a.timePs };
+}
+
 /** `before` is ordered before an access of `agent` under `clock`. */
-function ordered(before: Access, agent: number, clock: Clock): boolean {
+function ordered(before: Stamp, agent: number, clock: Clock): boolean {
   return before.agent === agent || (before.agent < clock.length && clock[before.agent]! >= before.epoch);
 }
 
@@ -86,6 +94,31 @@ export class ThreadClock {
   }
 }
 
+/** A queue of doorbells, consumed from the front; `joined` counts the front ones already joined. */
+class Fifo {
+  private items: { before: number; after: number; clock: Clock }[] = [];
+  private head = 0;
+  joined = 0;
+  get length(): number {
+    return this.items.length - this.head;
+  }
+  at(k: number): { before: number; after: number; clock: Clock } {
+    return this.items[this.head + k]!;
+  }
+  push(x: { before: number; after: number; clock: Clock }): void {
+    this.items.push(x);
+  }
+  shift(): void {
+    this.head++;
+    this.joined = Math.max(0, this.joined - 1);
+    // Compact now and then, so a long run does not keep every doorbell.
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
 /** A DMA queue as a memory agent: doorbells hand it clocks; each packet takes them in ring order. */
 export class QueueClock {
   readonly agent: number;
@@ -93,37 +126,29 @@ export class QueueClock {
   private vc: Clock = EMPTY;
   /** A packet holds `vc`: the next join copies it. */
   private shared = false;
-  /** Doorbells not yet fully consumed, and whether their clock is already joined. */
-  private readonly pending: { tx: boolean; before: number; after: number; clock: Clock; joined: boolean }[] = [];
+  /** Doorbells not yet fully consumed, per side in ring order, and how many of them are joined. */
+  private readonly pending = { tx: new Fifo(), rx: new Fifo() };
 
   constructor(agent: number) {
     this.agent = agent;
   }
 
   doorbell(tx: boolean, before: number, n: number, clock: Clock): void {
-    this.pending.push({ tx, before, after: before + n, clock, joined: false });
+    (tx ? this.pending.tx : this.pending.rx).push({ before, after: before + n, clock });
   }
 
   /** A packet taking tx descriptors up to `txEnd` and rx up to `rxEnd`: the clock it runs under. */
   issue(txEnd: number, rxEnd: number): Clock {
-    const p = this.pending;
-    let k = 0;
-    while (k < p.length) {
-      const d = p[k]!;
-      const end = d.tx ? txEnd : rxEnd;
-      if (d.before >= end) {
-        k++;
-        continue;
-      }
-      if (!d.joined) {
-        this.join(d.clock);
-        d.joined = true;
-      }
-      if (d.after <= end) p.splice(k, 1);
-      else k++;
-    }
+    this.take(this.pending.tx, txEnd);
+    this.take(this.pending.rx, rxEnd);
     this.shared = true;
     return this.vc;
+  }
+
+  /** Join every doorbell of one side that released a descriptor below `end`; drop those wholly below it. */
+  private take(f: Fifo, end: number): void {
+    while (f.joined < f.length && f.at(f.joined).before < end) this.join(f.at(f.joined++).clock);
+    while (f.length > 0 && f.at(0).after <= end) f.shift();
   }
 
   private join(c: Clock): void {
@@ -146,13 +171,13 @@ export class QueueClock {
 
 /** A range's last write, and the reads since that no later read is ordered after (one, or several). */
 interface Cell {
-  readonly write: Access | undefined;
-  readonly reads: Access | readonly Access[] | undefined;
+  readonly write: Stamp | undefined;
+  readonly reads: Stamp | readonly Stamp[] | undefined;
 }
 
-function readsOf(c: Cell | undefined): readonly Access[] {
+function readsOf(c: Cell | undefined): readonly Stamp[] {
   const r = c?.reads;
-  return r === undefined ? [] : Array.isArray(r) ? r : [r as Access];
+  return r === undefined ? [] : Array.isArray(r) ? r : [r as Stamp];
 }
 
 /** How a race is reported: a violation message. */
@@ -182,7 +207,7 @@ export class RaceDetector {
     this.exempt.set(device, list);
   }
 
-  private who(a: Access): string {
+  private who(a: Stamp): string {
     const n = this.names[a.agent]!;
     return `${n.name} ${n.entry}[${a.desc}]`;
   }
@@ -201,13 +226,15 @@ export class RaceDetector {
   /** A read of [off, off + len) of device HBM, at issue. */
   read(device: number, off: number, len: number, acc: Access): void {
     if (len <= 0 || this.skipped(device, off, len)) return;
+    // Shadow memory keeps stamps, not clocks: its size follows the ranges, not the agents.
+    const me = stampOf(acc);
     this.map(device).update(off, off + len, (cell, a, b) => {
       const w = cell?.write;
       if (w && !ordered(w, acc.agent, acc.clock)) {
         this.sink(`${this.who(acc)} reads ${range(device, a, b)} at ${us(acc.timePs)}; ${this.who(w)} wrote it (landed ${us(w.timePs)}) and no semaphore orders that write before the read`);
       }
       // Reads ordered before this one are covered by it for any later write.
-      let reads: Access | Access[] = acc;
+      let reads: Stamp | Stamp[] = me;
       for (const r of readsOf(cell)) {
         if (ordered(r, acc.agent, acc.clock)) continue;
         if (!Array.isArray(reads)) reads = [reads];
@@ -220,7 +247,7 @@ export class RaceDetector {
   /** A write of [off, off + len) of device HBM, as it lands (`acc.timePs`: its landing time). */
   write(device: number, off: number, len: number, acc: Access): void {
     if (len <= 0 || this.skipped(device, off, len)) return;
-    const written: Cell = { write: acc, reads: undefined };
+    const written: Cell = { write: stampOf(acc), reads: undefined };
     this.map(device).update(off, off + len, (cell, a, b) => {
       const w = cell?.write;
       if (w && !ordered(w, acc.agent, acc.clock)) {

@@ -136,6 +136,13 @@ export class SymbolicMemory {
   /** Stream bytes [at, at + len) land at device memory [off, off + len). */
   write(device: number, off: number, len: number, stream: SymStream, at: number): void {
     const m = this.map(device);
+    // The common case: one piece of the stream covers the write.
+    const one = stream.pieces.find((p) => p.from <= at && p.to >= at + len);
+    if (one) {
+      if (one.sym) m.set(off, off + len, { shape: one.sym.shape, shift: one.sym.shift + off - at });
+      else m.update(off, off + len, () => undefined);
+      return;
+    }
     // Clear first, so bytes the stream carried no value for hold none.
     m.update(off, off + len, () => undefined);
     for (const p of stream.pieces) {

@@ -6,6 +6,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { CcsimError } from "../ir/errors.ts";
+import type { DeviceSpec } from "../ir/spec.ts";
 import { loadDevice } from "../run/load.ts";
 import { sweepPoint } from "../run/overrides.ts";
 import { runScenario } from "../run/pipeline.ts";
@@ -54,13 +55,13 @@ export function loadSeries(file = POINTS_FILE): Series[] {
 
 const silent = pino({ level: "silent" });
 
-/** Run one published point as nccom-test would: its command line at that size, timing only. */
-export function runPoint(s: Series, bytes: number): { timeUs: number; algorithm: string } {
+/** Run one published point as nccom-test would: its command line at that size, timing only (on `spec`, or the instance's preset). */
+export function runPoint(s: Series, bytes: number, spec?: DeviceSpec): { timeUs: number; algorithm: string } {
   const a = parseNccomArgs([...s.args, "-b", String(bytes), "-e", String(bytes)], {});
   if (a === "help") throw new Error("help");
   const json = { ...a.scenario, ops: (a.scenario["ops"] as Record<string, unknown>[]).map((o) => (s.pairs ? { ...o, pairs: s.pairs } : o)) };
   const scn = sweepPoint({ file: s.id, json, flags: "" }, a.op, a.run.dtype, bytes, "none");
-  const out = runScenario(scn, loadDevice(scn.instance), silent);
+  const out = runScenario(scn, spec ?? loadDevice(scn.instance), silent);
   if (out.kind === "hang") throw new Error(`hung at ${bytes} B`);
   return { timeUs: out.ops[0]!.row.timeUs, algorithm: out.ops[0]!.row.algorithm };
 }
@@ -96,6 +97,44 @@ export function summarize(points: readonly PointResult[]): Summary {
   };
 }
 
+/** The fitted launch cost of one instance family. */
+export interface LaunchFit {
+  readonly instance: string;
+  readonly series: readonly string[];
+  readonly points: number;
+  /** The fitted topsp.launchPs (10 ns steps). */
+  readonly launchPs: number;
+  /** Geometric-mean error factor of the fit points with launchPs 0, and with the fitted value. */
+  readonly before: number;
+  readonly after: number;
+}
+
+/** Step of the launch-cost search (10 ns). */
+const LAUNCH_STEP_PS = 10_000;
+
+/**
+ * Fit topsp.launchPs per instance family on the fit series: least squares on log time. The launch
+ * cost shifts the whole run (every TopSP starts that much later), so each point's time is its time
+ * without it plus the cost, exactly: the points run once with launchPs 0 and the sum of squared log
+ * errors is searched over the cost (10 ns steps, up to the largest published time or 1 ms).
+ */
+export function fitLaunch(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER): LaunchFit[] {
+  const fits: LaunchFit[] = [];
+  for (const instance of [...new Set(series.filter((s) => s.role === "fit").map((s) => s.instance))].sort()) {
+    const mine = series.filter((s) => s.role === "fit" && s.instance === instance);
+    const preset = loadDevice(instance);
+    const spec: DeviceSpec = { ...preset, topsp: { ...preset.topsp, launchPs: 0 } };
+    const pts = mine.flatMap((s) => s.points.filter((p) => p.bytes <= maxBytes).map((p) => ({ base: runPoint(s, p.bytes, spec).timeUs * 1e6, published: p.timeUs * 1e6 })));
+    const cost = (l: number) => pts.reduce((a, p) => a + Math.log((p.base + l) / p.published) ** 2, 0);
+    const factor = (l: number) => Math.exp(pts.reduce((a, p) => a + Math.abs(Math.log((p.base + l) / p.published)), 0) / pts.length);
+    const top = Math.min(1e9, Math.max(...pts.map((p) => p.published)));
+    let best = 0;
+    for (let l = 0; l <= top; l += LAUNCH_STEP_PS) if (cost(l) < cost(best)) best = l;
+    fits.push({ instance, series: mine.map((s) => s.id), points: pts.length, launchPs: best, before: factor(0), after: factor(best) });
+  }
+  return fits;
+}
+
 function formatReport(series: readonly Series[], points: readonly PointResult[]): string {
   const lines: string[] = [];
   for (const s of series) {
@@ -119,7 +158,7 @@ function formatReport(series: readonly Series[], points: readonly PointResult[])
 
 const HELP = `ccsim calibrate: the published nccom-test points (calibration/points.json) against the simulator
 
-usage: npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]...
+usage: npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]... [--fit]
 
 Each point runs as nccom-test runs it: its command line (placement: -r fills NeuronCores in
 order), auto algorithm selection, timing only. Per series: published and simulated time, their
@@ -127,10 +166,15 @@ ratio, the algorithm chosen (and the published one where --show-algorithm printe
 the fit series, the validation series and all: points within ±10 % and ±25 %, and the
 geometric-mean error factor exp(mean |ln(simulated / published)|).
   --max-bytes SIZE  skip larger points (the 2-node 1 GiB point takes minutes)
+  --fit             fit topsp.launchPs (the runtime's fixed cost per collective) per instance family
+                    on the fit series (least squares on log time; validation series are never
+                    fitted) and print the value with the error before and after; record it in the
+                    preset with a source note naming the series
 `;
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
   let json = false;
+  let fit = false;
   let maxBytes = Number.MAX_SAFE_INTEGER;
   const only: string[] = [];
   try {
@@ -140,6 +184,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
         out(HELP);
         return 0;
       } else if (t === "--json") json = true;
+      else if (t === "--fit") fit = true;
       else if (t === "--max-bytes") maxBytes = parseSize(argv[++i] ?? "", t);
       else if (t === "--series") only.push(argv[++i] ?? "");
       else throw new Error(`unknown option ${t}`);
@@ -155,6 +200,16 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return 1;
   }
   const series = only.length > 0 ? all.filter((s) => only.includes(s.id)) : all;
+  if (fit) {
+    const fits = fitLaunch(series, maxBytes);
+    if (json) out(JSON.stringify({ fits }, null, 2) + "\n");
+    else {
+      for (const f of fits) {
+        out(`${f.instance}: topsp.launchPs = ${f.launchPs} (${(f.launchPs / 1e6).toFixed(2)} us), least squares on log time over ${f.points} points of ${f.series.join(", ")}; geometric-mean error factor ${f.before.toFixed(3)} with 0, ${f.after.toFixed(3)} fitted\n`);
+      }
+    }
+    return 0;
+  }
   const points = calibrate(series, maxBytes);
   if (json) {
     out(JSON.stringify({ points, summary: { fit: summarize(points.filter((p) => p.role === "fit")), validation: summarize(points.filter((p) => p.role === "validation")), all: summarize(points) } }, null, 2) + "\n");

@@ -82,6 +82,11 @@ export interface DeviceSpec {
     readonly stepIssuePs: number;
     /** Delay from a semaphore write to the waiting core seeing it. */
     readonly semaWakePs: number;
+    /**
+     * The runtime's fixed cost of launching a collective: from the host's trigger to the TopSPs
+     * starting their first entry (0 where the preset gives none).
+     */
+    readonly launchPs: number;
   };
   readonly dma: {
     readonly enginesPerCore: number;

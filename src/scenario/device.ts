@@ -27,9 +27,10 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const r = new Reader(file, "", json);
   r.keys(TOP_KEYS);
   const numbers: string[] = [];
-  const section = <K extends string>(name: string, keys: readonly K[], check: (k: K, f: Reader) => number): Record<K, number> => {
+  /** A section of required numbers (and `optional` keys, read by the caller). */
+  const section = <K extends string>(name: string, keys: readonly K[], check: (k: K, f: Reader) => number, optional: readonly string[] = []): Record<K, number> => {
     const s = r.get(name);
-    s.keys(keys);
+    s.keys([...keys, ...optional]);
     const out = {} as Record<K, number>;
     for (const k of keys) {
       out[k] = check(k, s.get(k));
@@ -45,9 +46,17 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   if (topology.kind === "table") numbers.push("topology.neighbours");
   if (topology.kind === "table" && topology.routeOrder) numbers.push("topology.routeOrder");
   if (topology.kind === "table" && topology.podNodes !== undefined) numbers.push("topology.podNodes");
-  const topsp = section("topsp", ["perDevice", "semaphores", "entryDecodePs", "stepIssuePs", "semaWakePs"] as const, (k, f) =>
-    k === "perDevice" ? f.int(1, 16) : k === "semaphores" ? f.int(1, 256) : f.int(0, MAX_COST_PS),
-  );
+  // launchPs is optional (0: the TopSPs start as the run starts; the ideal machines).
+  const topspR = r.get("topsp");
+  const launchPs = topspR.opt("launchPs")?.int(0, MAX_COST_PS) ?? 0;
+  if (topspR.has("launchPs")) numbers.push("topsp.launchPs");
+  const topsp = {
+    ...section("topsp", ["perDevice", "semaphores", "entryDecodePs", "stepIssuePs", "semaWakePs"] as const, (k, f) =>
+      k === "perDevice" ? f.int(1, 16) : k === "semaphores" ? f.int(1, 256) : f.int(0, MAX_COST_PS),
+      ["launchPs"],
+    ),
+    launchPs,
+  };
   if (topsp.perDevice % coresPerDevice !== 0) r.get("topsp").get("perDevice").fail("SCN1101", `must be a multiple of coresPerDevice (${coresPerDevice})`);
   const dma = section("dma", ["enginesPerCore", "queuesPerEngine", "collectiveQueue", "engineBytesPerSecond", "descriptorCostPs", "maxDescriptorBytes", "cceMaxElements"] as const, (k, f) =>
     k === "enginesPerCore"

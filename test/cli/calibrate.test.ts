@@ -2,7 +2,8 @@
 // them, and the summary may not get worse than the figures recorded in calibration/summary.json.
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { calibrate, loadSeries, summarize } from "../../src/cli/calibrate.ts";
+import { calibrate, fitLaunch, loadSeries, summarize } from "../../src/cli/calibrate.ts";
+import { loadDevice } from "../../src/run/load.ts";
 
 const recorded = JSON.parse(readFileSync("calibration/summary.json", "utf8"));
 
@@ -30,5 +31,14 @@ describe("calibration against the published nccom-test points", () => {
     }
     expect(new Set(series.map((s) => s.role))).toEqual(new Set(["fit", "validation"]));
     expect(series.reduce((n, s) => n + s.points.length, 0)).toBe(25);
+  });
+
+  it("trn1's topsp.launchPs is what the documented fit gives (npm run calibrate -- --fit --max-bytes 64M), and it lowers the fit error", () => {
+    const [fit] = fitLaunch(series, 64 << 20);
+    expect(fit!.instance).toBe("trn1");
+    expect(fit!.points).toBe(14);
+    expect(loadDevice("trn1").topsp.launchPs).toBe(fit!.launchPs);
+    expect(loadDevice("trn1").sources["topsp.launchPs"]).toMatch(/npm run calibrate -- --fit --max-bytes 64M/);
+    expect(fit!.after).toBeLessThan(fit!.before);
   });
 });
