@@ -96,7 +96,7 @@ export class ThreadClock {
 
 /** A queue of doorbells, consumed from the front; `joined` counts the front ones already joined. */
 class Fifo {
-  private items: { before: number; after: number; clock: Clock }[] = [];
+  private items: ({ before: number; after: number; clock: Clock } | undefined)[] = [];
   private head = 0;
   joined = 0;
   get length(): number {
@@ -109,7 +109,8 @@ class Fifo {
     this.items.push(x);
   }
   shift(): void {
-    this.head++;
+    // Let go of the doorbell's clock at once: a queue may run far behind its doorbells.
+    this.items[this.head++] = undefined;
     this.joined = Math.max(0, this.joined - 1);
     // Compact now and then, so a long run does not keep every doorbell.
     if (this.head > 1024 && this.head * 2 > this.items.length) {
