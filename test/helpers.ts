@@ -26,6 +26,7 @@ export function scenario(over: Partial<Omit<Scenario, "ops" | "hierarchical">> &
     chunkBytes: undefined,
     seed: 1,
     check: "values",
+    races: true,
     rankOverrides: [],
     ...rest,
     hierarchical: { intra: "auto", inter: "auto", slices: 1, ...hierarchical },

@@ -19,6 +19,8 @@ export interface Args {
   json: boolean;
   explain: boolean;
   check: CheckMode | undefined;
+  /** --races on|off (undefined: the scenario's). */
+  races: boolean | undefined;
   seed: number | undefined;
   devices: string;
   logLevel: string;
@@ -101,6 +103,9 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
     case "--check":
       a.check = oneOfFlag(value(), t, ["values", "symbolic", "none"] as const);
       return 1;
+    case "--races":
+      a.races = oneOfFlag(value(), t, ["on", "off"] as const) === "on";
+      return 1;
     case "--seed":
       a.seed = intFlag(value(), t, 0);
       return 1;
@@ -161,7 +166,7 @@ export function sweepOf(range: RangeFlags): SweepArgs {
 
 /** Every flag unset: what a run does by default. */
 export function defaultArgs(): Args {
-  return { scenario: "", json: false, explain: false, check: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs() };
+  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs() };
 }
 
 export function parseArgs(argv: readonly string[]): Args | "help" {

@@ -39,6 +39,8 @@ options:
                        (which ranks' input ranges reach each output range, each once; no payload
                        bytes kept), none (timing only). values and symbolic also detect races:
                        a read or write no semaphore orders after the write it depends on
+  --races on|off       override the scenario's race detection (on by default; its shadow memory
+                       holds about one piece per packet-sized range a run touches)
   --seed N             override the scenario's seed (input values)
   -r, --nworkers N     run on N ranks (one replica group of all of them)
   --stats              after the results: per-link bytes and busy fraction, the busiest link,
@@ -129,7 +131,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
   let spec: DeviceSpec | undefined;
   try {
     // Flags change the scenario's JSON, validated again as the file is (errors name the flags).
-    const src = withOverrides(source(), { ranks: args.ranks, check: args.check, seed: args.seed });
+    const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed });
     scn = parseSource(src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");

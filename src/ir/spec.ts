@@ -262,6 +262,8 @@ export interface Scenario {
   readonly chunkBytes: number | undefined;
   readonly seed: number;
   readonly check: CheckMode;
+  /** Detect races when the check is values or symbolic (default true). */
+  readonly races: boolean;
   readonly ops: readonly OpSpec[];
   readonly rankOverrides: readonly RankOverride[];
   /** Faults injected into every op's run (empty: none). */

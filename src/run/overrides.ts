@@ -9,6 +9,7 @@ export interface Overrides {
   /** -r: that many ranks, one replica group of all of them (rank overrides dropped). */
   readonly ranks?: number | undefined;
   readonly check?: CheckMode | undefined;
+  readonly races?: boolean | undefined;
   readonly seed?: number | undefined;
 }
 
@@ -46,6 +47,10 @@ export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource
   if (o.check !== undefined) {
     json["check"] = o.check;
     flags.push(`--check ${o.check}`);
+  }
+  if (o.races !== undefined) {
+    json["races"] = o.races;
+    flags.push(`--races ${o.races ? "on" : "off"}`);
   }
   if (o.seed !== undefined) {
     json["seed"] = o.seed;

@@ -125,7 +125,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
     // Every rank's input starts as its own contributions (seed = rank).
     const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank })) : undefined;
-    const res = runImage(spec, image, { storePayload: values, races: mode !== "none", ...(seeds ? { symbolic: seeds } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
+    const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && scn.races, ...(seeds ? { symbolic: seeds } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     let mismatch: CheckMismatch | undefined;

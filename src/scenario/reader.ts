@@ -62,6 +62,11 @@ export class Reader {
     return this.value as string;
   }
 
+  boolean(): boolean {
+    if (typeof this.value !== "boolean") this.fail("SCN1003", "expected true or false");
+    return this.value as boolean;
+  }
+
   oneOf<T extends string>(choices: readonly T[]): T {
     const s = this.string();
     if (!(choices as readonly string[]).includes(s)) this.fail("SCN1007", `unknown value "${s}" (expected one of: ${choices.join(", ")})`);

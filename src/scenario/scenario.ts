@@ -3,7 +3,7 @@ import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
 import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, HIER_INTER, HIER_INTRA, OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "ops", "rankOverrides", "faults"] as const;
+const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "ops", "rankOverrides", "faults"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
 /** Ops driven by source/target pairs. */
 const PAIR_OPS: readonly OpName[] = ["send", "recv", "permute", "permute-reduce", "permute-implicit", "permute-reduce-implicit"];
@@ -62,6 +62,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const chunkBytes = r.opt("chunkBytes")?.int(64);
   const seed = r.opt("seed")?.int(0) ?? 1;
   const check = r.opt("check")?.oneOf(["values", "symbolic", "none"] as const) ?? "values";
+  const races = r.opt("races")?.boolean() ?? true;
   const opsR = r.get("ops");
   const opItems = opsR.items();
   if (opItems.length === 0) opsR.fail("SCN1012", "must list at least one op");
@@ -69,7 +70,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
   const faults = (r.opt("faults")?.items(1024) ?? []).map(parseFault);
-  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
+  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, races, ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
 }
 
 /** One fault: its kind, then exactly that kind's keys (devices and links are checked against the machine at run time). */

@@ -48,6 +48,19 @@ describe("race detection", () => {
     expect(err).toMatch(/race: dev2 dma\d+ q15 tx\[\d+\] reads dev2 HBM \[0x[0-9a-f]+, 0x[0-9a-f]+\) at \d+\.\d{3} us; dev\d+ dma\d+ q15 tx\[\d+\] wrote it/);
   });
 
+  it("--races off (or \"races\": false) skips race detection; --races takes on or off", () => {
+    // The dropped wait also leaves semaphores unbalanced, which the verifier still reports.
+    const off = run([ring8With([{ kind: "drop-wait", device: 3, nth: 2 }]), "--races", "off"]);
+    expect(off.err).not.toMatch(/race:/);
+    expect(off.err).toMatch(/unbalanced semaphore/);
+    const file = run([ring8With([{ kind: "drop-wait", device: 3, nth: 2 }], { races: false })]);
+    expect(file.err).not.toMatch(/race:/);
+    const on = run([ring8With([{ kind: "drop-wait", device: 3, nth: 2 }], { races: false }), "--races", "on"]);
+    expect(on.err).toMatch(/race:/);
+    expect(run(["scenarios/ring8.json", "--races", "maybe"])).toMatchObject({ code: EXIT.BAD_INPUT, err: expect.stringMatching(/--races must be one of on, off, not "maybe"/) });
+    expect(run([ring8With([], { races: "yes" })])).toMatchObject({ code: EXIT.BAD_INPUT, err: expect.stringMatching(/races: expected true or false/) });
+  });
+
   it("timing-only runs (check none) skip race detection (the verifier's other checks still run)", () => {
     const r = run([ring8With([{ kind: "drop-wait", device: 3, nth: 2 }], { check: "none" })]);
     expect(r.err).not.toMatch(/race:/);
