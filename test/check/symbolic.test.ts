@@ -1,7 +1,8 @@
 // The symbolic check: which ranks' input ranges reach each output range, by the collective's
 // definition; end to end it catches the composer bugs the values check catches, without payload.
 import { describe, expect, it } from "vitest";
-import { main, EXIT } from "../../src/cli/sim.ts";
+import { runSim } from "../run-sim.ts";
+import { EXIT } from "../../src/cli/sim.ts";
 import pino from "pino";
 import { runScenario, type PipelineHooks } from "../../src/run/pipeline.ts";
 import { loadDevice, loadScenario } from "../../src/run/load.ts";
@@ -9,12 +10,7 @@ import { compareSymbolic, expectedRanges, type ExpectedRange } from "../../src/c
 import { corruptFirstReduce, duplicateCceSource, moveCceSource, moveRemoteWrite } from "../helpers-image.ts";
 import { HOW_MIXED, HOW_NONE, reduceHow } from "../../src/ir/dtypes.ts";
 
-function run(args: string[], hooks: PipelineHooks = {}): { code: number; out: string; err: string } {
-  let out = "";
-  let err = "";
-  const code = main(args, (s) => (out += s), (s) => (err += s), hooks);
-  return { code, out, err };
-}
+const run = runSim;
 
 describe("the symbolic reference", () => {
   const g = [4, 5, 6];

@@ -1,14 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { main, EXIT } from "../../src/cli/sim.ts";
+import { EXIT } from "../../src/cli/sim.ts";
+import { runSim } from "../run-sim.ts";
 import { corruptFirstReduce, dropFirstRemoteSemaInc } from "../helpers-image.ts";
-import type { PipelineHooks } from "../../src/run/pipeline.ts";
 
-function run(args: string[], hooks: PipelineHooks = {}): { code: number; out: string; err: string } {
-  let out = "";
-  let err = "";
-  const code = main(args, (s) => (out += s), (s) => (err += s), hooks);
-  return { code, out, err };
-}
+const run = runSim;
 
 const BAD = "test/fixtures/bad";
 

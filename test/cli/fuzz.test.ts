@@ -3,20 +3,16 @@
 // Each exits 1 naming the file, the field path and the value; never a stack trace, never exit 2,
 // and no output file is left behind.
 import { afterAll, describe, expect, it } from "vitest";
+import { runSim } from "../run-sim.ts";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { main, EXIT } from "../../src/cli/sim.ts";
+import { EXIT } from "../../src/cli/sim.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ccsim-fuzz-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function run(args: string[]): { code: number; out: string; err: string } {
-  let out = "";
-  let err = "";
-  const code = main(args, (s) => (out += s), (s) => (err += s));
-  return { code, out, err };
-}
+const run = runSim;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Path = (string | number)[];

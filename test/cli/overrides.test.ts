@@ -1,14 +1,10 @@
 // Flags that change a scenario go through the same validation as the file: exit 1, naming the
 // file, the flags, the field path and the value — never a stack trace or exit 2.
 import { describe, expect, it } from "vitest";
-import { main, EXIT } from "../../src/cli/sim.ts";
+import { runSim } from "../run-sim.ts";
+import { EXIT } from "../../src/cli/sim.ts";
 
-function run(args: string[]): { code: number; out: string; err: string } {
-  let out = "";
-  let err = "";
-  const code = main(args, (s) => (out += s), (s) => (err += s));
-  return { code, out, err };
-}
+const run = runSim;
 
 describe("command-line overrides are validated like the file", () => {
   it.each([

@@ -1,19 +1,14 @@
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { runSim } from "../run-sim.ts";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { main } from "../../src/cli/sim.ts";
 import { main as disasm } from "../../src/cli/disasm.ts";
 import { parseSize, sweepSizes } from "../../src/cli/sizes.ts";
 import { FABRIC_PID } from "../../src/cli/trace.ts";
 import { expectGolden } from "../golden.ts";
 
-function run(args: string[]): { code: number; out: string; err: string } {
-  let out = "";
-  let err = "";
-  const code = main(args, (s) => (out += s), (s) => (err += s));
-  return { code, out, err };
-}
+const run = runSim;
 const tmp = () => mkdtempSync(join(tmpdir(), "ccsim-"));
 
 describe("size-range parser", () => {

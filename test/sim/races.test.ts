@@ -1,6 +1,7 @@
 // Race detection: a read of data whose write no semaphore orders before it, or a write over data
 // not yet consumed, fails the check (exit 3) even when the values pass; correct programs are clean.
 import { describe, expect, it } from "vitest";
+import { runSim } from "../run-sim.ts";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,12 +9,7 @@ import { main, EXIT } from "../../src/cli/sim.ts";
 import { joined, QueueClock, ThreadClock } from "../../sim/verify/races.ts";
 import { dropMeshWait } from "../helpers-image.ts";
 
-function run(args: string[]): { code: number; out: string; err: string } {
-  let out = "";
-  let err = "";
-  const code = main(args, (s) => (out += s), (s) => (err += s));
-  return { code, out, err };
-}
+const run = runSim;
 
 /** ring8's all-reduce alone, with faults, written where the CLI can read it. */
 function ring8With(faults: unknown[], extra: Record<string, unknown> = {}): string {

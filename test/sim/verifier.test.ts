@@ -1,16 +1,11 @@
 // The verifier: writes outside every declared region, semaphores that do not end where the image
 // says they do, and rings not fully consumed fail the check (exit 3) even when the values pass.
 import { describe, expect, it } from "vitest";
-import { main, EXIT } from "../../src/cli/sim.ts";
+import { runSim } from "../run-sim.ts";
+import { EXIT } from "../../src/cli/sim.ts";
 import { misdirectCompletion, strayFirstWrite } from "../helpers-image.ts";
-import type { PipelineHooks } from "../../src/run/pipeline.ts";
 
-function run(args: string[], hooks: PipelineHooks = {}): { code: number; out: string; err: string } {
-  let out = "";
-  let err = "";
-  const code = main(args, (s) => (out += s), (s) => (err += s), hooks);
-  return { code, out, err };
-}
+const run = runSim;
 
 describe("the verifier", () => {
   it("a write outside every declared buffer is a stray write (exit 3)", () => {
