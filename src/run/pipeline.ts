@@ -93,12 +93,14 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const op = scn.ops[i]!;
     // A values check that cannot fit in memory runs symbolically (memory for the schedule, not the payload).
     let mode = scn.check;
+    let races = scn.races;
     if (mode === "values") {
       const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget);
       if (!fits) {
         const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-        log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(hooks.valuesBudget ?? valuesCheckBudget())} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free): checking symbolically instead`);
+        log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(hooks.valuesBudget ?? valuesCheckBudget())} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free): checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
         mode = "symbolic";
+        races = false;
       }
     }
     const { image, layout, explain: why, warnings } = compileProgram(scn, spec, [i]);
@@ -125,7 +127,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
     // Every rank's input starts as its own contributions (seed = rank).
     const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank })) : undefined;
-    const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && scn.races, ...(seeds ? { symbolic: seeds } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
+    const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     let mismatch: CheckMismatch | undefined;
