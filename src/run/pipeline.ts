@@ -130,28 +130,24 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
+    // The first rank whose output differs from the reference, by values or by contributions.
     let mismatch: CheckMismatch | undefined;
-    if (values) {
-      for (const rl of ol.ranks) {
-        const want = expected.get(rl.rank);
-        if (!want) continue;
-        const m = compare(op.dtype, rl.rank, want, res.read(rl.output.addr, rl.output.bytes));
-        if (m) {
-          mismatch = { kind: "values", ...m };
-          break;
-        }
+    const ranges = symbolic ? symbolicReference(scn, i, ol) : undefined;
+    const how = reduceHow(op.reduce, op.dtype);
+    const differs = (rank: number, addr: number, bytes: number): CheckMismatch | undefined => {
+      if (values) {
+        const want = expected.get(rank);
+        const m = want && compare(op.dtype, rank, want, res.read(addr, bytes));
+        return m && { kind: "values", ...m };
       }
-    }
-    if (symbolic) {
-      const want = symbolicReference(scn, i, ol);
+      const want = ranges?.get(rank);
+      const m = want && compareSymbolic(rank, want, (fn) => res.symbolic(addr, bytes, fn), how);
+      return m && { kind: "symbolic", ...m };
+    };
+    if (values || symbolic) {
       for (const rl of ol.ranks) {
-        const ranges = want.get(rl.rank);
-        if (!ranges) continue;
-        const m = compareSymbolic(rl.rank, ranges, (fn) => res.symbolic(rl.output.addr, rl.output.bytes, fn), reduceHow(op.reduce, op.dtype));
-        if (m) {
-          mismatch = { kind: "symbolic", ...m };
-          break;
-        }
+        mismatch = differs(rl.rank, rl.output.addr, rl.output.bytes);
+        if (mismatch) break;
       }
     }
     // The op ends when its slowest group does; its bus factor takes the largest group (what bounds
