@@ -7,7 +7,7 @@ import { decodeAddress, describeAddress, ENGINES_PER_SENG } from "../src/encd/ad
 import type { DeviceImage, ProgramImage } from "../src/encd/image.ts";
 import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
 import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
-import { DmaEngine, DmaQueue, type DmaHost } from "./hw/dma.ts";
+import { DmaEngine, DmaQueue, RingSide, type DmaHost } from "./hw/dma.ts";
 import { Fabric } from "./hw/fabric.ts";
 import { DeviceMemory } from "./hw/memory.ts";
 import { SemaphoreBlock } from "./hw/semaphore.ts";
@@ -263,7 +263,10 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
         e = new DmaEngine(dmaHost, di.device, q.engine, { bytesPerSecond: spec.dma.engineBytesPerSecond, descriptorCostPs: spec.dma.descriptorCostPs });
         model.engines.set(q.engine, e);
       }
-      e.addQueue(new DmaQueue(q.queue, q.tx, q.rx, races && new QueueClock(races.agent(`dev${di.device} dma${q.engine} q${q.queue}`, "tx"))));
+      const st = q.streamed;
+      const tx = st ? RingSide.streamed(st.tx, st.txCount, image.feed) : RingSide.whole(q.tx);
+      const rx = st ? RingSide.streamed(st.rx, st.rxCount, image.feed) : RingSide.whole(q.rx);
+      e.addQueue(new DmaQueue(q.queue, tx, rx, races && new QueueClock(races.agent(`dev${di.device} dma${q.engine} q${q.queue}`, "tx"))));
     }
     for (const s of di.semaphores) semaBlock(di.device, s.topsp).write(s.sema, "set", s.value);
     for (const t of di.topsps) {

@@ -4,7 +4,7 @@ import { CcsimError, CompileError } from "../src/ir/errors.ts";
 import { ERROR_CODES } from "../src/ir/codes.ts";
 import { EncOpType } from "../src/ir/enums.ts";
 import type { DeviceSpec, Scenario } from "../src/ir/spec.ts";
-import { compileProgram, explainScenario } from "../src/enc/compile.ts";
+import { compileProgram, compileStreamed, explainScenario } from "../src/enc/compile.ts";
 import { dispatch } from "../src/enc/post.ts";
 import { EncAlgType } from "../src/ir/enums.ts";
 import { planChunks } from "../src/enc/chunks.ts";
@@ -383,6 +383,12 @@ describe("simulator errors", () => {
       const m = tx(img, (d) => d.kind === "cce");
       dv(q0(img).tx).setUint32(m * DESC_BYTES + 12, 1, true);
       sim(img)();
+    }],
+    ["SIM1312", () => {
+      // A streamed image whose feed runs dry before the rings it promised are full.
+      const scn = scenario({ ranks: 2, channels: 1, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
+      const img = compileStreamed(scn, trn1, [0]).image;
+      sim({ ...img, feed: { pull: () => false } })();
     }],
     ["SIM1401", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, topsps: d.topsps.map((t) => ({ ...t, opNum: 2 })) })) })()],
     ["SIM1402", () => {

@@ -6,6 +6,8 @@ import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
 import { DESC_BYTES, decodeRx, decodeTx } from "../../src/encd/udma.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
+import type { DescPages } from "../../src/encd/pages.ts";
+import type { DescriptorFeed } from "../../src/encd/image.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { cceReduce } from "./cce.ts";
 import { pipeline, type Fabric, type Stage } from "./fabric.ts";
@@ -37,10 +39,50 @@ export interface DmaHost {
   faultHit?(message: string): void;
 }
 
+/**
+ * One side of a queue's ring: the whole ring as emitted, or a streamed one whose descriptors arrive
+ * (from the program's feed) when the engine reaches them and whose run pages are dropped.
+ */
+export class RingSide {
+  /** Descriptors in the ring (over the whole program). */
+  readonly count: number;
+  private readonly whole: Uint8Array | undefined;
+  private readonly pages: DescPages | undefined;
+  private readonly feed: DescriptorFeed | undefined;
+  private constructor(count: number, whole: Uint8Array | undefined, pages: DescPages | undefined, feed: DescriptorFeed | undefined) {
+    this.count = count;
+    this.whole = whole;
+    this.pages = pages;
+    this.feed = feed;
+  }
+  static whole(bytes: Uint8Array): RingSide {
+    return new RingSide(bytes.length / DESC_BYTES, bytes, undefined, undefined);
+  }
+  static streamed(pages: DescPages, count: number, feed: DescriptorFeed | undefined): RingSide {
+    return new RingSide(count, undefined, pages, feed);
+  }
+  /** The bytes holding descriptor `i` (read it at `offset(i)`), fed first if it has not arrived. */
+  bytes(i: number): Uint8Array {
+    if (this.whole) return this.whole;
+    const pages = this.pages!;
+    while (i >= pages.count) {
+      if (!this.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${this.count} never arrived: its feed ended at ${pages.count}`, { value: i });
+    }
+    return pages.page(i);
+  }
+  offset(i: number): number {
+    return this.whole ? i * DESC_BYTES : this.pages!.offset(i);
+  }
+  /** The engine has run every descriptor below `upTo`. */
+  release(upTo: number): void {
+    this.pages?.release(upTo);
+  }
+}
+
 export class DmaQueue {
   readonly id: number;
-  readonly tx: Uint8Array;
-  readonly rx: Uint8Array;
+  readonly tx: RingSide;
+  readonly rx: RingSide;
   txTail = 0;
   rxTail = 0;
   txHead = 0;
@@ -48,17 +90,17 @@ export class DmaQueue {
   lastLand: Tick = 0;
   /** Race detection: the queue as a memory agent. */
   readonly clock: QueueClock | undefined;
-  constructor(id: number, tx: Uint8Array, rx: Uint8Array, clock?: QueueClock) {
+  constructor(id: number, tx: RingSide, rx: RingSide, clock?: QueueClock) {
     this.id = id;
     this.tx = tx;
     this.rx = rx;
     this.clock = clock;
   }
   get txCount(): number {
-    return this.tx.length / DESC_BYTES;
+    return this.tx.count;
   }
   get rxCount(): number {
-    return this.rx.length / DESC_BYTES;
+    return this.rx.count;
   }
 }
 
@@ -120,7 +162,7 @@ export class DmaEngine {
   private parse(q: DmaQueue): Packet | undefined {
     if (q.txHead >= q.txTail) return undefined;
     const where = (i: number) => `dev${this.device} dma${this.index} q${q.id} tx[${i}]`;
-    const head = decodeTx(q.tx, q.txHead * DESC_BYTES);
+    const head = decodeTx(q.tx.bytes(q.txHead), q.tx.offset(q.txHead));
     if (head.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${where(q.txHead)}: ring id ${head.ringId}, expected ${INITIAL_RING_ID}`, { value: head.ringId });
     const srcs: { addr: number; len: number }[] = [];
     let i = q.txHead;
@@ -137,7 +179,7 @@ export class DmaEngine {
     }
     for (;;) {
       if (i >= q.txTail) return undefined;
-      const d = decodeTx(q.tx, i * DESC_BYTES);
+      const d = decodeTx(q.tx.bytes(i), q.tx.offset(i));
       if (d.kind !== "data") throw new SimError("SIM1304", `${where(i)}: META descriptor inside a packet`, { value: i });
       if (d.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${where(i)}: ring id ${d.ringId}, expected ${INITIAL_RING_ID}`, { value: d.ringId });
       if (!Number.isFinite(d.src)) throw new SimError("SIM1305", `${where(i)}: source address beyond 2^53`, { value: i });
@@ -155,7 +197,7 @@ export class DmaEngine {
     let j = q.rxHead;
     while (got < need) {
       if (j >= q.rxTail) return undefined;
-      const r = decodeRx(q.rx, j * DESC_BYTES);
+      const r = decodeRx(q.rx.bytes(j), q.rx.offset(j));
       if (r.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${r.ringId}, expected ${INITIAL_RING_ID}`, { value: r.ringId });
       if (dests > 1 && r.length !== bytes) throw new SimError("SIM1311", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: a replicated CCE packet of ${bytes} bytes needs ${dests} rx descriptors of that length, not ${r.length}`, { value: r.length });
       dsts.push({ addr: r.dst, len: r.length });
@@ -202,6 +244,8 @@ export class DmaEngine {
     const acc: Access | undefined = qc && { agent: qc.agent, epoch: qc.tick(), clock: qc.issue(q.txHead + p.nTx, q.rxHead + p.nRx), desc: q.txHead, timePs: k.now };
     q.txHead += p.nTx;
     q.rxHead += p.nRx;
+    q.tx.release(q.txHead);
+    q.rx.release(q.rxHead);
     this.busy = true;
     this.packets++;
     // Read the sources now; the write lands later.

@@ -2,12 +2,13 @@
 // channels on TopSPs / DMA engines / semaphores, compose every rank's channels, emit the image.
 import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
-import { CompileError } from "../ir/errors.ts";
+import { CompileError, InternalError } from "../ir/errors.ts";
 import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
 import { ALG_NAMES, acrossNodes, podLinked } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { HBM_LIMIT, MAX_DEVICES, semaAddr } from "../encd/address.ts";
-import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type ProgramImage } from "../encd/program.ts";
+import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type ProgramImage, type RingMode } from "../encd/program.ts";
+import type { VringStore } from "../encd/vring.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, meshEngines, opPlan, postOperations, type EncOperation, type Explanation } from "./post.ts";
@@ -91,6 +92,60 @@ export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Expla
 
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */
 export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
+  return drain(composeProgram(scn, spec, opIndices, { kind: "keep" }))!;
+}
+
+/**
+ * The same program with streamed rings: the image holds every byte stream but the descriptor
+ * rings, whose counts it knows (a first pass counts them); its feed composes the program again,
+ * chunk group by chunk group, as the simulator's engines reach descriptors not yet emitted — so a
+ * run holds the descriptors in flight, not the whole op's.
+ */
+export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
+  const stores = new Map<string, VringStore>();
+  const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores }))!;
+  const again = composeProgram(scn, spec, opIndices, { kind: "stream", stores });
+  let done = false;
+  const feed = {
+    pull(): boolean {
+      if (done) return false;
+      done = again.next().done === true;
+      if (done) {
+        // The second composition must emit exactly what the first counted.
+        for (const d of counted.image.devices) {
+          for (const q of d.queues) {
+            const st = q.streamed!;
+            if (st.tx.count !== st.txCount || st.rx.count !== st.rxCount) throw new InternalError(`dev${d.device} dma${q.engine} q${q.queue}: the streamed composition emitted ${st.tx.count}/${st.rx.count} descriptors, the counting one ${st.txCount}/${st.rxCount}`);
+          }
+        }
+      }
+      return true;
+    },
+  };
+  return { ...counted, image: { ...counted.image, feed } };
+}
+
+function drain<T>(g: Generator<void, T>): T {
+  for (;;) {
+    const r = g.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** One chunk group of each generator per round, until all are done; a streamed program hands over between rounds. */
+function* rounds(gens: Generator<void, unknown>[]): Generator<void, void> {
+  let live = gens;
+  while (live.length > 0) {
+    live = live.filter((g) => g.next().done !== true);
+    if (live.length > 0) yield;
+  }
+}
+
+/**
+ * Compose the program: a generator that pauses between chunk groups of ring-type stages and
+ * returns the compiled program (nothing in `stream` mode, whose only product is the descriptors).
+ */
+function* composeProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], rings: RingMode): Generator<void, CompiledProgram | undefined> {
   // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device, no proxy needed.
   const pod = podLinked(spec.topology, scn.nodes);
   check(scn.nodes === 1 || pod || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
@@ -195,7 +250,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       })()
     : undefined;
 
-  const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode });
+  const builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode }, rings);
   /** Channel c of set `set`: channel 0 of every set sits on the rank's first TopSP (the reporter's). */
   const place = (rank: number, set: number, c: number) => {
     const ci = info[rank]!;
@@ -363,9 +418,11 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
   };
 
   /** Compose one stage (a whole op, or one level of a hierarchical op) on every rank. */
-  const composeStage = (st: Stage, buffers: ReadonlyMap<number, StageBuffers>, plans: readonly ChunkPlan[], kang: ReturnType<typeof kangaringGroup>[] | undefined, path: string): void => {
+  const composeStage = function* (st: Stage, buffers: ReadonlyMap<number, StageBuffers>, plans: readonly ChunkPlan[], kang: ReturnType<typeof kangaringGroup>[] | undefined, path: string): Generator<void, void> {
     const { comm, op, opType, alg, count, reduceSliceBytes } = st;
     const gr = (r: number) => comm.pos.get(r)!.groupRank;
+    // Ring-type channels are composed side by side, one chunk group each per round.
+    const gens: Generator<void, unknown>[] = [];
     if (kang) {
       comm.groups.forEach((_, gi) => {
         const k = kang[gi]!;
@@ -382,7 +439,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
             const prevP = order[(idx + order.length - 1) % order.length]!.ranks[pi]!;
             const pn = place(nextP, comm.set, c);
             const pp = place(prevP, comm.set, c);
-            const signals = composeChannelKangaring(
+            const primaryGen = composeChannelKangaring(
               { op, opType, plan: k.plan, count, rankBlock: k.rankBlock, m: k.m, chips: order.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes, replication: spec.arch >= 3 },
               c,
               chan(comm, primary, c),
@@ -398,11 +455,16 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
               },
             );
             // A secondary only waits for its primary's writes into its output.
-            for (const r of secondaries) {
-              const ch = chan(comm, r, c);
-              for (let i = 0; i < signals; i++) ch.markStep(StepFlag.WAIT_RECV);
-              ch.markEnd();
-            }
+            gens.push(
+              (function* () {
+                const signals = yield* primaryGen;
+                for (const r of secondaries) {
+                  const ch = chan(comm, r, c);
+                  for (let i = 0; i < signals; i++) ch.markStep(StepFlag.WAIT_RECV);
+                  ch.markEnd();
+                }
+              })(),
+            );
           });
         }
       });
@@ -438,7 +500,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           const toTarget = t !== undefined && viaNetwork(rank, t);
           const fromSource = src !== undefined && viaNetwork(src, rank);
           const net = toTarget || fromSource ? { toTarget, fromSource, ...proxyQueue(comm, rank, c), foldN } : undefined;
-          composeChannelPermute(
+          gens.push(composeChannelPermute(
             { op, channels, pieceBytes: plans[comm.pos.get(rank)!.group]!.halfBytes, reduceSliceBytes, reduce },
             c,
             chan(comm, rank, c),
@@ -450,7 +512,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
               recvSlots: src === undefined ? 0 : sendSlots(comm, src, c),
               ...(net ? { net } : {}),
             },
-          );
+          ));
         }
       }
     } else {
@@ -465,7 +527,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
           const toNext = viaNetwork(rank, next);
           const fromPrev = viaNetwork(rank, prev);
           const net = toNext || fromPrev ? netHop(comm, rank, c, toNext, fromPrev, plans[gi]!.halfBytes) : undefined;
-          composeChannelRing(
+          gens.push(composeChannelRing(
             { op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes },
             c,
             chan(comm, rank, c),
@@ -479,10 +541,11 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
               recvSlots: recvSlots(comm, rank, c),
               ...(net ? { net } : {}),
             },
-          );
+          ));
         }
       }
     }
+    yield* rounds(gens);
   };
 
   /** Chunk plans of a stage, per group of its comm (as postOperation plans a whole op). */
@@ -490,15 +553,15 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     comm.groups.map((g) => opPlan(opType, count, g.length, chunkBytes, esize, channels));
 
   /** Allocate a stage's buffers and compose it; `io` gives each rank's input and output. */
-  const runStage = (st: Stage, io: (rank: number) => { input: number; output: number }, path: string, plans?: readonly ChunkPlan[]): void => {
+  const runStage = function* (st: Stage, io: (rank: number) => { input: number; output: number }, path: string, plans?: readonly ChunkPlan[]): Generator<void, void> {
     const esize = dtypeSize(st.op.dtype);
     const kang = st.alg === EncAlgType.KANGARING ? st.comm.groups.map((_, gi) => kangaringGroup(st.comm, gi, st.opType, st.count, esize)) : undefined;
     const p = plans ?? stagePlans(st.comm, st.opType, st.count, esize);
     const half = (rank: number) => (kang ? kang[st.comm.pos.get(rank)!.group]!.plan.halfBytes : p[st.comm.pos.get(rank)!.group]!.halfBytes);
     const pairSource = st.op.pairs ? new Map(st.op.pairs.map(([a, b]) => [b, a])) : undefined;
     const buffers = stageBuffers(st, io, half, pairSource);
-    composeStage(st, buffers, p, kang, path);
-    return void stageLog.push({ st, buffers });
+    yield* composeStage(st, buffers, p, kang, path);
+    stageLog.push({ st, buffers });
   };
   const stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
 
@@ -506,7 +569,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
    * A hierarchical op: step t runs stage s on slice t - s (one slice: the stages one after
    * another), each step one builder op closed by a device barrier; only the last step reports.
    */
-  const composeHier = (op: OpSpec, opType: EncOpType, operation: EncOperation, io: ReadonlyMap<number, { input: number; output: number }>, path: string, hierGroups: readonly (readonly number[])[], alongside: () => void) => {
+  const composeHier = function* (op: OpSpec, opType: EncOpType, operation: EncOperation, io: ReadonlyMap<number, { input: number; output: number }>, path: string, hierGroups: readonly (readonly number[])[], alongside: () => Generator<void, void>) {
     const esize = dtypeSize(op.dtype);
     let took: { device: number; topsp: number }[] = [];
     // This op's hierarchical groups: their ranks' parts of the level comms.
@@ -516,9 +579,9 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     const plan = hierStages({ ...scn, replicaGroups: hierGroups }, spec, comms, info, op, opType, channels, chunkBytes, path);
     /** Other groups' flat stages run in the op's first step. */
     let first = true;
-    const beginStep = () => {
+    const beginStep = function* () {
       builder.beginOp();
-      if (first) alongside();
+      if (first) yield* alongside();
       first = false;
     };
     // Step t runs stage s on slice t - s (one slice: the stages one after another); stage s reads
@@ -545,8 +608,8 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     if (tr) for (const rank of members(comms.intra)) trBuf.set(rank, builder.allocHbm(info[rank]!.device, tr.at === "first" ? inShare(rank) : outShare(rank)));
     const opIn = (rank: number) => (tr?.at === "first" ? trBuf.get(rank)! : io.get(rank)!.input);
     const opOut = (rank: number) => (tr?.at === "last" ? trBuf.get(rank)! : io.get(rank)!.output);
-    const transposeStep = (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): void => {
-      beginStep();
+    const transposeStep = function* (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): Generator<void, void> {
+      yield* beginStep();
       for (const rank of members(comms.intra)) {
         const ch = chan(comms.intra, rank, 0);
         const b = bytes(rank) / (tr!.rows * tr!.cols);
@@ -557,23 +620,23 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
       took = builder.endOp(report);
     };
     if (tr?.at === "first") {
-      transposeStep((rank) => io.get(rank)!.input, opIn, inShare, false);
+      yield* transposeStep((rank) => io.get(rank)!.input, opIn, inShare, false);
       barrier(took);
     }
     const inp = (s: number, j: number, rank: number): number => (s === 0 ? opIn(rank) + j * inShare(rank) : out(s - 1, j, rank));
     for (let t = 0; t < k + n - 1; t++) {
       const last = t === k + n - 2 && tr?.at !== "last";
-      beginStep();
-      plan.stages.forEach((st, s) => {
+      yield* beginStep();
+      for (const [s, st] of plan.stages.entries()) {
         const j = t - s;
-        if (j < 0 || j >= k) return;
-        runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inp(s, j, rank), output: out(s, j, rank) }), k > 1 ? `${path}.slice${j}.stage${s}` : `${path}.stage${s}`);
-      });
+        if (j < 0 || j >= k) continue;
+        yield* runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inp(s, j, rank), output: out(s, j, rank) }), k > 1 ? `${path}.slice${j}.stage${s}` : `${path}.stage${s}`);
+      }
       took = builder.endOp(last);
       // Ranks meet before the next step reads this one's outputs.
       if (!last) barrier(took);
     }
-    if (tr?.at === "last") transposeStep(opOut, (rank) => io.get(rank)!.output, outShare, true);
+    if (tr?.at === "last") yield* transposeStep(opOut, (rank) => io.get(rank)!.output, outShare, true);
     return { stages: plan.stages.map((s): StageRecord => ({ level: s.level, op: s.op.op, alg: s.alg })), selections: plan.log, took };
   };
 
@@ -615,17 +678,17 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     let took: { device: number; topsp: number }[];
     const algOf = (g: readonly number[]) => groupAlgs[info[g[0]!]!.group]!;
     const flatAlgs = [...new Set(groupAlgs.filter((a) => a !== EncAlgType.HIER))];
-    const flat = () => {
+    const flat = function* () {
       for (const alg of flatAlgs) {
         const comm = mixed ? subComm(main, (g) => algOf(g) === alg) : main;
-        runStage({ comm, op, opType, alg, count, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => io.get(rank)!, path, alg === EncAlgType.KANGARING || mixed ? undefined : plans);
+        yield* runStage({ comm, op, opType, alg, count, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => io.get(rank)!, path, alg === EncAlgType.KANGARING || mixed ? undefined : plans);
       }
     };
     if (groupAlgs.includes(EncAlgType.HIER)) {
-      ({ stages, selections, took } = composeHier(op, opType, operation, io, path, groups.filter((g) => algOf(g) === EncAlgType.HIER), flat));
+      ({ stages, selections, took } = yield* composeHier(op, opType, operation, io, path, groups.filter((g) => algOf(g) === EncAlgType.HIER), flat));
     } else {
       builder.beginOp();
-      flat();
+      yield* flat();
       took = builder.endOp();
     }
     /** A rank's receive buffers in the last stage it took part in. */
@@ -643,6 +706,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
     if (opIndices.length > 1 && index === opIndices[opIndices.length - 1]) barrier(took);
     ops.push({ index, spec: op, opType, algorithm, count, plan: plans, operation, ranks: rankLayouts, stages, ...(selections ? { selections } : {}) });
   }
+  if (rings.kind === "stream") return undefined;
   const image = builder.build();
   validateCcops(image);
   return { image, layout: { channels, foldN, rings: main.rings, ops }, explain: posted.explain, warnings };

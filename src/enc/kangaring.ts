@@ -50,7 +50,7 @@ export interface KangaringView {
 type Piece = { lo: number; hi: number };
 
 /** Compose channel `ch` of a chip's primary; returns how many signals each secondary must wait for. */
-export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan: EncdChannel, v: KangaringView): number {
+export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan: EncdChannel, v: KangaringView): Generator<void, number> {
   const { op, plan, opType, m, rankBlock: B } = ctx;
   const R = ctx.chips;
   const esize = dtypeSize(op.dtype);
@@ -184,6 +184,7 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
           chan.markStep(0);
         }
       }
+      yield;
       continue;
     }
     if (rs) {
@@ -201,6 +202,8 @@ export function composeChannelKangaring(ctx: KangaringContext, ch: number, chan:
       for (const p of pieces(v.na[1]!, g)) directRecv(p);
     }
     chan.markStep(StepFlag.DRAIN_CREDIT, ctx.bufferSlots);
+    // One chunk group emitted: a streamed program hands it over here.
+    yield;
   }
   assert(sent === received, `kangaring channel ${ch}: ${sent} slot sends but ${received} slot receives`);
   chan.markEnd();

@@ -68,7 +68,7 @@ export interface RingOpContext {
 type Piece = { lo: number; hi: number };
 
 /** Compose one channel of one rank for one op; `ch` is the channel index, `chan` its emitter. */
-export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdChannel, v: RingView): void {
+export function* composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdChannel, v: RingView): Generator<void, void> {
   const { op, plan, rankN: R } = ctx;
   const esize = dtypeSize(op.dtype);
   const cce = REDUCE_TO_CCE[op.reduce];
@@ -168,6 +168,8 @@ export function composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCha
       for (const _ of pieces(v.na[1]!, g)) directRecv();
     }
     chan.markStep(StepFlag.DRAIN_CREDIT, v.sendSlots);
+    // One chunk group emitted: a streamed program hands it over here.
+    yield;
   }
   assert(sent === received, `channel ${ch}: ${sent} slot sends but ${received} slot receives`);
   chan.markEnd();
@@ -214,7 +216,7 @@ export interface PairOpContext {
  * reducing each with its own input. Sends and receives alternate piece by piece, so a cycle of
  * pairs cannot deadlock on credits.
  */
-export function composeChannelPermute(ctx: PairOpContext, ch: number, chan: EncdChannel, v: PairView): void {
+export function* composeChannelPermute(ctx: PairOpContext, ch: number, chan: EncdChannel, v: PairView): Generator<void, void> {
   const { op } = ctx;
   const esize = dtypeSize(op.dtype);
   const elems = op.bytes / esize;
@@ -273,6 +275,7 @@ export function composeChannelPermute(ctx: PairOpContext, ch: number, chan: Encd
       }
     }
     if (lo === hi) break;
+    yield;
   }
   chan.markStep(StepFlag.DRAIN_CREDIT, v.sendSlots);
   chan.markEnd();

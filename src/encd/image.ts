@@ -1,6 +1,7 @@
 // The program image: what the emitter hands the simulator — byte streams and their placement, and
 // nothing of the composer. sim/ reads images (and the format decoders) only; the builder that
 // writes them is program.ts.
+import type { DescPages } from "./pages.ts";
 
 /** The slot scratchpad a mesh-tape program's step stream lives in. */
 export const MESH_SLOT = 16;
@@ -23,8 +24,30 @@ export interface TopspImage {
 export interface QueueImage {
   readonly engine: number;
   readonly queue: number;
+  /** The whole TX and RX rings (empty when the rings are streamed). */
   readonly tx: Uint8Array;
   readonly rx: Uint8Array;
+  /** A streamed queue: its descriptors arrive in order through the program's feed. */
+  readonly streamed?: StreamedRings;
+}
+
+/**
+ * Rings that are filled while the program runs, as the runtime re-arms a finite ring in place:
+ * the counts are known up front, the descriptors arrive (through `ProgramImage.feed`) before the
+ * engine reaches them, and the pages it has run are dropped.
+ */
+export interface StreamedRings {
+  readonly txCount: number;
+  readonly rxCount: number;
+  readonly tx: DescPages;
+  readonly rx: DescPages;
+  /** The RX descriptor that ends each op (index -> its 16 bytes), for the validate pass. */
+  readonly rxPins: ReadonlyMap<number, Uint8Array>;
+}
+
+/** The producer of streamed rings: each call emits the next batch of descriptors; false once all are out. */
+export interface DescriptorFeed {
+  pull(): boolean;
 }
 
 export interface MemorySegment {
@@ -58,5 +81,7 @@ export interface ProgramImage {
   readonly nodes: number;
   readonly devicesPerNode: number;
   readonly devices: readonly DeviceImage[];
+  /** Present when queues are streamed: the producer of their descriptors. */
+  readonly feed?: DescriptorFeed;
 }
 

@@ -12,7 +12,8 @@ import { packChannelConfig, ALGO_CONFIG_RING_BYTES, MAX_CHANNELS, type RingNeigh
 import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } from "./ccop.ts";
 import { ENGINES_PER_SENG, hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
 import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
-import { dumpToPringPadded, Vring, WORD_BYTES } from "./vring.ts";
+import { dumpToPringPadded, Vring, VRING_DESC_LIMIT, WORD_BYTES, type VringStore } from "./vring.ts";
+import { DescPages } from "./pages.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
 import { packProxyEntries, type ProxyEntry } from "./proxy.ts";
 import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
@@ -86,23 +87,32 @@ interface DeviceState {
   memory: MemorySegment[];
   payload: { addr: number; bytes: number }[];
   semaphores: { topsp: number; sema: number; value: number }[];
-  vrings: Map<string, { engine: number; queue: number; vring: Vring }>;
+  vrings: Map<string, { engine: number; queue: number; vring: Vring; stream?: VringStore }>;
   topsps: Map<number, TopspState>;
   proxies: { topsp: number; sema: number; entries: ProxyEntry[] }[];
   /** Per TopSP: the DMA queue carrying its barrier arrivals. */
   barrierQueues: Map<number, { vring: Vring; mask: number; seng: number; engine: number }>;
 }
 
+/**
+ * Where the builder puts descriptors: in the image (`keep`); nowhere but their counts, the image's
+ * rings to be streamed into `stores` (`count`); or into `stores` while the program runs (`stream`,
+ * the same composition run again on demand).
+ */
+export type RingMode = { readonly kind: "keep" } | { readonly kind: "count" | "stream"; readonly stores: Map<string, VringStore> };
+
 export class ProgramBuilder {
   readonly params: EmitterParams;
+  private readonly rings: RingMode;
   private readonly devices = new Map<number, DeviceState>();
   private readonly channels: EncdChannel[] = [];
   private opIndex = -1;
   /** Cumulative arrivals each barrier semaphore has been promised (targets never reset). */
   private readonly barrierCounts = new Map<string, number>();
 
-  constructor(params: EmitterParams) {
+  constructor(params: EmitterParams, rings: RingMode = { kind: "keep" }) {
     this.params = params;
+    this.rings = rings;
   }
 
   private dev(device: number): DeviceState {
@@ -213,12 +223,27 @@ export class ProgramBuilder {
       if (Math.floor(engine / ENGINES_PER_SENG) !== seng) {
         throw new EncodeError("ENC1605", `DMA engine ${engine} is not in SENG ${seng}: one broadcast mask names engines of one SENG`, { path: "channel.engines", value: engine });
       }
-      const entry = { engine, queue, vring: new Vring(`dev${device}_eng${engine}_q${queue}`) };
+      const name = `dev${device}_eng${engine}_q${queue}`;
+      const entry = { engine, queue, ...this.newVring(name, `${device}/${key}`) };
       d.vrings.set(key, entry);
       mask = (mask | (1 << (engine % ENGINES_PER_SENG))) >>> 0;
       return entry.vring;
     });
     return { vrings, mask, seng };
+  }
+
+  /** A vring as the ring mode has it, and the streamed rings it stands for (count mode). */
+  private newVring(name: string, key: string): { vring: Vring; stream?: VringStore } {
+    const m = this.rings;
+    if (m.kind === "keep") return { vring: new Vring(name) };
+    if (m.kind === "count") {
+      const stream = { tx: new DescPages(), rx: new DescPages() };
+      m.stores.set(key, stream);
+      return { vring: new Vring(name, VRING_DESC_LIMIT, { tx: new DescPages(false), rx: new DescPages(false) }), stream };
+    }
+    const store = m.stores.get(key);
+    if (!store) throw new InternalError(`streamed composition binds ${name}, which the counting pass did not`);
+    return { vring: new Vring(name, VRING_DESC_LIMIT, store) };
   }
 
   /**
@@ -392,7 +417,10 @@ export class ProgramBuilder {
       const d = this.dev(device);
       const queues: QueueImage[] = [...d.vrings.values()]
         .sort((a, b) => a.engine - b.engine || a.queue - b.queue)
-        .map(({ engine, queue, vring }) => ({ engine, queue, ...dumpToPringPadded(vring, vring.txCount, vring.rxCount, d.padAddr) }));
+        .map(({ engine, queue, vring, stream }): QueueImage => {
+          if (!stream) return { engine, queue, ...dumpToPringPadded(vring, vring.txCount, vring.rxCount, d.padAddr) };
+          return { engine, queue, tx: NO_BYTES, rx: NO_BYTES, streamed: { txCount: vring.txCount, rxCount: vring.rxCount, tx: stream.tx, rx: stream.rx, rxPins: vring.rxPins } };
+        });
       const topsps: TopspImage[] = [...d.topsps.entries()]
         .sort((a, b) => a[0] - b[0])
         .map(([index, ts]) => {
@@ -420,6 +448,8 @@ export class ProgramBuilder {
     return { format: "ccsim-program-image", version: 1, arch: this.params.arch, nodes: this.params.nodes ?? 1, devicesPerNode: this.params.devicesPerNode ?? MAX_DEVICES_TOTAL, devices };
   }
 }
+
+const NO_BYTES = new Uint8Array(0);
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -584,6 +614,7 @@ export class EncdChannel {
     this.semaInc(semaAddr(this.placement.device, this.placement.topsp, this.placement.complSema, "inc"));
     if (this.countsCompletions) this.folds.forEach((_, f) => this.builder.countUp(this.placement.device, this.placement.topsp, this.placement.complSema + f, 1));
     this.markStep(StepFlag.LAST_SYNC);
+    for (const v of this.folds) v.pinLastRx();
     this.lastEntry = undefined;
     this.endedOps++;
     this.lastEndedOp = this.builder.currentOp;

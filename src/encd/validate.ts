@@ -18,6 +18,16 @@ function fail(code: string, message: string, path: string, value: unknown): neve
   throw new CompileError(code, message, { path, value });
 }
 
+/** RX descriptor `i` of a queue: from its ring, or (streamed rings) the copy pinned where an op ends. */
+function lastRx(q: QueueImage, i: number): { bytes: Uint8Array; offset: number } | undefined {
+  if (i < 0) return undefined;
+  if (q.streamed) {
+    const pin = q.streamed.rxPins.get(i);
+    return pin && { bytes: pin, offset: 0 };
+  }
+  return i < q.rx.length / DESC_BYTES ? { bytes: q.rx, offset: i * DESC_BYTES } : undefined;
+}
+
 /**
  * For every TopSP: every ring entry's channels have slot streams whose steps, summed, consume each
  * fold's rings exactly; every step's counts fit the 16-bit tp_inc fields; and every op of every
@@ -45,7 +55,7 @@ export function validateCcops(image: ProgramImage): void {
         const rings = folds.map((e) => queues.get(`${e}/${queue}`));
         if (rings.some((q) => !q) || folds.length !== cfg.foldN) fail("CMP1602", `${where} channel ${c}: fold_n ${cfg.foldN} but ${rings.filter(Boolean).length} DMA rings`, `${where}.channel${c}`, folds);
         const fq = rings as QueueImage[];
-        const lens = fq.map((q) => [q.tx.length / DESC_BYTES, q.rx.length / DESC_BYTES] as const);
+        const lens = fq.map((q) => [q.streamed?.txCount ?? q.tx.length / DESC_BYTES, q.streamed?.rxCount ?? q.rx.length / DESC_BYTES] as const);
         if (lens.some(([tx, rx]) => tx !== lens[0]![0] || rx !== lens[0]![1])) {
           fail("CMP1603", `${where} channel ${c}: its folds have unequal descriptor counts (${lens.map(([tx, rx]) => `${tx}/${rx}`).join(", ")})`, `${where}.channel${c}`, lens);
         }
@@ -63,7 +73,8 @@ export function validateCcops(image: ProgramImage): void {
             // The last packet of the op on each fold must increment that fold's completion semaphore.
             fq.forEach((q, f) => {
               const last = rx - 1;
-              const ok = last >= 0 && last < q.rx.length / DESC_BYTES && decodeRx(q.rx, last * DESC_BYTES).dst === semaAddr(d.device, t.index, compl.sema + f, "inc");
+              const desc = lastRx(q, last);
+              const ok = desc !== undefined && decodeRx(desc.bytes, desc.offset).dst === semaAddr(d.device, t.index, compl.sema + f, "inc");
               if (!ok) fail("CMP1605", `${MUST_INCREMENT} (${where} channel ${c} fold ${f}, op ${ops})`, `${where}.channel${c}.op${ops}`, f);
             });
             ops++;

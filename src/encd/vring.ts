@@ -2,6 +2,7 @@
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
 import { DESC_BYTES, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot } from "./udma.ts";
+import { DescPages } from "./pages.ts";
 
 /** Hard cap per half, as the runtime's vring allocator has it. */
 export const VRING_DESC_LIMIT = 0xfffff0;
@@ -17,54 +18,27 @@ export interface DescCounts {
   rx: number;
 }
 
-/** Descriptors per page of a DescList: 64 KiB pages, so a ring grows without copying or slack. */
-const PAGE_DESCS = 4096;
-
-/** A growable array of 16-byte descriptors, kept in fixed pages until it is flushed. */
-class DescList {
-  private pages: Uint8Array[] = [];
-  count = 0;
-  private readonly limit: number;
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-  next(owner: string): DescSlot {
-    if (this.count >= this.limit) {
-      throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${owner}, Max allowed ${this.limit}`, {
-        path: `vring.${owner}`,
-        value: this.count,
-      });
-    }
-    const page = Math.floor(this.count / PAGE_DESCS);
-    if (page === this.pages.length) this.pages.push(new Uint8Array(DESC_BYTES * PAGE_DESCS));
-    const offset = DESC_BYTES * (this.count++ - page * PAGE_DESCS);
-    return { bytes: this.pages[page]!, offset };
-  }
-  /** The descriptors as one array (a copy); `release` drops the pages as they are copied. */
-  view(release = false): Uint8Array {
-    const out = new Uint8Array(this.count * DESC_BYTES);
-    for (let p = 0; p < this.pages.length; p++) {
-      const n = Math.min(PAGE_DESCS, this.count - p * PAGE_DESCS);
-      out.set(this.pages[p]!.subarray(0, n * DESC_BYTES), p * PAGE_DESCS * DESC_BYTES);
-      if (release) this.pages[p] = EMPTY;
-    }
-    if (release) this.pages = [];
-    return out;
-  }
+/** Where a vring's descriptors go: its own pages (kept), nowhere (counted), or a streamed ring's pages. */
+export interface VringStore {
+  readonly tx: DescPages;
+  readonly rx: DescPages;
 }
-const EMPTY = new Uint8Array(0);
 
 export class Vring {
   readonly name: string;
-  private readonly txList: DescList;
-  private readonly rxList: DescList;
+  private readonly txList: DescPages;
+  private readonly rxList: DescPages;
+  private readonly limit: number;
   totalTxBytes = 0;
   totalRxBytes = 0;
-  /** `limit`: descriptors per half (the runtime's cap unless a test lowers it). */
-  constructor(name: string, limit = VRING_DESC_LIMIT) {
+  /** The last RX descriptor of each op (index -> bytes), pinned at its end for the validate pass. */
+  readonly rxPins = new Map<number, Uint8Array>();
+  /** `limit`: descriptors per half (the runtime's cap unless a test lowers it); `store`: where they go (default: kept here). */
+  constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }) {
     this.name = name;
-    this.txList = new DescList(limit);
-    this.rxList = new DescList(limit);
+    this.limit = limit;
+    this.txList = store.tx;
+    this.rxList = store.rx;
   }
   get txCount(): number {
     return this.txList.count;
@@ -73,10 +47,34 @@ export class Vring {
     return this.rxList.count;
   }
   txBytes(release = false): Uint8Array {
-    return this.txList.view(release);
+    return this.txList.flat(release);
   }
   rxBytes(release = false): Uint8Array {
-    return this.rxList.view(release);
+    return this.rxList.flat(release);
+  }
+
+  /** Keep a copy of the last RX descriptor (the end of an op): what validate reads of a ring it does not hold. */
+  pinLastRx(): void {
+    const i = this.rxList.count - 1;
+    if (i < 0) return;
+    const at = this.rxList.offset(i);
+    this.rxPins.set(i, this.rxList.page(i).slice(at, at + DESC_BYTES));
+  }
+
+  private nextTx(): DescSlot {
+    return this.next(this.txList);
+  }
+  private nextRx(): DescSlot {
+    return this.next(this.rxList);
+  }
+  private next(list: DescPages): DescSlot {
+    if (list.count >= this.limit) {
+      throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${this.name}, Max allowed ${this.limit}`, {
+        path: `vring.${this.name}`,
+        value: list.count,
+      });
+    }
+    return list.next();
   }
 
   /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
@@ -86,8 +84,8 @@ export class Vring {
     while (done < bytes) {
       const chunk = Math.min(bytes - done, MAX_DESC_BYTES);
       const last = done + chunk === bytes;
-      packTx(src + done, chunk, INITIAL_RING_ID, { first: true, last: true, dmb: last }, undefined, this.txList.next(this.name));
-      packRx(dst + done, chunk, INITIAL_RING_ID, {}, this.rxList.next(this.name));
+      packTx(src + done, chunk, INITIAL_RING_ID, { first: true, last: true, dmb: last }, undefined, this.nextTx());
+      packRx(dst + done, chunk, INITIAL_RING_ID, {}, this.nextRx());
       this.totalTxBytes += chunk;
       this.totalRxBytes += chunk;
       done += chunk;
@@ -111,12 +109,12 @@ export class Vring {
     const c = { tx: 0, rx: 0 };
     while (done < bytes) {
       const chunk = Math.min(bytes - done, packetBytes);
-      packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.txList.next(this.name), dsts.length);
+      packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.nextTx(), dsts.length);
       srcs.forEach((s, i) => {
         const last = i === srcs.length - 1;
-        packTx(s + done, chunk, INITIAL_RING_ID, { concat: !last, last }, 0, this.txList.next(this.name));
+        packTx(s + done, chunk, INITIAL_RING_ID, { concat: !last, last }, 0, this.nextTx());
       });
-      for (const d of dsts) packRx(d + done, chunk, INITIAL_RING_ID, {}, this.rxList.next(this.name));
+      for (const d of dsts) packRx(d + done, chunk, INITIAL_RING_ID, {}, this.nextRx());
       this.totalTxBytes += chunk * srcs.length;
       this.totalRxBytes += chunk * dsts.length;
       c.tx += 1 + srcs.length;

@@ -97,6 +97,7 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   SIM1309: "an engine reading memory that is not its device's HBM",
   SIM1310: "an engine writing something that is not HBM or a semaphore",
   SIM1311: "a replicated CCE packet whose destinations do not match",
+  SIM1312: "a streamed ring whose feed ended before the engine reached a descriptor",
   SIM1401: "a ctrl scratchpad whose size disagrees with op_num",
   SIM1402: "a wait on an address that is not this TopSP's read window",
   SIM1403: "an entry with cc_op 0",

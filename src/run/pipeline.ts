@@ -5,7 +5,7 @@ import { dtypeSize, reduceHow } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
-import { bufferBytes, compileProgram, algorithmLabel, type OpLayout } from "../enc/compile.ts";
+import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type OpLayout } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange, type SymbolicMismatch } from "../check/symbolic.ts";
@@ -103,7 +103,8 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
         races = false;
       }
     }
-    const { image, layout, explain: why, warnings } = compileProgram(scn, spec, [i]);
+    // Descriptor rings stream into the run (it holds what is in flight), unless a test edits the image's rings.
+    const { image, layout, explain: why, warnings } = (hooks.mutateImage ? compileProgram : compileStreamed)(scn, spec, [i]);
     if (i === 0) {
       explain = why;
       for (const w of warnings) log.warn(w);

@@ -1,0 +1,79 @@
+// Descriptor storage: a growable list of 16-byte descriptors kept in fixed pages, so a ring grows
+// without copying, and a streamed ring drops the pages its engine has run (the runtime re-arms a
+// finite ring in place; the simulator keeps what is in flight, not the whole op).
+import { DESC_BYTES, type DescSlot } from "./udma.ts";
+
+/** Descriptors per page: 64 KiB pages. */
+export const PAGE_DESCS = 4096;
+const PAGE_SHIFT = 12;
+const EMPTY = new Uint8Array(0);
+
+export class DescPages {
+  /** Descriptors appended so far. */
+  count = 0;
+  /** Pages held: pages[k] holds descriptors from (first + k) * PAGE_DESCS. */
+  private pages: Uint8Array[] = [];
+  private first = 0;
+  /** Counting only: every descriptor is written to one scratch slot (it holds the last one). */
+  private readonly scratch: Uint8Array | undefined;
+
+  /** `keep` false: count and pack descriptors without keeping them (the last one stays readable). */
+  constructor(keep = true) {
+    this.scratch = keep ? undefined : new Uint8Array(DESC_BYTES);
+  }
+
+  /** Pages held now (what a streamed ring costs in memory). */
+  get heldPages(): number {
+    return this.pages.length;
+  }
+
+  get keeps(): boolean {
+    return this.scratch === undefined;
+  }
+
+  /** Append one descriptor: where to pack it. */
+  next(): DescSlot {
+    const i = this.count++;
+    if (this.scratch) return { bytes: this.scratch, offset: 0 };
+    const page = (i >>> PAGE_SHIFT) - this.first;
+    if (page === this.pages.length) this.pages.push(new Uint8Array(DESC_BYTES * PAGE_DESCS));
+    return { bytes: this.pages[page]!, offset: DESC_BYTES * (i & (PAGE_DESCS - 1)) };
+  }
+
+  /** The page holding descriptor `i` (read it at `offset(i)`); `i` must be held. */
+  page(i: number): Uint8Array {
+    if (this.scratch) {
+      if (i !== this.count - 1) throw new RangeError(`descriptor ${i} of a counting list (only the last, ${this.count - 1}, is kept)`);
+      return this.scratch;
+    }
+    const p = this.pages[(i >>> PAGE_SHIFT) - this.first];
+    if (!p || i >= this.count) throw new RangeError(`descriptor ${i} is not held (held: pages from ${this.first}, ${this.count} appended)`);
+    return p;
+  }
+
+  offset(i: number): number {
+    return this.scratch ? 0 : DESC_BYTES * (i & (PAGE_DESCS - 1));
+  }
+
+  /** Drop the pages wholly below descriptor `upTo` (they have been run). */
+  release(upTo: number): void {
+    const drop = (upTo >>> PAGE_SHIFT) - this.first;
+    if (drop <= 0) return;
+    this.pages.splice(0, Math.min(drop, this.pages.length));
+    this.first += drop;
+  }
+
+  /** The descriptors as one array (a copy); `release` drops the pages as they are copied. */
+  flat(release = false): Uint8Array {
+    if (this.scratch) throw new RangeError("a counting descriptor list keeps no descriptors");
+    if (this.first !== 0) throw new RangeError("a released descriptor list cannot be flattened");
+    const out = new Uint8Array(this.count * DESC_BYTES);
+    for (let p = 0; p < this.pages.length; p++) {
+      const n = Math.min(PAGE_DESCS, this.count - p * PAGE_DESCS);
+      out.set(this.pages[p]!.subarray(0, n * DESC_BYTES), p * PAGE_DESCS * DESC_BYTES);
+      if (release) this.pages[p] = EMPTY;
+    }
+    if (release) this.pages = [];
+    return out;
+  }
+}
