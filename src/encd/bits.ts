@@ -14,14 +14,38 @@ export function field(value: number, width: number, name: string, format: string
 }
 
 /** Check a 64-bit address field held as a JS number (must be a safe non-negative integer). */
-export function addr64(value: number, name: string, format: string): bigint {
+export function checkAddr(value: number, name: string, format: string): number {
   if (!Number.isSafeInteger(value) || value < 0) {
     throw new EncodeError("ENC1002", `field ${name}=${value} is not a valid 64-bit address in ${format}`, {
       path: `${format}.${name}`,
       value,
     });
   }
-  return BigInt(value);
+  return value;
+}
+
+/** A checked 64-bit address field as a bigint (for DataView.setBigUint64). */
+export function addr64(value: number, name: string, format: string): bigint {
+  return BigInt(checkAddr(value, name, format));
+}
+
+/** Store a little-endian u32 at `o` (no view: the hot descriptor paths write bytes directly). */
+export function put32(b: Uint8Array, o: number, v: number): void {
+  b[o] = v;
+  b[o + 1] = v >>> 8;
+  b[o + 2] = v >>> 16;
+  b[o + 3] = v >>> 24;
+}
+
+/** Load a little-endian u32 at `o`. */
+export function get32(b: Uint8Array, o: number): number {
+  return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
+}
+
+/** Load a u64 address at `o`: NaN above 2^53 - 1 (as readAddr). */
+export function getAddr(b: Uint8Array, o: number): number {
+  const hi = get32(b, o + 4);
+  return hi > 0x1fffff ? Number.NaN : hi * 0x100000000 + get32(b, o);
 }
 
 /** Read a u64 that must be a safe JS integer (every address ccsim emits is below 2^53). */

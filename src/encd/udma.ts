@@ -9,7 +9,7 @@
 // source; its META descriptor carries the op word in meta_ctrl and the packet length in word 2.
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
-import { addr64, field, readAddr } from "./bits.ts";
+import { checkAddr, field, get32, getAddr, put32 } from "./bits.ts";
 
 export const DESC_BYTES = 16;
 export const MAX_DESC_BYTES = 65536;
@@ -78,17 +78,16 @@ export interface DescSlot {
 }
 
 function write(at: DescSlot, w0: number, w1: number, w2: number, w3: number): Uint8Array {
-  const v = new DataView(at.bytes.buffer, at.bytes.byteOffset + at.offset, DESC_BYTES);
-  v.setUint32(0, w0 >>> 0, true);
-  v.setUint32(4, w1 >>> 0, true);
-  v.setUint32(8, w2 >>> 0, true);
-  v.setUint32(12, w3 >>> 0, true);
-  return at.bytes;
+  const b = at.bytes;
+  const o = at.offset;
+  put32(b, o, w0);
+  put32(b, o + 4, w1);
+  put32(b, o + 8, w2);
+  put32(b, o + 12, w3);
+  return b;
 }
 
-function ptrWords(p: bigint): [number, number] {
-  return [Number(p & 0xffffffffn), Number(p >> 32n)];
-}
+const TWO_32 = 0x100000000;
 
 function fresh(): DescSlot {
   return { bytes: new Uint8Array(DESC_BYTES), offset: 0 };
@@ -96,14 +95,14 @@ function fresh(): DescSlot {
 
 /** TX (M2S) data descriptor: reads `bytes` at `src`. */
 export function packTx(src: number, bytes: number, ringId: number, flags: DescFlags, metaCtrl = META_CTRL_COPY, at: DescSlot = fresh()): Uint8Array {
-  const [lo, hi] = ptrWords(addr64(src, "buf_ptr", FORMAT));
-  return write(at, lenCtrl(bytes, ringId, flags), field(metaCtrl, 32, "meta_ctrl", FORMAT), lo, hi);
+  checkAddr(src, "buf_ptr", FORMAT);
+  return write(at, lenCtrl(bytes, ringId, flags), field(metaCtrl, 32, "meta_ctrl", FORMAT), src % TWO_32, Math.floor(src / TWO_32));
 }
 
 /** RX (S2M) descriptor: writes `bytes` at `dst`; buf2_ptr_lo is 0. */
 export function packRx(dst: number, bytes: number, ringId: number, flags: DescFlags = {}, at: DescSlot = fresh()): Uint8Array {
-  const [lo, hi] = ptrWords(addr64(dst, "buf1_ptr", FORMAT));
-  return write(at, lenCtrl(bytes, ringId, flags), 0, lo, hi);
+  checkAddr(dst, "buf1_ptr", FORMAT);
+  return write(at, lenCtrl(bytes, ringId, flags), 0, dst % TWO_32, Math.floor(dst / TWO_32));
 }
 
 /** The CCE op word for ADD / MAX / MIN over one SDMA dtype (input = output = accumulation dtype). */
@@ -163,15 +162,19 @@ export interface DecodedRx {
   readonly dst: number;
 }
 
+function inRing(ring: Uint8Array, offset: number): void {
+  if (!(offset >= 0 && offset + DESC_BYTES <= ring.length)) throw new RangeError(`descriptor at byte ${offset} is outside a ${ring.length}-byte ring`);
+}
+
 export function decodeTx(ring: Uint8Array, offset: number): DecodedTx {
-  const v = new DataView(ring.buffer, ring.byteOffset + offset, DESC_BYTES);
-  const w0 = v.getUint32(0, true);
-  const w1 = v.getUint32(4, true);
+  inRing(ring, offset);
+  const w0 = get32(ring, offset);
+  const w1 = get32(ring, offset + 4);
   const ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
   if (w0 & LEN_CTRL.META) {
-    const w2 = v.getUint32(8, true);
+    const w2 = get32(ring, offset + 8);
     const length = w2 & 0xffffff;
-    return { kind: "cce", length, ringId, op: w1 & 7, dtype: (w1 >>> 16) & 0xf, metaCtrl: w1, dests: (v.getUint32(12, true) & 0xff) + 1 };
+    return { kind: "cce", length, ringId, op: w1 & 7, dtype: (w1 >>> 16) & 0xf, metaCtrl: w1, dests: (get32(ring, offset + 12) & 0xff) + 1 };
   }
   return {
     kind: "data",
@@ -182,19 +185,19 @@ export function decodeTx(ring: Uint8Array, offset: number): DecodedTx {
     concat: (w0 & LEN_CTRL.CONCAT) !== 0,
     dmb: (w0 & LEN_CTRL.DMB) !== 0,
     metaCtrl: w1,
-    src: readAddr(v, 8),
+    src: getAddr(ring, offset + 8),
   };
 }
 
 export function decodeRx(ring: Uint8Array, offset: number): DecodedRx {
-  const v = new DataView(ring.buffer, ring.byteOffset + offset, DESC_BYTES);
-  const w0 = v.getUint32(0, true);
+  inRing(ring, offset);
+  const w0 = get32(ring, offset);
   return {
     length: decodeLength(w0),
     ringId: (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT,
     last: (w0 & LEN_CTRL.LAST) !== 0,
     strongOrder: (w0 & LEN_CTRL.STRONG_ORDER_WR) !== 0,
-    dst: readAddr(v, 8),
+    dst: getAddr(ring, offset + 8),
   };
 }
 
