@@ -14,7 +14,7 @@ import { SemaphoreBlock } from "./hw/semaphore.ts";
 import { Topsp, type TopspHost } from "./hw/topsp.ts";
 import type { TraceSink } from "./trace.ts";
 import { ProxyQueue } from "./hw/proxy.ts";
-import { QueueClock, RaceDetector } from "./verify/races.ts";
+import { QueueClock, RaceDetector, type Clock } from "./verify/races.ts";
 import { SymbolicMemory, type Term } from "./verify/symbolic.ts";
 
 export interface SimOptions {
@@ -207,12 +207,10 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     mmio(d, addr, value, mask, clock) {
       const a = decodeAddress(addr);
       if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr)} is not a local DMA doorbell`, { value: addr });
-      const targets = a.engine === undefined ? [...Array(ENGINES_PER_SENG).keys()].filter((e) => (mask >>> e) & 1).map((e) => a.seng * ENGINES_PER_SENG + e) : [a.engine];
-      for (const e of targets) {
-        const engine = dev(d).engines.get(e);
-        if (!engine) throw new SimError("SIM1509", `dev${d}: doorbell for DMA engine ${e}, which has no queues`, { value: e });
-        engine.doorbell(a.queue, a.dir, value, clock);
-      }
+      const engines = dev(d).engines;
+      // A broadcast doorbell rings every engine of the SENG its mask names, in engine order.
+      if (a.engine !== undefined) ringDoorbell(engines, d, a.engine, a.queue, a.dir, value, clock);
+      else for (let e = 0; e < ENGINES_PER_SENG; e++) if ((mask >>> e) & 1) ringDoorbell(engines, d, a.seng * ENGINES_PER_SENG + e, a.queue, a.dir, value, clock);
     },
     opDone(op, _d, _ts, t) {
       opEnd[op] = Math.max(opEnd[op] ?? 0, t);
@@ -370,6 +368,12 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
 
 function stat(r: { name: string; bytes: number; busyPs: number }): ResourceStat {
   return { name: r.name, bytes: r.bytes, busyPs: r.busyPs };
+}
+
+function ringDoorbell(engines: ReadonlyMap<number, DmaEngine>, d: number, e: number, queue: number, dir: "m2s" | "s2m", value: number, clock: Clock | undefined): void {
+  const engine = engines.get(e);
+  if (!engine) throw new SimError("SIM1509", `dev${d}: doorbell for DMA engine ${e}, which has no queues`, { value: e });
+  engine.doorbell(queue, dir, value, clock);
 }
 
 /** Render a hang report as lines for a user. */

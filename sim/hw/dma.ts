@@ -123,6 +123,8 @@ export class DmaEngine {
   readonly device: number;
   readonly index: number;
   readonly queues = new Map<number, DmaQueue>();
+  /** The queues by id, the round-robin order. */
+  private order: DmaQueue[] = [];
   readonly res: Resource;
   packets = 0;
   /** Injected stalls: [start, end) windows in which the engine starts no packet. */
@@ -144,6 +146,7 @@ export class DmaEngine {
 
   addQueue(q: DmaQueue): void {
     this.queues.set(q.id, q);
+    this.order = [...this.queues.values()].sort((a, b) => a.id - b.id);
   }
 
   /** A tail-pointer increment doorbell: `n` more descriptors on one side of queue `q`. */
@@ -159,11 +162,14 @@ export class DmaEngine {
     this.kick();
   }
 
+  private where(q: DmaQueue, i: number): string {
+    return `dev${this.device} dma${this.index} q${q.id} tx[${i}]`;
+  }
+
   private parse(q: DmaQueue): Packet | undefined {
     if (q.txHead >= q.txTail) return undefined;
-    const where = (i: number) => `dev${this.device} dma${this.index} q${q.id} tx[${i}]`;
     const head = decodeTx(q.tx.bytes(q.txHead), q.tx.offset(q.txHead));
-    if (head.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${where(q.txHead)}: ring id ${head.ringId}, expected ${INITIAL_RING_ID}`, { value: head.ringId });
+    if (head.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, q.txHead)}: ring id ${head.ringId}, expected ${INITIAL_RING_ID}`, { value: head.ringId });
     const srcs: { addr: number; len: number }[] = [];
     let i = q.txHead;
     let op: number | undefined;
@@ -180,18 +186,18 @@ export class DmaEngine {
     for (;;) {
       if (i >= q.txTail) return undefined;
       const d = decodeTx(q.tx.bytes(i), q.tx.offset(i));
-      if (d.kind !== "data") throw new SimError("SIM1304", `${where(i)}: META descriptor inside a packet`, { value: i });
-      if (d.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${where(i)}: ring id ${d.ringId}, expected ${INITIAL_RING_ID}`, { value: d.ringId });
-      if (!Number.isFinite(d.src)) throw new SimError("SIM1305", `${where(i)}: source address beyond 2^53`, { value: i });
+      if (d.kind !== "data") throw new SimError("SIM1304", `${this.where(q, i)}: META descriptor inside a packet`, { value: i });
+      if (d.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, i)}: ring id ${d.ringId}, expected ${INITIAL_RING_ID}`, { value: d.ringId });
+      if (!Number.isFinite(d.src)) throw new SimError("SIM1305", `${this.where(q, i)}: source address beyond 2^53`, { value: i });
       srcs.push({ addr: d.src, len: d.length });
       i++;
       if (d.last) break;
-      if (!d.concat && op === undefined) throw new SimError("SIM1306", `${where(i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
+      if (!d.concat && op === undefined) throw new SimError("SIM1306", `${this.where(q, i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
     }
     const nTx = i - q.txHead;
     // A CCE packet writes its result to each of its destinations (replication).
     const need = op === undefined ? srcs.reduce((n, s) => n + s.len, 0) : bytes * dests;
-    if (op !== undefined && srcs.some((s) => s.len !== bytes)) throw new SimError("SIM1307", `${where(q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: srcs.map((s) => s.len) });
+    if (op !== undefined && srcs.some((s) => s.len !== bytes)) throw new SimError("SIM1307", `${this.where(q, q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: srcs.map((s) => s.len) });
     const dsts: { addr: number; len: number }[] = [];
     let got = 0;
     let j = q.rxHead;
@@ -212,17 +218,17 @@ export class DmaEngine {
   kick(): void {
     if (this.busy || this.stuck) return;
     const now = this.host.kernel.now;
-    const stall = this.stalls.find(([a, b]) => now >= a && now < b);
+    const stall = this.stalls.length > 0 ? this.stalls.find(([a, b]) => now >= a && now < b) : undefined;
     if (stall) {
       this.host.kernel.at(stall[1], Prio.ENGINE, () => this.kick());
       return;
     }
-    const ids = [...this.queues.keys()].sort((a, b) => a - b);
-    for (let k = 0; k < ids.length; k++) {
-      const q = this.queues.get(ids[(this.rr + k) % ids.length]!)!;
+    const order = this.order;
+    for (let k = 0; k < order.length; k++) {
+      const q = order[(this.rr + k) % order.length]!;
       const p = this.parse(q);
       if (!p) continue;
-      this.rr = (this.rr + k + 1) % ids.length;
+      this.rr = (this.rr + k + 1) % order.length;
       this.run(q, p);
       return;
     }
@@ -249,10 +255,17 @@ export class DmaEngine {
     this.busy = true;
     this.packets++;
     // Read the sources now; the write lands later.
-    const offs = p.srcs.map((s) => this.local(s.addr, s.len));
+    const offs: number[] = [];
+    let dropped = false;
+    let readBytes = 0;
+    for (const s of p.srcs) {
+      const off = this.local(s.addr, s.len);
+      offs.push(off);
+      dropped ||= host.dropped(this.device, off, s.len);
+      readBytes += s.len;
+    }
     if (acc) p.srcs.forEach((s, i) => host.races!.read(this.device, offs[i]!, s.len, acc));
     const stream = host.symbolic?.read(this.device, p.srcs.map((s, i) => ({ off: offs[i]!, len: s.len })), p.op === undefined ? undefined : howOf(p.op, p.dtype));
-    const dropped = p.srcs.some((s, i) => host.dropped(this.device, offs[i]!, s.len));
     let data: Uint8Array | undefined;
     if (!dropped) {
       if (p.op !== undefined) {
@@ -272,7 +285,6 @@ export class DmaEngine {
         });
       }
     }
-    const readBytes = p.srcs.reduce((n, s) => n + s.len, 0);
     // Source reads are charged piece by piece, the extra reads of a reduce with the first one.
     let readsLeft = readBytes;
     const fixed = this.params.descriptorCostPs * (p.nTx + p.nRx);
@@ -289,7 +301,8 @@ export class DmaEngine {
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
       const stages: Stage[] = [{ res: this.res, bytes: d.len, fixedPs: first ? fixed : 0, latPs: 0 }];
       const links = host.fabric.route(this.device, dst.device);
-      const down = links.find((l) => l.downAt !== undefined && k.now >= l.downAt);
+      let down: (typeof links)[number] | undefined;
+      for (const l of links) if (l.downAt !== undefined && k.now >= l.downAt) down ??= l;
       if (down) {
         // The write never gets across; its engine waits for it for good.
         this.stuck = true;

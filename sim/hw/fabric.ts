@@ -128,7 +128,8 @@ export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: numbe
   let lat = 0;
   let cumLat = 0;
   let engineFree = t0;
-  stages.forEach((st, i) => {
+  for (let i = 0; i < stages.length; i++) {
+    const st = stages[i]!;
     const own = st.fixedPs + (st.res ? transferPs(st.bytes, st.res.rate) : 0);
     let cf = cs;
     if (st.res && own > 0) {
@@ -142,7 +143,7 @@ export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: numbe
     lat = st.latPs;
     cumLat += st.latPs;
     if (i < sourceStages) engineFree = Math.max(engineFree, cf);
-  });
+  }
   return { engineFree, land: finish + lat };
 }
 
