@@ -8,6 +8,7 @@ import pino from "pino";
 import { CcsimError } from "../ir/errors.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
 import { loadDevice } from "../run/load.ts";
+import { meshEngines } from "../enc/post.ts";
 import { sweepPoint } from "../run/overrides.ts";
 import { runScenario } from "../run/pipeline.ts";
 import { parseNccomArgs } from "./nccom.ts";
@@ -97,40 +98,53 @@ export function summarize(points: readonly PointResult[]): Summary {
   };
 }
 
-/** The fitted launch cost of one instance family. */
-export interface LaunchFit {
+/** The fitted parameters of one instance family. */
+export interface PresetFit {
   readonly instance: string;
   readonly series: readonly string[];
   readonly points: number;
   /** The fitted topsp.launchPs (10 ns steps). */
   readonly launchPs: number;
-  /** Geometric-mean error factor of the fit points with launchPs 0, and with the fitted value. */
+  /** The fitted collectives.meshFolds (a whole number of DMA engines). */
+  readonly meshFolds: number;
+  /** The mesh-fold values tried. */
+  readonly foldsTried: readonly number[];
+  /** Geometric-mean error factor of the fit points with the preset's defaults (launch 0, 1 fold), and fitted. */
   readonly before: number;
   readonly after: number;
 }
 
-/** Step of the launch-cost search (10 ns). */
 const LAUNCH_STEP_PS = 10_000;
 
 /**
- * Fit topsp.launchPs per instance family on the fit series: least squares on log time. The launch
- * cost shifts the whole run (every TopSP starts that much later), so each point's time is its time
- * without it plus the cost, exactly: the points run once with launchPs 0 and the sum of squared log
- * errors is searched over the cost (10 ns steps, up to the largest published time or 1 ms).
+ * Fit topsp.launchPs and collectives.meshFolds per instance family on the fit series: least
+ * squares on log time. The launch cost shifts the whole run (every TopSP starts that much later),
+ * so for each mesh-fold count the points run once with launchPs 0 and the sum of squared log
+ * errors is searched over the cost (10 ns steps, up to the largest published time or 1 ms); the
+ * fold count is a whole number of engines, searched over `folds` (default: 1 up to the engines the
+ * ring channels leave a rank).
  */
-export function fitLaunch(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER): LaunchFit[] {
-  const fits: LaunchFit[] = [];
+export function fitPreset(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER, folds?: readonly number[]): PresetFit[] {
+  const fits: PresetFit[] = [];
   for (const instance of [...new Set(series.filter((s) => s.role === "fit").map((s) => s.instance))].sort()) {
     const mine = series.filter((s) => s.role === "fit" && s.instance === instance);
     const preset = loadDevice(instance);
-    const spec: DeviceSpec = { ...preset, topsp: { ...preset.topsp, launchPs: 0 } };
-    const pts = mine.flatMap((s) => s.points.filter((p) => p.bytes <= maxBytes).map((p) => ({ base: runPoint(s, p.bytes, spec).timeUs * 1e6, published: p.timeUs * 1e6 })));
-    const cost = (l: number) => pts.reduce((a, p) => a + Math.log((p.base + l) / p.published) ** 2, 0);
-    const factor = (l: number) => Math.exp(pts.reduce((a, p) => a + Math.abs(Math.log((p.base + l) / p.published)), 0) / pts.length);
-    const top = Math.min(1e9, Math.max(...pts.map((p) => p.published)));
-    let best = 0;
-    for (let l = 0; l <= top; l += LAUNCH_STEP_PS) if (cost(l) < cost(best)) best = l;
-    fits.push({ instance, series: mine.map((s) => s.id), points: pts.length, launchPs: best, before: factor(0), after: factor(best) });
+    const tried = folds ?? Array.from({ length: Math.max(1, meshEngines(preset, preset.ring.defaultChannels, 1)) }, (_, k) => k + 1);
+    let best: { cost: number; launchPs: number; meshFolds: number; factor: number } | undefined;
+    let before = Number.NaN;
+    for (const meshFolds of tried) {
+      const spec: DeviceSpec = { ...preset, topsp: { ...preset.topsp, launchPs: 0 }, collectives: { ...preset.collectives, meshFolds } };
+      const pts = mine.flatMap((s) => s.points.filter((p) => p.bytes <= maxBytes).map((p) => ({ base: runPoint(s, p.bytes, spec).timeUs * 1e6, published: p.timeUs * 1e6 })));
+      const cost = (l: number) => pts.reduce((a, p) => a + Math.log((p.base + l) / p.published) ** 2, 0);
+      const factor = (l: number) => Math.exp(pts.reduce((a, p) => a + Math.abs(Math.log((p.base + l) / p.published)), 0) / pts.length);
+      if (meshFolds === 1) before = factor(0);
+      const top = Math.min(1e9, Math.max(...pts.map((p) => p.published)));
+      let l = 0;
+      for (let x = 0; x <= top; x += LAUNCH_STEP_PS) if (cost(x) < cost(l)) l = x;
+      if (!best || cost(l) < best.cost) best = { cost: cost(l), launchPs: l, meshFolds, factor: factor(l) };
+    }
+    const points = mine.reduce((n, s) => n + s.points.filter((p) => p.bytes <= maxBytes).length, 0);
+    fits.push({ instance, series: mine.map((s) => s.id), points, launchPs: best!.launchPs, meshFolds: best!.meshFolds, foldsTried: tried, before, after: best!.factor });
   }
   return fits;
 }
@@ -201,11 +215,11 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   const series = only.length > 0 ? all.filter((s) => only.includes(s.id)) : all;
   if (fit) {
-    const fits = fitLaunch(series, maxBytes);
+    const fits = fitPreset(series, maxBytes);
     if (json) out(JSON.stringify({ fits }, null, 2) + "\n");
     else {
       for (const f of fits) {
-        out(`${f.instance}: topsp.launchPs = ${f.launchPs} (${(f.launchPs / 1e6).toFixed(2)} us), least squares on log time over ${f.points} points of ${f.series.join(", ")}; geometric-mean error factor ${f.before.toFixed(3)} with 0, ${f.after.toFixed(3)} fitted\n`);
+        out(`${f.instance}: topsp.launchPs = ${f.launchPs} (${(f.launchPs / 1e6).toFixed(2)} us), collectives.meshFolds = ${f.meshFolds} (of ${f.foldsTried.join(", ")}), least squares on log time over ${f.points} points of ${f.series.join(", ")}; geometric-mean error factor ${f.before.toFixed(3)} with launch 0 and 1 fold, ${f.after.toFixed(3)} fitted\n`);
       }
     }
     return 0;

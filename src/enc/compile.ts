@@ -322,7 +322,8 @@ function* composeProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly nu
       const free = meshEngines(spec, channels, sets, ci.core);
       const peers = Math.max(1, comm.groups[comm.pos.get(rank)!.group]!.length - 1);
       if (free < 1) throw new CompileError("CMP1306", `mesh needs a DMA engine the ${channels} ring channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets` : ""} do not use`, { path: "channels", value: channels });
-      const engines = Array.from({ length: Math.min(free, peers) }, (_, k) => first + k);
+      // One engine per peer, at least the preset's mesh folds, within what the ring channels leave.
+      const engines = Array.from({ length: Math.min(free, Math.max(peers, spec.collectives.meshFolds)) }, (_, k) => first + k);
       m = builder.addMesh({ device: ci.device, topsp: meshPlace(rank).topsp, engines, queue: spec.dma.collectiveQueue, complSema: meshPlace(rank).semas.compl });
       meshPrograms.set(rank, m);
     }

@@ -64,6 +64,13 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
   const engines = prog.dma.foldN;
   const peers = ranks.filter((r) => r.groupRank !== i);
   const foldOf = (k: number) => k % engines;
+  // With more engines than peers (the preset's mesh folds), each peer's block is split over S engines.
+  const S = peers.length > 0 && engines > peers.length ? Math.floor(engines / peers.length) : 1;
+  /** Peer k's block, split over its engines: each share signals the peer once. */
+  const spread = (k: number, device: number, src: number, dst: number, len: number, signal: number): void => {
+    if (S === 1) return peer.copy(foldOf(k), device, src, dst, len, signal);
+    splitWhole(len, esize, S).forEach((x, j) => peer.copy(k * S + j, device, src + x.off, dst + x.off, x.len, signal));
+  };
   const inc = (r: MeshRank, sema: number) => semaAddr(r.device, r.topsp, sema, "inc");
   const read = (sema: number) => semaAddr(me.device, me.topsp, sema, "read");
   const dma = prog.dma;
@@ -97,11 +104,11 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
       dma.copyOn(0, me.input + self.send, me.output + self.recv, self.len);
       peers.forEach((p, k) => {
         const x = part(p.groupRank);
-        peer.copy(foldOf(k), p.device, me.input + x.send, p.output + x.recv, x.len, inc(p, p.semas.data));
+        spread(k, p.device, me.input + x.send, p.output + x.recv, x.len, inc(p, p.semas.data));
       });
       peer.flush();
       prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
-      finish(n - 1, me.semas.data);
+      finish((n - 1) * S, me.semas.data);
       return;
     }
     case EncOpType.REDUCE_SCATTER:
@@ -110,7 +117,7 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
       const blockBytes = (k: number) => (opType === EncOpType.REDUCE_SCATTER ? { off: k * (op.bytes / n), len: op.bytes / n } : block(k));
       peers.forEach((p, k) => {
         const b = blockBytes(p.groupRank);
-        peer.copy(foldOf(k), p.device, me.input + b.off, p.scratch + i * slotBytes(ctx), b.len, inc(p, p.semas.data));
+        spread(k, p.device, me.input + b.off, p.scratch + i * slotBytes(ctx), b.len, inc(p, p.semas.data));
       });
       peer.flush();
       prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
@@ -124,7 +131,7 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
         else dma.reduceOn(f, srcs.map((a) => a + s.off), out + s.off, s.len, cce, sdma, ctx.reduceSliceBytes);
       });
       if (opType === EncOpType.REDUCE_SCATTER) {
-        prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: n - 1 }, dma: true });
+        prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: (n - 1) * S }, dma: true });
         finish(0, me.semas.data2);
         return;
       }
@@ -133,7 +140,7 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
         peers.forEach((p) => peer.copy(f, p.device, out + s.off, p.output + mineB.off + s.off, s.len, inc(p, p.semas.data2))),
       );
       peer.flush();
-      prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: n - 1 }, dma: true });
+      prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: (n - 1) * S }, dma: true });
       finish((n - 1) * engines, me.semas.data2);
       return;
     }

@@ -30,7 +30,7 @@ const STEP_DESCRIPTORS_MAX = 0xffff - 1;
  * above it goes on down the precedence.
  */
 export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: number, esize: number, spec: DeviceSpec, engines: number, reduceSlice: number): Verdict {
-  const E = Math.max(1, Math.min(engines, n - 1));
+  const E = Math.max(1, Math.min(engines, Math.max(n - 1, spec.collectives.meshFolds)));
   const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
   const block = Math.ceil(bytes / esize / n) * esize;
   const per = (b: number, unit: number) => Math.ceil(Math.ceil(b / esize / E) * esize / unit);

@@ -138,6 +138,12 @@ export interface DeviceSpec {
     readonly rdhMaxBytes: number;
     /** cc_cce_reduce_prio_pkt_size[priority_class]: CCE packet cap per priority class (5 classes). */
     readonly cceReducePacketBytes: readonly number[];
+    /**
+     * The fewest DMA engines (folds) a mesh-tape program (mesh, RDH) spreads over, within those the
+     * ring channels leave free: with fewer peers than this, each peer's block is split over several
+     * engines (encd_mesh_get_num_folds' per-arch matrix; default 1: one engine per peer).
+     */
+    readonly meshFolds: number;
   };
   /** Where every number comes from: dotted field path -> source note or "assumption: ...". */
   readonly sources: Readonly<Record<string, string>>;

@@ -5,7 +5,7 @@ import { Reader } from "./reader.ts";
 const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "sources"] as const;
 const COLLECTIVE_KEYS = ["supportedAlgorithms", "virtualCoreSize", "meshMaxBytes", "meshMaxBytesTwoRanks", "cceReducePacketBytes"] as const;
 /** Optional collectives numbers (each needs a source when given). */
-const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes"] as const;
+const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes", "meshFolds"] as const;
 
 /** Largest device count the address map's routing bits can name. */
 export const MAX_DEVICES = 32;
@@ -128,6 +128,7 @@ function parseCollectives(c: Reader): DeviceSpec["collectives"] {
     cceReducePacketBytes: sizes,
     rdhMinBytes: c.opt("rdhMinBytes")?.int(0) ?? 0,
     rdhMaxBytes: c.opt("rdhMaxBytes")?.int(0) ?? Number.MAX_SAFE_INTEGER,
+    meshFolds: c.opt("meshFolds")?.int(1, 32) ?? 1,
   };
 }
 

@@ -2,7 +2,7 @@
 // them, and the summary may not get worse than the figures recorded in calibration/summary.json.
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { calibrate, fitLaunch, loadSeries, summarize } from "../../src/cli/calibrate.ts";
+import { calibrate, fitPreset, loadSeries, summarize } from "../../src/cli/calibrate.ts";
 import { loadDevice } from "../../src/run/load.ts";
 
 const recorded = JSON.parse(readFileSync("calibration/summary.json", "utf8"));
@@ -33,12 +33,15 @@ describe("calibration against the published nccom-test points", () => {
     expect(series.reduce((n, s) => n + s.points.length, 0)).toBe(25);
   });
 
-  it("trn1's topsp.launchPs is what the documented fit gives (npm run calibrate -- --fit --max-bytes 64M), and it lowers the fit error", () => {
-    const [fit] = fitLaunch(series, 64 << 20);
+  it("trn1's topsp.launchPs and collectives.meshFolds are what the documented fit gives (npm run calibrate -- --fit --max-bytes 64M), and they lower the fit error", () => {
+    const [fit] = fitPreset(series, 64 << 20);
     expect(fit!.instance).toBe("trn1");
     expect(fit!.points).toBe(14);
-    expect(loadDevice("trn1").topsp.launchPs).toBe(fit!.launchPs);
-    expect(loadDevice("trn1").sources["topsp.launchPs"]).toMatch(/npm run calibrate -- --fit --max-bytes 64M/);
+    expect(fit!.foldsTried).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    const trn1 = loadDevice("trn1");
+    expect(trn1.topsp.launchPs).toBe(fit!.launchPs);
+    expect(trn1.collectives.meshFolds).toBe(fit!.meshFolds);
+    for (const k of ["topsp.launchPs", "collectives.meshFolds"]) expect(trn1.sources[k]).toMatch(/npm run calibrate -- --fit --max-bytes 64M/);
     expect(fit!.after).toBeLessThan(fit!.before);
   });
 });

@@ -27,7 +27,9 @@ describe("large ops compile on auto", () => {
   });
 
   it("the mesh gate names the step limit when it passes an op on", () => {
-    const e = explainScenario(auto(2, 2, "all-reduce", 256 << 20), trn1)[0]!;
+    // One engine per peer (trn1's fitted mesh folds spread a 2-rank mesh over three, inside the limit).
+    const oneFold = { ...trn1, collectives: { ...trn1.collectives, meshFolds: 1 } };
+    const e = explainScenario(auto(2, 2, "all-reduce", 256 << 20), oneFold)[0]!;
     const mesh = e.gates.find((g) => g.gate === "mesh")!.verdict;
     expect(mesh.ok).toBe(false);
     expect(mesh.reason).toMatch(/above the 16-bit step counters/);

@@ -132,3 +132,37 @@ describe("routing", () => {
     expect(f.route(7, 7)).toEqual([]);
   });
 });
+
+describe("mesh folds: fewer peers than engines", () => {
+  const withFolds = (k: number): DeviceSpec => ({ ...trn1, collectives: { ...trn1.collectives, meshFolds: k } });
+  const two = (op: OpName, bytes: number, dtype: "fp32" | "bf16" = "fp32") =>
+    scenario({ ranks: 2, ranksPerDevice: 2, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op, bytes, dtype, reduce: "sum" }] });
+
+  it.each(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"] as OpName[])("a 2-rank %s spread over trn1's 3 folds checks its values, on 3 engines a rank", (op) => {
+    expect(trn1.collectives.meshFolds).toBe(3);
+    expectRunChecks(two(op, 3 * 2 * 1000 * 4 + 8), trn1, "mesh");
+    const { image } = compileProgram(two(op, 1 << 20), trn1, [0]);
+    // Each rank's mesh program: its 3 engines, after the 4 of its two ring channels.
+    const meshQueues = image.devices[0]!.queues.filter((q) => q.tx.length > 0 && (q.engine % 16) >= 4);
+    expect(new Set(meshQueues.map((q) => q.engine)).size).toBe(6);
+  });
+
+  it("three folds move a 2-rank all-reduce about three times as fast as one engine per peer", () => {
+    const time = (k: number) => {
+      const spec = withFolds(k);
+      const r = simulate(spec, compileProgram({ ...two("all-reduce", 16 << 20), check: "none" }, spec, [0]).image, { storePayload: false });
+      expect(r.hang).toBeUndefined();
+      return r.opEndPs[0]!;
+    };
+    const ratio = time(1) / time(3);
+    expect(ratio).toBeGreaterThan(2.5);
+    expect(ratio).toBeLessThan(3.1);
+  });
+
+  it("more peers than folds: one engine per peer as before (8 ranks keep 7 engines with 3 folds)", () => {
+    const scn = scenario({ ranks: 8, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], check: "none", ops: [{ op: "all-gather", bytes: 8 << 10, dtype: "fp32", reduce: "sum" }] });
+    const a = simulate(trn1, compileProgram(scn, trn1, [0]).image, { storePayload: false });
+    const b = simulate(withFolds(1), compileProgram(scn, withFolds(1), [0]).image, { storePayload: false });
+    expect(a.opEndPs).toEqual(b.opEndPs);
+  });
+});
