@@ -11,7 +11,7 @@ import { EncodeError, InternalError, assert } from "../ir/errors.ts";
 import { packChannelConfig, ALGO_CONFIG_RING_BYTES, MAX_CHANNELS, type RingNeighbor } from "./channel.ts";
 import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } from "./ccop.ts";
 import { ENGINES_PER_SENG, hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
-import { packSlotEntry, StepFlag, type SlotEntry } from "./slot.ts";
+import { packSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "./slot.ts";
 import { dumpToPringPadded, Vring, VRING_DESC_LIMIT, WORD_BYTES, type VringStore } from "./vring.ts";
 import { DescPages } from "./pages.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
@@ -57,7 +57,7 @@ export { MESH_SLOT };
 interface TopspState {
   ctrl: CcOpEntry[];
   ringConfig: Uint8Array;
-  slots: Map<number, Uint8Array[]>;
+  slots: Map<number, StepStream>;
   channels: Set<number>;
   mesh: MeshEvent[];
   /** The op index of the last mesh event appended (-1: none). */
@@ -176,7 +176,7 @@ export class ProgramBuilder {
     }
     if (ts.slots.has(p.slot)) throw new EncodeError("ENC1603", `slot ${p.slot} of TopSP ${p.topsp} is taken`, { path: "channel.spad_slot_idx", value: p.slot });
     ts.channels.add(p.channelId);
-    const steps: Uint8Array[] = [];
+    const steps = new StepStream();
     ts.slots.set(p.slot, steps);
     const { vrings, mask, seng } = this.bindVrings(d, p.device, p.engines, p.queue);
     packChannelConfig(
@@ -258,7 +258,7 @@ export class ProgramBuilder {
       d.topsps.set(p.topsp, ts);
     }
     if (ts.slots.has(MESH_SLOT)) throw new EncodeError("ENC1603", `slot ${MESH_SLOT} of TopSP ${p.topsp} is taken`, { path: "mesh.slot", value: MESH_SLOT });
-    const steps: Uint8Array[] = [];
+    const steps = new StepStream();
     ts.slots.set(MESH_SLOT, steps);
     const { vrings, mask, seng } = this.bindVrings(d, p.device, p.engines, p.queue);
     const placement: ChannelPlacement = {
@@ -428,7 +428,7 @@ export class ProgramBuilder {
           // Every op but the last triggers the next one on completion.
           ts.ctrl.forEach((e, i) => ctrlSpad.set(packSpadCtrlEntry({ ...e, triggerNext: i < ts.ctrl.length - 1 }), i * SPAD_CTRL_ENTRY_BYTES));
           const maxSlot = Math.max(-1, ...ts.slots.keys());
-          const slotSpad = Array.from({ length: maxSlot + 1 }, (_, s) => concat(ts.slots.get(s) ?? []));
+          const slotSpad = Array.from({ length: maxSlot + 1 }, (_, s) => ts.slots.get(s)?.view() ?? new Uint8Array(0));
           const meshConfig = new Uint8Array(maxMeshEvents(this.params.arch) * MESH_EVENT_BYTES);
           ts.mesh.forEach((e, i) => packMeshEvent(e, meshConfig, i));
           const barrierConfig = new Uint8Array(ts.ctrl.length * BARRIER_CONFIG_BYTES);
@@ -451,14 +451,23 @@ export class ProgramBuilder {
 
 const NO_BYTES = new Uint8Array(0);
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
+/** A channel's step stream (spad_slot_entry bytes), grown in place. */
+class StepStream {
+  bytes = new Uint8Array(8 * SLOT_ENTRY_BYTES);
+  length = 0;
+  /** Room for one more entry at `length - SLOT_ENTRY_BYTES` (after the call); the bytes it returns. */
+  grow(): Uint8Array {
+    if (this.length + SLOT_ENTRY_BYTES > this.bytes.length) {
+      const more = new Uint8Array(this.bytes.length * 2);
+      more.set(this.bytes);
+      this.bytes = more;
+    }
+    this.length += SLOT_ENTRY_BYTES;
+    return this.bytes;
   }
-  return out;
+  view(): Uint8Array {
+    return this.bytes.slice(0, this.length);
+  }
 }
 
 /** Split `bytes` of whole `esize`-byte elements into `parts` contiguous shares (the last ones may be short or empty). */
@@ -480,7 +489,7 @@ export class EncdChannel {
   countsCompletions = false;
   private readonly builder: ProgramBuilder;
   private readonly folds: readonly Vring[];
-  private readonly steps: Uint8Array[];
+  private readonly steps: StepStream;
   private readonly constAddr: number;
   private readonly padAddr: number;
   /** Live tp_inc record per fold: descriptors emitted since the last step mark. */
@@ -491,7 +500,7 @@ export class EncdChannel {
   /** The op index this channel last ended (-1: none). */
   lastEndedOp = -1;
 
-  constructor(builder: ProgramBuilder, p: ChannelPlacement, folds: readonly Vring[], steps: Uint8Array[], constAddr: number, padAddr: number) {
+  constructor(builder: ProgramBuilder, p: ChannelPlacement, folds: readonly Vring[], steps: StepStream, constAddr: number, padAddr: number) {
     this.builder = builder;
     this.placement = p;
     this.folds = folds;
@@ -599,10 +608,10 @@ export class EncdChannel {
     const prev = this.lastEntry;
     if (prev && prev.m2s === m2s && prev.s2m === s2m && prev.flags === flags && prev.drainTarget === drainTarget && !(flags & StepFlag.LAST_SYNC) && prev.repeat < TP_INC_MAX) {
       const merged = { ...prev, repeat: prev.repeat + 1 };
-      this.steps[this.steps.length - 1] = packSlotEntry(merged);
+      packSlotEntry(merged, this.steps.bytes, this.steps.length - SLOT_ENTRY_BYTES);
       this.lastEntry = merged;
     } else {
-      this.steps.push(packSlotEntry(e));
+      packSlotEntry(e, this.steps.grow(), this.steps.length - SLOT_ENTRY_BYTES);
       this.lastEntry = e;
     }
     this.tx.fill(0);
