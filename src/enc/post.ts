@@ -185,15 +185,17 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
     const v = familyGate(init, EncAlgType.MESH, opType, [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V], "mesh");
     if (!v.ok) return v;
-    // The subtype windows are the collectives' op_max_limit; all-to-all has no other home than mesh.
+    // The subtype windows are the collectives' op_max_limit, on the block each peer sends (bytes
+    // per rank: t1's limit is min(0x8000, the channel buffer per group)); all-to-all has no other home than mesh.
     if (!COLLECTIVES.includes(opType)) return ok("all-to-all is served by mesh at any size");
-    if (bytes > meshLimit) return no(`${bytes} bytes is above the mesh subtype's op_max_limit (${meshLimit})`);
-    return andThen(ok(`${bytes} bytes within op_max_limit ${meshLimit}`), steps(EncAlgType.MESH));
+    const per = Math.ceil(bytes / c.rankN);
+    if (per > meshLimit) return no(`${per} bytes per rank is above the mesh subtype's op_max_limit (${meshLimit})`);
+    return andThen(ok(`${per} bytes per rank within op_max_limit ${meshLimit}`), steps(EncAlgType.MESH));
   })();
   return [
     { gate: "kangaring", verdict: andThen(familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring"), limits.kangaring) },
     { gate: "mesh", verdict: mesh },
-    { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, bytes), steps(EncAlgType.INTRA_RDH)) },
+    { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, Math.ceil(bytes / c.rankN)), steps(EncAlgType.INTRA_RDH)) },
     { gate: "inter_rdh", verdict: andThen(familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH"), steps(EncAlgType.INTER_RDH)) },
     { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, [EncOpType.ALLREDUCE], "single-cycle ring (all-reduce only)") },
     { gate: "hierarchical", verdict: andThen(familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical"), limits.hierarchical) },
@@ -212,12 +214,12 @@ function keep(v: Verdict): Verdict {
   return v.ok ? ok("") : v;
 }
 
-/** RDH is a mesh subtype with its own op_min_limit / op_max_limit window. */
-function rdhWindow(v: Verdict, spec: DeviceSpec, bytes: number): Verdict {
+/** RDH is a mesh subtype with its own op_min_limit / op_max_limit window, on the bytes per rank (as the mesh's). */
+function rdhWindow(v: Verdict, spec: DeviceSpec, perRank: number): Verdict {
   if (!v.ok) return v;
   const { rdhMinBytes: lo, rdhMaxBytes: hi } = spec.collectives;
-  if (bytes < lo || bytes > hi) return no(`${bytes} bytes is outside the RDH subtype's window [${lo}, ${hi}]`);
-  return hi === Number.MAX_SAFE_INTEGER && lo === 0 ? v : ok(`${v.reason}; ${bytes} bytes within [${lo}, ${hi}]`);
+  if (perRank < lo || perRank > hi) return no(`${perRank} bytes per rank is outside the RDH subtype's window [${lo}, ${hi}]`);
+  return hi === Number.MAX_SAFE_INTEGER && lo === 0 ? v : ok(`${v.reason}; ${perRank} bytes per rank within [${lo}, ${hi}]`);
 }
 
 /**

@@ -130,10 +130,13 @@ export interface DeviceSpec {
     readonly supportedAlgorithms: readonly EncAlgType[];
     /** Physical NeuronCores per logical rank (LNC / vcore_size). */
     readonly virtualCoreSize: number;
-    /** Largest op (bytes) the full-mesh subtype t1 takes; t0 (one node, two ranks) takes meshMaxBytesTwoRanks. */
+    /**
+     * Largest block per rank (op bytes / ranks: what each peer sends into a group's channel buffer)
+     * the full-mesh subtype t1 takes; t0 (one node, two ranks) takes meshMaxBytesTwoRanks.
+     */
     readonly meshMaxBytes: number;
     readonly meshMaxBytesTwoRanks: number;
-    /** The intra RDH subtype's size window [rdhMinBytes, rdhMaxBytes] (default: every size). */
+    /** The intra RDH subtype's window [rdhMinBytes, rdhMaxBytes] on the bytes per rank (default: every size). */
     readonly rdhMinBytes: number;
     readonly rdhMaxBytes: number;
     /** cc_cce_reduce_prio_pkt_size[priority_class]: CCE packet cap per priority class (5 classes). */

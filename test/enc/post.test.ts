@@ -103,12 +103,14 @@ describe("admission gates: 'bit (alg + 11*comm_type) of cc_allowed_alg_types mus
     expect(ccAlgorithmAllowed(ctx({ commType: CommType.INTER, nodeN: 2, rankN: 2, localRankN: 1 }), EncAlgType.HIER).ok).toBe(false);
     expect(ccAlgorithmAllowed(ctx({ rdhCcMode: 0 }), EncAlgType.INTRA_RDH).reason).toBe("rdh_cc_mode == 0");
   });
-  it("mesh subtypes' size windows: t1 min(0x8000, per_group); t0 (one node, two ranks) 0x10000000", () => {
+  it("mesh subtypes' size windows, per rank: t1 min(0x8000, per_group); t0 (one node, two ranks) 0x10000000", () => {
     const init = initComm(ctx(), none.warn);
-    expect(runGates(init, ctx(), trn1, EncOpType.ALLREDUCE, 32768).find((g) => g.gate === "mesh")!.verdict.ok).toBe(true);
-    expect(runGates(init, ctx(), trn1, EncOpType.ALLREDUCE, 32769).find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/above the mesh subtype's op_max_limit \(32768\)/);
+    // 8 ranks: 32 KiB per rank is 256 KiB of all-reduce.
+    expect(runGates(init, ctx(), trn1, EncOpType.ALLREDUCE, 8 * 32768).find((g) => g.gate === "mesh")!.verdict.ok).toBe(true);
+    expect(runGates(init, ctx(), trn1, EncOpType.ALLREDUCE, 8 * 32768 + 8).find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/32769 bytes per rank is above the mesh subtype's op_max_limit \(32768\)/);
     const two = ctx({ rankN: 2, localRankN: 2 });
-    expect(runGates(initComm(two, none.warn), two, trn1, EncOpType.ALLREDUCE, 1 << 27).find((g) => g.gate === "mesh")!.verdict.ok).toBe(true);
+    expect(runGates(initComm(two, none.warn), two, trn1, EncOpType.ALLREDUCE, 1 << 29).find((g) => g.gate === "mesh")!.verdict.ok).toBe(true);
+    expect(runGates(initComm(two, none.warn), two, trn1, EncOpType.ALLREDUCE, (1 << 29) + 8).find((g) => g.gate === "mesh")!.verdict.ok).toBe(false);
   });
 });
 
@@ -122,14 +124,21 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     expect(p.explain[0]!.resolved).toEqual({ value: EncAlgType.INTRA_RDH, name: "RDH" });
   }, 0);
 
-  it("on trn2 (64 ranks, 4 per chip) the RDH subtype's window moves all-reduce from mesh to RDH to kangaring as it grows", () => {
+  it("on trn2 (64 ranks, 4 per chip) the per-rank windows move all-reduce from mesh to RDH to kangaring as it grows", () => {
     const trn2 = loadDevice("trn2");
-    const sizes = [1 << 15, (1 << 15) + 4, 56 << 20, (56 << 20) + 4];
+    // Mesh up to 32 KiB per rank, RDH from 32769 B to 896 KiB per rank (56 MiB over 64 ranks).
+    const sizes = [2 << 20, (2 << 20) + 256, 56 << 20, (56 << 20) + 256];
     const scn = { ...auto({ ranks: 64, ops: sizes.map((b) => op("all-reduce", b)) }), instance: "trn2", ranksPerDevice: 4, allowedAlgorithms: undefined };
     const resolved = explainScenario(scn, trn2).map((e) => e.resolved.value);
     expect(resolved).toEqual([EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING]);
     const rdh = explainScenario(scn, trn2)[3]!.gates.find((g) => g.gate === "intra_rdh")!.verdict;
-    expect(rdh.reason).toBe(`${(56 << 20) + 4} bytes is outside the RDH subtype's window [32769, 58720256]`);
+    expect(rdh.reason).toBe(`917508 bytes per rank is outside the RDH subtype's window [32769, 917504]`);
+  });
+
+  it("trn2 -r 16 (4 chips of 4) picks what the published --show-algorithm column shows: mesh at 128 KiB, RDH at 2 MiB, kangaring at 32 MiB", () => {
+    const trn2 = loadDevice("trn2");
+    const scn = { ...auto({ ranks: 16, ops: [128 << 10, 2 << 20, 32 << 20].map((b) => op("all-reduce", b)) }), instance: "trn2", ranksPerDevice: 4, allowedAlgorithms: undefined };
+    expect(explainScenario(scn, trn2).map((e) => e.resolved.value)).toEqual([EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING]);
   });
 
   it("'HIER > INTRA_RDH > MESH > KANGARING > SINGLE_CYCLE_RING > INTER_RDH > RING': precedence, not the battery order, decides", () => {
