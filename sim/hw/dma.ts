@@ -71,7 +71,7 @@ export class RingSide {
     return pages.page(i);
   }
   offset(i: number): number {
-    return this.whole ? i * DESC_BYTES : this.pages!.offset(i);
+    return this.whole ? i * DESC_BYTES : this.pages!.offsetOf(i);
   }
   /** The engine has run every descriptor below `upTo`. */
   release(upTo: number): void {

@@ -8,7 +8,7 @@ export const PAGE_DESCS = 4096;
 const PAGE_SHIFT = 12;
 const EMPTY = new Uint8Array(0);
 
-export class DescPages {
+export class DescPages implements DescSlot {
   /** Descriptors appended so far. */
   count = 0;
   /** Pages held: pages[k] holds descriptors from (first + k) * PAGE_DESCS. */
@@ -16,6 +16,9 @@ export class DescPages {
   private first = 0;
   /** Counting only: every descriptor is written to one scratch slot (it holds the last one). */
   private readonly scratch: Uint8Array | undefined;
+  /** The slot `next` handed out last (the list is its own slot: no allocation per descriptor). */
+  bytes: Uint8Array = EMPTY;
+  offset = 0;
 
   /** `keep` false: count and pack descriptors without keeping them (the last one stays readable). */
   constructor(keep = true) {
@@ -31,16 +34,22 @@ export class DescPages {
     return this.scratch === undefined;
   }
 
-  /** Append one descriptor: where to pack it. */
+  /** Append one descriptor: where to pack it (valid until the next call). */
   next(): DescSlot {
     const i = this.count++;
-    if (this.scratch) return { bytes: this.scratch, offset: 0 };
+    if (this.scratch) {
+      this.bytes = this.scratch;
+      this.offset = 0;
+      return this;
+    }
     const page = (i >>> PAGE_SHIFT) - this.first;
     if (page === this.pages.length) this.pages.push(new Uint8Array(DESC_BYTES * PAGE_DESCS));
-    return { bytes: this.pages[page]!, offset: DESC_BYTES * (i & (PAGE_DESCS - 1)) };
+    this.bytes = this.pages[page]!;
+    this.offset = DESC_BYTES * (i & (PAGE_DESCS - 1));
+    return this;
   }
 
-  /** The page holding descriptor `i` (read it at `offset(i)`); `i` must be held. */
+  /** The page holding descriptor `i` (read it at `offsetOf(i)`); `i` must be held. */
   page(i: number): Uint8Array {
     if (this.scratch) {
       if (i !== this.count - 1) throw new RangeError(`descriptor ${i} of a counting list (only the last, ${this.count - 1}, is kept)`);
@@ -51,7 +60,7 @@ export class DescPages {
     return p;
   }
 
-  offset(i: number): number {
+  offsetOf(i: number): number {
     return this.scratch ? 0 : DESC_BYTES * (i & (PAGE_DESCS - 1));
   }
 

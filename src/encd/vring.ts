@@ -57,7 +57,7 @@ export class Vring {
   pinLastRx(): void {
     const i = this.rxList.count - 1;
     if (i < 0) return;
-    const at = this.rxList.offset(i);
+    const at = this.rxList.offsetOf(i);
     this.rxPins.set(i, this.rxList.page(i).slice(at, at + DESC_BYTES));
   }
 
