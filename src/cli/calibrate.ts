@@ -121,15 +121,15 @@ const LAUNCH_STEP_PS = 10_000;
  * squares on log time. The launch cost shifts the whole run (every TopSP starts that much later),
  * so for each mesh-fold count the points run once with launchPs 0 and the sum of squared log
  * errors is searched over the cost (10 ns steps, up to the largest published time or 1 ms); the
- * fold count is a whole number of engines, searched over `folds` (default: 1 up to the engines the
- * ring channels leave a rank).
+ * fold count is a whole number of engines, searched from 1 up to the engines the ring channels
+ * leave a rank.
  */
-export function fitPreset(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER, folds?: readonly number[]): PresetFit[] {
+export function fitPreset(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER): PresetFit[] {
   const fits: PresetFit[] = [];
   for (const instance of [...new Set(series.filter((s) => s.role === "fit").map((s) => s.instance))].sort()) {
     const mine = series.filter((s) => s.role === "fit" && s.instance === instance);
     const preset = loadDevice(instance);
-    const tried = folds ?? Array.from({ length: Math.max(1, meshEngines(preset, preset.ring.defaultChannels, 1)) }, (_, k) => k + 1);
+    const tried = Array.from({ length: Math.max(1, meshEngines(preset, preset.ring.defaultChannels, 1)) }, (_, k) => k + 1);
     let best: { cost: number; launchPs: number; meshFolds: number; factor: number } | undefined;
     let before = Number.NaN;
     for (const meshFolds of tried) {
@@ -180,10 +180,11 @@ ratio, the algorithm chosen (and the published one where --show-algorithm printe
 the fit series, the validation series and all: points within ±10 % and ±25 %, and the
 geometric-mean error factor exp(mean |ln(simulated / published)|).
   --max-bytes SIZE  skip larger points (the 2-node 1 GiB point takes minutes)
-  --fit             fit topsp.launchPs (the runtime's fixed cost per collective) per instance family
-                    on the fit series (least squares on log time; validation series are never
-                    fitted) and print the value with the error before and after; record it in the
-                    preset with a source note naming the series
+  --fit             fit topsp.launchPs (the runtime's fixed cost per collective) and
+                    collectives.meshFolds (the engines a mesh-tape program spreads over) per
+                    instance family on the fit series (least squares on log time; validation series
+                    are never fitted) and print them with the error before and after; record them in
+                    the preset with a source note naming the series
 `;
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {

@@ -181,6 +181,8 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     return keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes));
   };
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
+  // The subtypes' size windows apply to the bytes per rank.
+  const perRank = Math.ceil(bytes / c.rankN);
   const mesh = ((): Verdict => {
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
     const v = familyGate(init, EncAlgType.MESH, opType, [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V], "mesh");
@@ -188,14 +190,13 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     // The subtype windows are the collectives' op_max_limit, on the block each peer sends (bytes
     // per rank: t1's limit is min(0x8000, the channel buffer per group)); all-to-all has no other home than mesh.
     if (!COLLECTIVES.includes(opType)) return ok("all-to-all is served by mesh at any size");
-    const per = Math.ceil(bytes / c.rankN);
-    if (per > meshLimit) return no(`${per} bytes per rank is above the mesh subtype's op_max_limit (${meshLimit})`);
-    return andThen(ok(`${per} bytes per rank within op_max_limit ${meshLimit}`), steps(EncAlgType.MESH));
+    if (perRank > meshLimit) return no(`${perRank} bytes per rank is above the mesh subtype's op_max_limit (${meshLimit})`);
+    return andThen(ok(`${perRank} bytes per rank within op_max_limit ${meshLimit}`), steps(EncAlgType.MESH));
   })();
   return [
     { gate: "kangaring", verdict: andThen(familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring"), limits.kangaring) },
     { gate: "mesh", verdict: mesh },
-    { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, Math.ceil(bytes / c.rankN)), steps(EncAlgType.INTRA_RDH)) },
+    { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, perRank), steps(EncAlgType.INTRA_RDH)) },
     { gate: "inter_rdh", verdict: andThen(familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH"), steps(EncAlgType.INTER_RDH)) },
     { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, [EncOpType.ALLREDUCE], "single-cycle ring (all-reduce only)") },
     { gate: "hierarchical", verdict: andThen(familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical"), limits.hierarchical) },

@@ -56,7 +56,8 @@ export class Vring {
   /** Keep a copy of the last RX descriptor (the end of an op): what validate reads of a ring it does not hold. */
   pinLastRx(): void {
     const i = this.rxList.count - 1;
-    if (i < 0) return;
+    // A ring that keeps its descriptors (whole, or streamed into the run) is read where it is.
+    if (i < 0 || this.rxList.keeps) return;
     const at = this.rxList.offsetOf(i);
     this.rxPins.set(i, this.rxList.page(i).slice(at, at + DESC_BYTES));
   }
