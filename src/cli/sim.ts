@@ -15,7 +15,7 @@ import { mismatchText, runScenario, type CheckMismatch, type PipelineHooks } fro
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "./sweep.ts";
-import { parseSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
+import { parseSource, sweepSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
 import { TraceCollector } from "./trace.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
@@ -132,7 +132,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
   try {
     // Flags change the scenario's JSON, validated again as the file is (errors name the flags).
     const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed });
-    scn = parseSource(src);
+    scn = parseSource(args.sweep ? sweepSource(src) : src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector() : undefined;

@@ -1,7 +1,7 @@
 // Command-line overrides of a scenario (-r, --check, --seed, and a sweep's --op / -d / sizes): they
 // change the scenario's JSON and the result is validated exactly as a file is, with the flags named
 // in every error.
-import type { Dtype } from "../ir/dtypes.ts";
+import { DTYPES, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { CheckMode, OpName, Scenario } from "../ir/spec.ts";
 import { parseScenario } from "../scenario/index.ts";
 
@@ -57,6 +57,23 @@ export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource
     flags.push(`--seed ${o.seed}`);
   }
   return { ...src, json, flags: flags.join(" ") };
+}
+
+/**
+ * What a sweep validates before its points: it runs the scenario's ops at its own sizes, so with
+ * one replica group of all ranks (the file's, or -r's) each op is taken at one block (element size
+ * x ranks) — a size of the file that -r's rank count does not divide is no reason to refuse.
+ */
+export function sweepSource(src: ScenarioSource): ScenarioSource {
+  const ranks = src.json["ranks"];
+  const ops = src.json["ops"];
+  if (src.json["replicaGroups"] !== undefined || typeof ranks !== "number" || !Array.isArray(ops)) return src;
+  const sized = ops.map((o: unknown) => {
+    if (typeof o !== "object" || o === null || Array.isArray(o) || "counts" in o) return o;
+    const dtype = (o as Json)["dtype"] ?? "fp32";
+    return (DTYPES as readonly unknown[]).includes(dtype) ? { ...(o as Json), bytes: dtypeSize(dtype as Dtype) * ranks } : o;
+  });
+  return { ...src, json: { ...src.json, ops: sized } };
 }
 
 /**

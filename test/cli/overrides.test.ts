@@ -26,6 +26,16 @@ describe("command-line overrides are validated like the file", () => {
     expect(r.out).toBe("");
   });
 
+  it("a sweep runs the file's ops at its own sizes: -r 5 with -b/-e (and --op) runs on ring8, whose all-gather size 5 does not divide", () => {
+    for (const extra of [[], ["--op", "all-gather"], ["--op", "all-reduce", "-d", "bf16"]]) {
+      const r = run(["scenarios/ring8.json", "-r", "5", "-b", "1M", "-e", "1M", "--check", "values", ...extra]);
+      expect(r.code, r.err).toBe(EXIT.OK);
+      expect(r.out).toContain("5 ranks per group");
+    }
+    // Without a sweep the file's ops run as they are: still refused.
+    expect(run(["scenarios/ring8.json", "-r", "5"]).code).toBe(EXIT.BAD_INPUT);
+  });
+
   it("a size range is counted before it is built: -b 1 -e 1T -i 1 is refused at once", () => {
     const r = run(["scenarios/ring8.json", "-b", "1", "-e", "1T", "-i", "1"]);
     expect(r.code).toBe(EXIT.BAD_INPUT);
