@@ -10,9 +10,12 @@ import { EncAlgType, EncOpType, encAlgorithmName } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { algTypeOf } from "../ir/spec.ts";
-import { INTRA_RDH_RANKS, initComm, type Verdict } from "./algorithms.ts";
+import { opEntry } from "../ir/ops.ts";
+import { initComm, type Verdict } from "./algorithms.ts";
+import type { CompileContext } from "./context.ts";
 import type { CommInfo } from "./groups.ts";
-import { commContext, dispatch, GATE_OF_ALG, kangaringLayout, meshEngines, opReduceSlice, runGates } from "./post.ts";
+import { commContext, dispatch, kangaringLayout, meshEngines, opReduceSlice, runGates, type EncOperation } from "./post.ts";
+import { INTRA_RDH_RANKS, algorithmEntry } from "./registry.ts";
 
 /** The rings a group's channels follow (global ranks), and whether they follow links. */
 export interface RingSet {
@@ -132,7 +135,7 @@ export function hierStages(
         reduceSliceBytes: opReduceSlice(spec, op.dtype, op.priorityClass),
       };
       const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, limits, esize);
-      const can = (a: EncAlgType) => gates.some((x) => x.gate === GATE_OF_ALG[a] && x.verdict.ok);
+      const can = (a: EncAlgType) => gates.some((x) => x.gate === algorithmEntry(a).gate && x.verdict.ok);
       alg = list.find(can) ?? EncAlgType.INVALID;
     }
     return { level, comm, op: { ...op, op: name, bytes }, opType: stageType, alg, count: bytes / esize };
@@ -150,12 +153,11 @@ export function hierStages(
     if (st.alg === EncAlgType.INVALID) {
       throw new CompileError("CMP1310", `Invalid allr alg types: no algorithm the ${st.level}-node ${st.op.op} stage admits (${log}); name one with "hierarchical": { "${st.level}": ... }`, { path: `${path}.stage${k}`, value: st.op.op });
     }
-    const ok: readonly EncAlgType[] = st.level === "intra" ? [EncAlgType.RING, EncAlgType.KANGARING, EncAlgType.MESH, EncAlgType.INTRA_RDH] : [EncAlgType.RING, EncAlgType.SINGLE_CYCLE_RING, EncAlgType.MESH, EncAlgType.INTER_RDH];
-    if (!ok.includes(st.alg)) throw new CompileError("CMP1310", `${encAlgorithmName(st.alg)} cannot run a ${st.level}-node stage`, { path: `${path}.stage${k}`, value: st.alg });
-    if (st.alg === EncAlgType.SINGLE_CYCLE_RING && st.opType !== EncOpType.ALLREDUCE) throw new CompileError("CMP1310", `the single-cycle ring runs all-reduce only, not the inter-node ${st.op.op} stage`, { path: `${path}.stage${k}`, value: st.alg });
+    const entry = algorithmEntry(st.alg);
+    if (!entry.stageLevels.includes(st.level)) throw new CompileError("CMP1310", `${encAlgorithmName(st.alg)} cannot run a ${st.level}-node stage`, { path: `${path}.stage${k}`, value: st.alg });
+    if (!entry.ops.includes(st.opType)) throw new CompileError("CMP1310", `the ${entry.label.replace(/-(?=[^-]*$)/, " ")} runs ${entry.ops.map((o) => opEntry(o).name).join(" / ")} only, not the ${st.level}-node ${st.op.op} stage`, { path: `${path}.stage${k}`, value: st.alg });
     // The pipelined variant is ring-only: stages of different slices run at once on their channel sets.
-    const ringType: readonly EncAlgType[] = st.level === "intra" ? [EncAlgType.RING, EncAlgType.KANGARING] : [EncAlgType.RING, EncAlgType.SINGLE_CYCLE_RING];
-    if (slices > 1 && !ringType.includes(st.alg)) {
+    if (slices > 1 && !entry.pipelinedStage) {
       throw new CompileError("CMP1310", `the pipelined hierarchical variant ("slices": ${slices}) runs ring-type stages only, not ${encAlgorithmName(st.alg)} for the ${st.level}-node ${st.op.op}`, { path: `${path}.stage${k}`, value: st.alg });
     }
     // The same dispatch a flat op goes through (refuses what this build does not compose).
@@ -182,4 +184,92 @@ export function hierPlanVerdict(scn: Scenario, spec: DeviceSpec, info: readonly 
     if (e instanceof CompileError) return { ok: false, reason: `${e.message} [${e.code}]` };
     throw e;
   }
+}
+
+/**
+ * Compose a hierarchical op: step t runs stage s on slice t - s (one slice: the stages one after
+ * another), each step one builder op closed by a device barrier; only the last step reports.
+ * `alongside` composes the op's other (flat) groups in its first step.
+ */
+export function* composeHier(
+  ctx: CompileContext,
+  op: OpSpec,
+  opType: EncOpType,
+  operation: EncOperation,
+  io: ReadonlyMap<number, { input: number; output: number }>,
+  path: string,
+  hierGroups: readonly (readonly number[])[],
+  alongside: () => Generator<void, void>,
+): Generator<void, { stages: StageRecord[]; selections: string; took: { device: number; topsp: number }[] }> {
+  const { builder, info, groups, scn, spec } = ctx;
+  const esize = dtypeSize(op.dtype);
+  let took: { device: number; topsp: number }[] = [];
+  // This op's hierarchical groups: their ranks' parts of the level comms.
+  const inOp = new Set(hierGroups.flat());
+  const level = (comm: Comm) => ctx.subComm(comm, (g) => inOp.has(g[0]!));
+  const hc = ctx.hierComms!;
+  const comms = { intra: level(hc.intra), inter: level(hc.inter), ...(hc.intraAg ? { intraAg: level(hc.intraAg) } : {}) };
+  const plan = hierStages({ ...scn, replicaGroups: hierGroups }, spec, comms, info, op, opType, ctx.channels, ctx.chunkBytes, path);
+  /** Other groups' flat stages run in the op's first step. */
+  let first = true;
+  const beginStep = function* () {
+    builder.beginOp();
+    if (first) yield* alongside();
+    first = false;
+  };
+  // Step t runs stage s on slice t - s (one slice: the stages one after another); stage s reads
+  // what stage s - 1 wrote for that slice, through a scratch buffer per rank. The op's input and
+  // output are cut into contiguous slices.
+  const k = plan.slices;
+  const n = plan.stages.length;
+  const share = (rank: number) => opEntry(opType).buffers(op, groups[info[rank]!.group]!.length, info[rank]!.groupRank);
+  const inShare = (rank: number) => share(rank).inBytes / k;
+  const outShare = (rank: number) => share(rank).outBytes / k;
+  const scratch = new Map<string, number>();
+  const out = (s: number, j: number, rank: number): number => {
+    if (s === n - 1) return opOut(rank) + j * outShare(rank);
+    const key = `${s}/${j}/${rank}`;
+    let a = scratch.get(key);
+    if (a === undefined) {
+      a = builder.allocHbm(info[rank]!.device, plan.outBytes[s]!);
+      scratch.set(key, a);
+    }
+    return a;
+  };
+  // A local block transpose before the first stage or after the last (node-by-node groups).
+  const tr = plan.transpose;
+  const trBuf = new Map<number, number>();
+  if (tr) for (const rank of ctx.members(comms.intra)) trBuf.set(rank, builder.allocHbm(info[rank]!.device, tr.at === "first" ? inShare(rank) : outShare(rank)));
+  const opIn = (rank: number) => (tr?.at === "first" ? trBuf.get(rank)! : io.get(rank)!.input);
+  const opOut = (rank: number) => (tr?.at === "last" ? trBuf.get(rank)! : io.get(rank)!.output);
+  const transposeStep = function* (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): Generator<void, void> {
+    yield* beginStep();
+    for (const rank of ctx.members(comms.intra)) {
+      const ch = ctx.chan(comms.intra, rank, 0);
+      const b = bytes(rank) / (tr!.rows * tr!.cols);
+      for (let r = 0; r < tr!.rows; r++) for (let c = 0; c < tr!.cols; c++) ch.copy(from(rank) + (r * tr!.cols + c) * b, to(rank) + (c * tr!.rows + r) * b, b, esize);
+      ch.markStep(0);
+      ch.markEnd();
+    }
+    took = builder.endOp(report);
+  };
+  if (tr?.at === "first") {
+    yield* transposeStep((rank) => io.get(rank)!.input, opIn, inShare, false);
+    ctx.barrier(took);
+  }
+  const inp = (s: number, j: number, rank: number): number => (s === 0 ? opIn(rank) + j * inShare(rank) : out(s - 1, j, rank));
+  for (let t = 0; t < k + n - 1; t++) {
+    const last = t === k + n - 2 && tr?.at !== "last";
+    yield* beginStep();
+    for (const [s, st] of plan.stages.entries()) {
+      const j = t - s;
+      if (j < 0 || j >= k) continue;
+      yield* ctx.runStage({ ...st, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => ({ input: inp(s, j, rank), output: out(s, j, rank) }), k > 1 ? `${path}.slice${j}.stage${s}` : `${path}.stage${s}`);
+    }
+    took = builder.endOp(last);
+    // Ranks meet before the next step reads this one's outputs.
+    if (!last) ctx.barrier(took);
+  }
+  if (tr?.at === "last") yield* transposeStep(opOut, (rank) => io.get(rank)!.output, outShare, true);
+  return { stages: plan.stages.map((s): StageRecord => ({ level: s.level, op: s.op.op, alg: s.alg })), selections: plan.log, took };
 }

@@ -7,11 +7,14 @@
 // the ring's (R-1 reduce-scatter and R-1 all-gather steps over the R chips, H0 then H1).
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { EncOpType } from "../ir/enums.ts";
-import { assert } from "../ir/errors.ts";
+import { CompileError, assert } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
-import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
+import { channelRange, halves, planChunks, type ChunkPlan } from "./chunks.ts";
+import { semaAddr } from "../encd/address.ts";
+import type { ChannelGens, CompileContext, StageComposer } from "./context.ts";
+import type { Comm, Stage } from "./hier.ts";
 import type { RankBuffers } from "./ring.ts";
 
 export interface KangaringContext {
@@ -209,3 +212,83 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
   chan.markEnd();
   return signals;
 }
+
+/** Kangaring's view of a group: its chips in ring order, each chip's ranks (adjacent group ranks), and the chunk plan over chip blocks. */
+export function kangaringGroup(ctx: CompileContext, comm: Comm, gi: number, opType: EncOpType, count: number, esize: number) {
+  const { info } = ctx;
+  const g = comm.groups[gi]!;
+  const gr = (r: number) => comm.pos.get(r)!.groupRank;
+  const firstOrder = comm.rings[gi]!.channels[0]!;
+  const devices = [...new Set(firstOrder.map((r) => info[r]!.device))];
+  const chips = devices.map((d, index) => ({ index, ranks: g.filter((r) => info[r]!.device === d).sort((a, b) => gr(a) - gr(b)) }));
+  const m = chips[0]!.ranks.length;
+  for (const chip of chips) {
+    const base = gr(chip.ranks[0]!);
+    const ok = chip.ranks.length === m && chip.ranks.every((r, j) => gr(r) === base + j) && base % m === 0;
+    if (!ok) throw new CompileError("CMP1307", `kangaring needs each device's ranks to be ${m} adjacent ranks of replica group ${gi}`, { path: `replicaGroups[${gi}]`, value: chip.ranks });
+  }
+  // Chip c holds group ranks [c*m, c*m + m): chip blocks follow ring order by their first rank.
+  const ordered = chips.map((chip) => ({ ...chip, index: gr(chip.ranks[0]!) / m }));
+  const rankBlock = opType === EncOpType.ALLREDUCE ? Math.ceil(count / g.length) : count / g.length;
+  return { chips: ordered, m, rankBlock, plan: planChunks(Math.max(1, m * rankBlock), ctx.chunkBytes, esize, ctx.channels) };
+}
+
+/** A kangaring stage's chunk plans: over chip blocks, per group. */
+export function kangaringPlans(ctx: CompileContext, st: Stage): ChunkPlan[] {
+  const esize = dtypeSize(st.op.dtype);
+  return st.comm.groups.map((_, gi) => kangaringGroup(ctx, st.comm, gi, st.opType, st.count, esize).plan);
+}
+
+/** Kangaring's stage composer: each chip's primary on the ring of chips; each secondary waits for its primary's writes. */
+export const composeKangaringStage: StageComposer = (ctx, st, buffers) => {
+  const { comm, op, opType, count, reduceSliceBytes } = st;
+  const { channels, info, spec } = ctx;
+  const esize = dtypeSize(op.dtype);
+  const gr = (r: number) => comm.pos.get(r)!.groupRank;
+  const gens: ChannelGens = [];
+  comm.groups.forEach((_, gi) => {
+    const k = kangaringGroup(ctx, comm, gi, opType, count, esize);
+    for (let c = 0; c < channels; c++) {
+      // The chips in this channel's device order (its cycle, forward or reversed).
+      const devOrder = [...new Set(comm.rings[gi]!.channels[c]!.map((r) => info[r]!.device))];
+      const order = devOrder.map((d) => k.chips.find((chip) => info[chip.ranks[0]!]!.device === d)!);
+      // Primary and secondary roles alternate between the device cycles.
+      const pi = comm.rings[gi]!.cycle[c]! % k.m;
+      order.forEach((chip, idx) => {
+        const primary = chip.ranks[pi]!;
+        const secondaries = chip.ranks.filter((_, j) => j !== pi);
+        const nextP = order[(idx + 1) % order.length]!.ranks[pi]!;
+        const prevP = order[(idx + order.length - 1) % order.length]!.ranks[pi]!;
+        const pn = ctx.place(nextP, comm.set, c);
+        const pp = ctx.place(prevP, comm.set, c);
+        const primaryGen = composeChannelKangaring(
+          { op, opType, plan: k.plan, count, rankBlock: k.rankBlock, m: k.m, chips: order.length, bufferSlots: spec.ring.bufferSlots, reduceSliceBytes, replication: spec.arch >= 3 },
+          c,
+          ctx.chan(comm, primary, c),
+          {
+            na: Array.from({ length: order.length }, (_, j) => order[(idx + j) % order.length]!.index),
+            chip: chip.ranks.map((r) => buffers.get(r)!),
+            primary: pi,
+            chipBase: gr(chip.ranks[0]!),
+            secondaryInc: secondaries.map((r) => semaAddr(info[r]!.device, ctx.place(r, comm.set, c).topsp, ctx.place(r, comm.set, c).recv, "inc")),
+            next: buffers.get(nextP)!,
+            nextRecvInc: semaAddr(info[nextP]!.device, pn.topsp, pn.recv, "inc"),
+            prevSendInc: semaAddr(info[prevP]!.device, pp.topsp, pp.send, "inc"),
+          },
+        );
+        // A secondary only waits for its primary's writes into its output.
+        gens.push(
+          (function* () {
+            const signals = yield* primaryGen;
+            for (const r of secondaries) {
+              const ch = ctx.chan(comm, r, c);
+              for (let i = 0; i < signals; i++) ch.markStep(StepFlag.WAIT_RECV);
+              ch.markEnd();
+            }
+          })(),
+        );
+      });
+    }
+  });
+  return gens;
+};

@@ -8,6 +8,7 @@ import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
+import type { StageComposer } from "./context.ts";
 
 /** Semaphore ids of a rank's mesh program on its TopSP. */
 export interface MeshSemas {
@@ -166,3 +167,17 @@ function slotBytes(ctx: MeshOpContext): number {
   return meshSlotBytes(ctx.op, ctx.opType, ctx.ranks.length);
 }
 
+
+/** The mesh family's stage composer: every rank's event tape, on its mesh program. */
+export const composeMeshStage: StageComposer = (ctx, st, buffers) => {
+  const { comm, op, opType, count, reduceSliceBytes } = st;
+  comm.groups.forEach((g) => {
+    const ranks = g.map((rank): MeshRank => {
+      const b = buffers.get(rank)!;
+      const place = ctx.meshPlace(rank);
+      return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: place.topsp, semas: place.semas, input: b.input, output: b.output, scratch: b.scratch };
+    });
+    g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
+  });
+  return [];
+};

@@ -9,6 +9,8 @@ import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } 
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 import { commInfos } from "./groups.ts";
 import { hierPlanVerdict } from "./hier.ts";
+import { COLLECTIVES, algorithmEntry, builtAlgorithms, precedenceOrder, type Gate } from "./registry.ts";
+import { OPS } from "../ir/ops.ts";
 
 /** What a family's composer can build beyond its admission gate, asked only when the gate admits. */
 export interface ComposerLimits {
@@ -63,14 +65,11 @@ export function kangaringLayout(group: readonly number[], deviceOf: (rank: numbe
   return ok(`${byDevice.size} devices of ${m} adjacent ranks`);
 }
 
-/** The six feasibility gates, in the order enc_post_operation runs them. */
-export const GATES = ["kangaring", "mesh", "intra_rdh", "inter_rdh", "single_cycle_ring", "hierarchical"] as const;
-export type Gate = (typeof GATES)[number];
+export { GATES, type Gate } from "./registry.ts";
 
 /** Enum names (ENC_ALG_*) without the prefix, for messages: the printed names repeat themselves. */
 const ALG_ENUM_NAME = Object.fromEntries(Object.entries(EncAlgType).map(([k, v]) => [v, k])) as Record<number, string>;
 
-const COLLECTIVES: readonly EncOpType[] = [EncOpType.ALLGATHER, EncOpType.ALLREDUCE, EncOpType.REDUCE_SCATTER];
 
 /** The enc_operation analogue: what the composer needs to know about one posted op. */
 export interface EncOperation {
@@ -165,10 +164,11 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
 const ok = (reason: string): Verdict => ({ ok: true, reason });
 const no = (reason: string): Verdict => ({ ok: false, reason });
 
-function familyGate(init: CommInit, alg: EncAlgType, opType: EncOpType, ops: readonly EncOpType[], what: string): Verdict {
+/** An algorithm's comm-init verdict, then whether it serves the op (its registry entry's ops). */
+function familyGate(init: CommInit, alg: EncAlgType, opType: EncOpType, what: string): Verdict {
   const a = init.allowed[alg]!.verdict;
   if (!a.ok) return no(`${ALG_ENUM_NAME[alg]} not allowed: ${a.reason}`);
-  if (!ops.includes(opType)) return no(`${what} does not serve op_type ${opType}`);
+  if (!algorithmEntry(alg).ops.includes(opType)) return no(`${what} does not serve op_type ${opType}`);
   return ok(a.reason);
 }
 
@@ -185,7 +185,7 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
   const perRank = Math.ceil(bytes / c.rankN);
   const mesh = ((): Verdict => {
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
-    const v = familyGate(init, EncAlgType.MESH, opType, [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V], "mesh");
+    const v = familyGate(init, EncAlgType.MESH, opType, "mesh");
     if (!v.ok) return v;
     // The subtype windows are the collectives' op_max_limit, on the block each peer sends (bytes
     // per rank: t1's limit is min(0x8000, the channel buffer per group)); all-to-all has no other home than mesh.
@@ -194,12 +194,12 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     return andThen(ok(`${perRank} bytes per rank within op_max_limit ${meshLimit}`), steps(EncAlgType.MESH));
   })();
   return [
-    { gate: "kangaring", verdict: andThen(familyGate(init, EncAlgType.KANGARING, opType, COLLECTIVES, "kangaring"), limits.kangaring) },
+    { gate: "kangaring", verdict: andThen(familyGate(init, EncAlgType.KANGARING, opType, "kangaring"), limits.kangaring) },
     { gate: "mesh", verdict: mesh },
-    { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, COLLECTIVES, "intra RDH"), spec, perRank), steps(EncAlgType.INTRA_RDH)) },
-    { gate: "inter_rdh", verdict: andThen(familyGate(init, EncAlgType.INTER_RDH, opType, COLLECTIVES, "inter RDH"), steps(EncAlgType.INTER_RDH)) },
-    { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, [EncOpType.ALLREDUCE], "single-cycle ring (all-reduce only)") },
-    { gate: "hierarchical", verdict: andThen(familyGate(init, EncAlgType.HIER, opType, COLLECTIVES, "hierarchical"), limits.hierarchical) },
+    { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, "intra RDH"), spec, perRank), steps(EncAlgType.INTRA_RDH)) },
+    { gate: "inter_rdh", verdict: andThen(familyGate(init, EncAlgType.INTER_RDH, opType, "inter RDH"), steps(EncAlgType.INTER_RDH)) },
+    { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, "single-cycle ring (all-reduce only)") },
+    { gate: "hierarchical", verdict: andThen(familyGate(init, EncAlgType.HIER, opType, "hierarchical"), limits.hierarchical) },
   ];
 }
 
@@ -224,28 +224,18 @@ function rdhWindow(v: Verdict, spec: DeviceSpec, perRank: number): Verdict {
 }
 
 /**
- * The fixed precedence over the gates' results:
+ * The fixed precedence over the gates' results, the registry's order:
  * HIER (only when no flat-ring family is feasible) > INTRA_RDH > MESH > KANGARING > SINGLE_CYCLE_RING > INTER_RDH > RING.
  */
 export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAlg = false): EncAlgType {
-  if (can.hierarchical && !(can.kangaring || can.mesh || can.single_cycle_ring) && !ringDrvAlg) return EncAlgType.HIER;
-  if (can.intra_rdh) return EncAlgType.INTRA_RDH;
-  if (can.mesh) return EncAlgType.MESH;
-  if (can.kangaring) return EncAlgType.KANGARING;
-  if (can.single_cycle_ring) return EncAlgType.SINGLE_CYCLE_RING;
-  if (can.inter_rdh) return EncAlgType.INTER_RDH;
+  for (const e of precedenceOrder()) {
+    if (e.gate === undefined) return e.alg;
+    if (!can[e.gate]) continue;
+    if (e.yieldsTo && (e.yieldsTo.some((g) => can[g]) || ringDrvAlg)) continue;
+    return e.alg;
+  }
   return EncAlgType.RING;
 }
-
-/** The gate that admits each algorithm (RING has none: it is the cascade's last rule). */
-export const GATE_OF_ALG: Partial<Record<EncAlgType, Gate>> = {
-  [EncAlgType.HIER]: "hierarchical",
-  [EncAlgType.INTRA_RDH]: "intra_rdh",
-  [EncAlgType.MESH]: "mesh",
-  [EncAlgType.KANGARING]: "kangaring",
-  [EncAlgType.SINGLE_CYCLE_RING]: "single_cycle_ring",
-  [EncAlgType.INTER_RDH]: "inter_rdh",
-};
 
 /**
  * When the scenario names one algorithm and the precedence resolved another, the runtime runs what
@@ -255,7 +245,7 @@ function fallbackNote(scn: Scenario, gates: readonly { gate: Gate; verdict: Verd
   if (scn.algorithm === "auto") return undefined;
   const asked = ALG_NAMES.indexOf(scn.algorithm) as EncAlgType;
   if (asked === alg) return undefined;
-  const gate = GATE_OF_ALG[asked];
+  const gate = algorithmEntry(asked).gate;
   const why = gate ? gates.find((x) => x.gate === gate)!.verdict.reason : "no enc_can_post_* gate admits it";
   return `"${scn.algorithm}" cannot run (${why}); the runtime falls back to ${ALG_NAMES[alg as number] ?? alg}`;
 }
@@ -281,48 +271,39 @@ export function opPlan(opType: EncOpType, count: number, n: number, chunkBytes: 
   return planChunks(Math.max(1, blockElems), chunkBytes, esize, channels);
 }
 
-/** Families this build composes. */
-export const BUILT_ALGORITHMS: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.HIER, EncAlgType.MESH, EncAlgType.INTRA_RDH, EncAlgType.KANGARING, EncAlgType.SINGLE_CYCLE_RING, EncAlgType.INTER_RDH];
-
 function notYet(what: string, path: string, value: unknown): never {
   throw new CompileError("CMP1203", `${what} is not supported yet`, { path, value });
 }
 
 /**
- * The 13-case enc_op_type dispatch: route the op to its handler, or fail as the runtime does.
- * Returns when the op goes to a composer this build has (the ring family).
+ * The 13-case enc_op_type dispatch: route the op to its handler (the op registry's), or fail as
+ * the runtime does. Returns when the op goes to a composer this build has.
  */
 export function dispatch(opType: EncOpType, alg: EncAlgType, rankN: number, path: string): void {
   const algName = `algorithm ${alg} ${ALG_ENUM_NAME[alg]} ("${ENC_ALG_NAME[alg]}")`;
-  switch (opType) {
-    case EncOpType.ALLGATHER:
-    case EncOpType.ALLREDUCE:
-    case EncOpType.REDUCE_SCATTER:
-      if (!BUILT_ALGORITHMS.includes(alg)) notYet(algName, path, alg);
+  const handler = OPS[opType]?.handler ?? "unsupported";
+  switch (handler) {
+    case "collective":
+      if (!builtAlgorithms().includes(alg)) notYet(algName, path, alg);
       return;
-    case EncOpType.SEND:
-    case EncOpType.RECV:
+    case "p2p":
       // The ring family's p2p_channel.
       if (alg !== EncAlgType.RING) notYet(`${algName} for point-to-point`, path, alg);
       return;
-    case EncOpType.ALLTOALL:
-    case EncOpType.ALLTOALL_V:
-      // Both share one handler, which asserts alg == ENC_ALG_MESH.
+    case "alltoall":
+      // ALLTOALL and ALLTOALL_V share one handler, which asserts alg == ENC_ALG_MESH.
       if (alg !== EncAlgType.MESH) throw new CompileError("CMP1201", `alltoall cannot be supported without Mesh algorithm, rank_n(${rankN})`, { path, value: opType });
       return;
-    case EncOpType.PERMUTE:
-    case EncOpType.PERMUTE_IMPLICIT:
+    case "permute":
       // PERMUTE_IMPLICIT shares the permute handler.
       if (alg !== EncAlgType.RING) notYet(`${algName} in the permute handler`, path, alg);
       return;
-    case EncOpType.PERMUTE_REDUCE:
-    case EncOpType.PERMUTE_REDUCE_IMPLICIT:
+    case "permute-reduce":
       // The explicit and implicit permute-reduce share one handler.
       if (alg !== EncAlgType.RING) notYet(`${algName} in the permute-reduce handler`, path, alg);
       return;
-    case EncOpType.BROADCAST:
-    case EncOpType.REDUCE:
-    default:
+    case "unsupported":
+      // BROADCAST and REDUCE fall to the default branch.
       throw new CompileError("CMP1202", `not supported operation (op_type ${opType})`, { path, value: opType });
   }
 }

@@ -5,13 +5,14 @@
 // the engines write the partner directly; inter-node (INTER_RDH, one rank per node) every transfer
 // and signal to the partner is a network proxy entry, which the step's DMA leg triggers.
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncOpType } from "../ir/enums.ts";
+import { EncAlgType, EncOpType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
+import type { StageComposer } from "./context.ts";
 
 export interface RdhRank {
   readonly groupRank: number;
@@ -219,3 +220,19 @@ export function composeRdh(ctx: RdhOpContext, me: RdhRank, prog: MeshProgram, pa
     prog.event(MeshEventType.FUNCTION_BARRIER_LAST_COLL, { wait: { sema: read(me.compl), value: E } });
   }
 }
+
+/** The RDH stage composer (intra and inter): every rank's exchange steps, on its mesh program. */
+export const composeRdhStage: StageComposer = (ctx, st, buffers, _plans, path) => {
+  const { comm, op, opType, alg, count, reduceSliceBytes } = st;
+  comm.groups.forEach((g) => {
+    const ranks = g.map((rank): RdhRank => {
+      const b = buffers.get(rank)!;
+      const m = ctx.meshPlace(rank);
+      return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: m.topsp, handshake: m.semas.handshake, local: m.semas.data, stepSema: m.semas.compl + 1, compl: m.semas.compl, input: b.input, output: b.output, scratch: b.scratch };
+    });
+    const name = alg === EncAlgType.INTER_RDH ? '7 INTER_RDH ("RDH")' : '5 INTRA_RDH ("RDH")';
+    // Across nodes every partner is remote: the program's transfers go through the rank's proxy queue.
+    g.forEach((rank, k) => composeRdh({ op, opType, ranks, count, reduceSliceBytes, name, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg), `${path}.op`));
+  });
+  return [];
+};

@@ -16,6 +16,9 @@ import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
 import type { ProxyEntry } from "../encd/proxy.ts";
+import { semaAddr } from "../encd/address.ts";
+import { opEntry } from "../ir/ops.ts";
+import type { ChannelGens, StageComposer } from "./context.ts";
 
 /** Buffers one rank uses for one op. */
 export interface RankBuffers {
@@ -280,3 +283,67 @@ export function* composeChannelPermute(ctx: PairOpContext, ch: number, chan: Enc
   chan.markStep(StepFlag.DRAIN_CREDIT, v.sendSlots);
   chan.markEnd();
 }
+
+/**
+ * The ring family's stage composer (RING, and the single-cycle ring, whose one cycle is the ring's):
+ * every channel of every rank, side by side; an op of source/target pairs goes to the permute /
+ * point-to-point channel instead.
+ */
+export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
+  const { comm, op, opType, count, reduceSliceBytes } = st;
+  const { channels, info } = ctx;
+  const gr = (r: number) => comm.pos.get(r)!.groupRank;
+  const gens: ChannelGens = [];
+  if (op.pairs) {
+    const targetOf = new Map(op.pairs.map(([a, b]) => [a, b]));
+    const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
+    const reduce = opEntry(opType).handler === "permute-reduce";
+    for (let rank = 0; rank < ctx.scn.ranks; rank++) {
+      const t = targetOf.get(rank);
+      const src = sourceOf.get(rank);
+      for (let c = 0; c < channels; c++) {
+        const pt = t === undefined ? undefined : ctx.place(t, comm.set, c);
+        const ps = src === undefined ? undefined : ctx.place(src, comm.set, c);
+        const toTarget = t !== undefined && ctx.viaNetwork(rank, t);
+        const fromSource = src !== undefined && ctx.viaNetwork(src, rank);
+        const net = toTarget || fromSource ? { toTarget, fromSource, ...ctx.proxyQueue(comm, rank, c), foldN: ctx.foldN } : undefined;
+        gens.push(
+          composeChannelPermute({ op, channels, pieceBytes: plans[comm.pos.get(rank)!.group]!.halfBytes, reduceSliceBytes, reduce }, c, ctx.chan(comm, rank, c), {
+            me: buffers.get(rank)!,
+            target: t === undefined ? undefined : { buffers: buffers.get(t)!, recvInc: semaAddr(info[t]!.device, pt!.topsp, pt!.recv, "inc"), self: t === rank },
+            source: src === undefined ? undefined : { sendInc: semaAddr(info[src]!.device, ps!.topsp, ps!.send, "inc"), self: src === rank },
+            sendSlots: ctx.sendSlots(comm, rank, c),
+            recvSlots: src === undefined ? 0 : ctx.sendSlots(comm, src, c),
+            ...(net ? { net } : {}),
+          }),
+        );
+      }
+    }
+    return gens;
+  }
+  for (const rank of ctx.members(comm)) {
+    const gi = comm.pos.get(rank)!.group;
+    for (let c = 0; c < channels; c++) {
+      const { ring, i, next, prev } = ctx.ringPos(comm, c, rank);
+      const na = ring.map((_, j) => gr(ring[(i + j) % ring.length]!));
+      const pn = ctx.place(next, comm.set, c);
+      const pp = ctx.place(prev, comm.set, c);
+      const toNext = ctx.viaNetwork(rank, next);
+      const fromPrev = ctx.viaNetwork(rank, prev);
+      const net = toNext || fromPrev ? ctx.netHop(comm, rank, c, toNext, fromPrev, plans[gi]!.halfBytes) : undefined;
+      gens.push(
+        composeChannelRing({ op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes }, c, ctx.chan(comm, rank, c), {
+          na,
+          me: buffers.get(rank)!,
+          next: buffers.get(next)!,
+          nextRecvInc: semaAddr(info[next]!.device, pn.topsp, pn.recv, "inc"),
+          prevSendInc: semaAddr(info[prev]!.device, pp.topsp, pp.send, "inc"),
+          sendSlots: ctx.sendSlots(comm, rank, c),
+          recvSlots: ctx.recvSlots(comm, rank, c),
+          ...(net ? { net } : {}),
+        }),
+      );
+    }
+  }
+  return gens;
+};

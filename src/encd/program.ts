@@ -62,6 +62,8 @@ interface TopspState {
   mesh: MeshEvent[];
   /** The op index of the last mesh event appended (-1: none). */
   meshOp: number;
+  /** enc_alg_mesh_type of the tape's last op (its cc_op_entry's algo_sub_type). */
+  meshType: EncAlgMeshType;
   /** Device barriers by ctrl entry index. */
   barriers: Map<number, BarrierConfig>;
 }
@@ -210,7 +212,7 @@ export class ProgramBuilder {
   }
 
   private newTopsp(): TopspState {
-    return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1, barriers: new Map() };
+    return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1, meshType: EncAlgMeshType.FULL_MESH, barriers: new Map() };
   }
 
   /** Bind one vring per engine; the engines must share a SENG, whose broadcast mask names them. */
@@ -279,13 +281,15 @@ export class ProgramBuilder {
     const dma = new EncdChannel(this, placement, vrings, steps, d.constAddr, d.padAddr);
     const leg: DmaLeg = { m2sTail: tailDoorbellAddr(p.device, undefined, p.queue, "m2s", seng), s2mTail: tailDoorbellAddr(p.device, undefined, p.queue, "s2m", seng), mask };
     const state = ts;
-    return new MeshProgram(dma, leg, (e) => {
+    const prog: MeshProgram = new MeshProgram(dma, leg, (e) => {
       if (state.mesh.length >= maxMeshEvents(this.params.arch)) {
         throw new EncodeError("ENC1702", `TopSP ${p.topsp} of device ${p.device} needs more than the ${maxMeshEvents(this.params.arch)} mesh events arch ${this.params.arch} holds`, { path: "mesh.events", value: state.mesh.length + 1 });
       }
       state.mesh.push(e);
       state.meshOp = this.opIndex;
+      state.meshType = prog.meshType;
     });
+    return prog;
   }
 
   /** A network proxy work queue triggered by semaphore `sema` of `topsp` on `device`. */
@@ -322,7 +326,7 @@ export class ProgramBuilder {
         const mesh = ts.meshOp === this.opIndex;
         if (active.length > 0 && mesh) throw new InternalError(`dev${device} topsp${index} ran both ring channels and a mesh tape in op ${this.opIndex}`);
         if (mesh) {
-          ts.ctrl.push({ ...ringEntry(0), algoType: EncPattern.MESH, algoSubType: EncAlgMeshType.FULL_MESH, reporter: report, semaShiftOffset: 0, semaMask: 0xffff });
+          ts.ctrl.push({ ...ringEntry(0), algoType: EncPattern.MESH, algoSubType: ts.meshType, reporter: report, semaShiftOffset: 0, semaMask: 0xffff });
           took.push({ device, topsp: index });
           continue;
         }
@@ -670,6 +674,8 @@ export interface MeshPlacement {
 export class MeshProgram {
   readonly dma: EncdChannel;
   readonly leg: DmaLeg;
+  /** The mesh type (enc_alg_mesh_type) of the op being composed: its cc_op_entry's algo_sub_type. */
+  meshType: EncAlgMeshType = EncAlgMeshType.FULL_MESH;
   private readonly push: (e: MeshEvent) => void;
   constructor(dma: EncdChannel, leg: DmaLeg, push: (e: MeshEvent) => void) {
     this.dma = dma;

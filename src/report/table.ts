@@ -1,19 +1,10 @@
 // nccom-test-style result rows: the table and the JSON contract.
+import { opEntry } from "../ir/ops.ts";
 import type { OpName } from "../ir/spec.ts";
 
-/** nccom-test's bus-bandwidth factor for an op over n ranks (nccl-tests' for broadcast / reduce). */
+/** nccom-test's bus-bandwidth factor (busbw / algbw) for an op over n ranks, from the op registry. */
 export function busFactor(op: OpName, n: number): number {
-  switch (op) {
-    case "all-reduce":
-      return n <= 1 ? 0 : (2 * (n - 1)) / n;
-    case "all-gather":
-    case "reduce-scatter":
-    case "all-to-all":
-    case "all-to-all-v":
-      return n <= 1 ? 0 : (n - 1) / n;
-    default:
-      return 1;
-  }
+  return opEntry(op).busFactor(n);
 }
 export interface ResultRow {
   readonly op: string;

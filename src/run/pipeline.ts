@@ -3,6 +3,7 @@ import { freemem, totalmem } from "node:os";
 import type { Logger } from "pino";
 import { dtypeSize, reduceHow } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
+import { opEntry } from "../ir/ops.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
 import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type OpLayout } from "../enc/compile.ts";
@@ -224,20 +225,19 @@ function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<number, n
   const op = scn.ops[i]!;
   const inputs = new Map(ol.ranks.map((rl) => [rl.rank, inputValues(scn, i, rl.rank, rl.input.bytes)]));
   const out = new Map<number, number[]>();
-  if (op.pairs) {
-    const reduce = op.op === "permute-reduce" || op.op === "permute-reduce-implicit" ? op.reduce : undefined;
-    return referencePermute(op.dtype, reduce, inputs, op.pairs);
-  }
+  const entry = opEntry(op.op);
+  if (entry.reference === "permute") return referencePermute(op.dtype, entry.reduces ? op.reduce : undefined, inputs, op.pairs!);
   const esize = dtypeSize(op.dtype);
   for (const g of scn.replicaGroups) {
     const ins = g.map((r) => inputs.get(r)!);
-    const refs = isRingOp(op.op)
-      ? referenceValues(op.op, op.dtype, op.reduce, ins)
-      : op.op === "all-to-all"
-        ? referenceAllToAll(ins)
-        : op.op === "all-to-all-v"
-          ? referenceAllToAllV(ins, op.counts!.map((row) => row.map((b) => b / esize)))
-          : undefined;
+    const refs =
+      entry.reference === "collective" && isRingOp(op.op)
+        ? referenceValues(op.op, op.dtype, op.reduce, ins)
+        : entry.reference === "alltoall"
+          ? referenceAllToAll(ins)
+          : entry.reference === "alltoall-v"
+            ? referenceAllToAllV(ins, op.counts!.map((row) => row.map((b) => b / esize)))
+            : undefined;
     if (!refs) throw new InternalError(`no reference collective for ${op.op}`);
     g.forEach((r, k) => out.set(r, refs[k]!));
   }

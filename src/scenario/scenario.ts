@@ -1,17 +1,12 @@
 // Loader + validator for scenarios (scenarios/*.json); see scenarios/scenario.schema.json.
 import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
 import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, HIER_INTER, HIER_INTRA, OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
+import { opEntry } from "../ir/ops.ts";
 import { Reader } from "./reader.ts";
 
 const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "ops", "rankOverrides", "faults"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
-/** Ops driven by source/target pairs. */
-const PAIR_OPS: readonly OpName[] = ["send", "recv", "permute", "permute-reduce", "permute-implicit", "permute-reduce-implicit"];
 const OVERRIDE_KEYS = ["rank", "op", "bytes", "dtype", "reduce", "stream", "priorityClass"] as const;
-/** Ops whose size must split into one block per group rank. */
-const BLOCKED_OPS: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
-/** Ops that take a reduce operation. */
-const REDUCING_OPS: readonly OpName[] = ["all-reduce", "reduce-scatter", "reduce", "permute-reduce", "permute-reduce-implicit"];
 export const MAX_STREAMS = 4;
 export const PRIORITY_CLASSES = 5;
 
@@ -103,7 +98,7 @@ function parseFault(f: Reader): Fault {
 function checkBytes(bytesR: Reader, op: OpName, bytes: number, dtype: OpSpec["dtype"], groupSizes: readonly number[]): void {
   const esize = dtypeSize(dtype);
   if (bytes % esize !== 0) bytesR.fail("SCN1006", `must be a multiple of the ${dtype} element size (${esize} bytes)`);
-  if (BLOCKED_OPS.includes(op)) {
+  if (opEntry(op).blocked) {
     for (const n of groupSizes) {
       if (bytes % (esize * n) !== 0) bytesR.fail("SCN1006", `${op} needs a multiple of element size x group ranks (${esize} x ${n} = ${esize * n} bytes)`);
     }
@@ -117,14 +112,14 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
   const bytesR = o.get("bytes");
   const bytes = bytesR.int(1);
   const reduceR = o.opt("reduce");
-  if (!REDUCING_OPS.includes(op) && reduceR) reduceR.fail("SCN1014", `${op} takes no reduce op`);
+  if (!opEntry(op).reduces && reduceR) reduceR.fail("SCN1014", `${op} takes no reduce op`);
   const reduce = reduceR?.oneOf(REDUCE_OPS) ?? "sum";
   checkBytes(bytesR, op, bytes, dtype, groupSizes);
   const stream = o.opt("stream")?.int(0, MAX_STREAMS - 1) ?? 0;
   const priorityClass = o.opt("priorityClass")?.int(0, PRIORITY_CLASSES - 1) ?? 0;
   const out: OpSpec = { op, bytes, dtype, reduce, stream, priorityClass };
   const countsR = o.opt("counts");
-  if (op === "all-to-all-v") {
+  if (opEntry(op).needs === "counts") {
     if (!countsR) o.fail("SCN1004", `all-to-all-v needs "counts": an n x n matrix of bytes rank i sends to rank j`, undefined, `${o.path}.counts`);
     if (groupSizes.length !== 1) countsR.fail("SCN1015", "all-to-all-v needs every replica group to have the same size");
     const n = groupSizes[0]!;
@@ -144,7 +139,7 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
   }
   if (countsR) countsR.fail("SCN1014", `only all-to-all-v takes counts`);
   const pairsR = o.opt("pairs");
-  if (PAIR_OPS.includes(op)) {
+  if (opEntry(op).needs === "pairs") {
     if (!pairsR) o.fail("SCN1004", `${op} needs "pairs": [[source, target], ...]`, undefined, `${o.path}.pairs`);
     const seenSrc = new Set<number>();
     const seenDst = new Set<number>();

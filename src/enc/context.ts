@@ -1,0 +1,406 @@
+// The compile context: one program's resources and communicators — where every channel, mesh
+// program, proxy queue and semaphore of a rank sits, the rings each replica group follows, the
+// builder the composers emit into — and the stage machinery the family composers plug into
+// (registry.ts names each family's composer; the families live in their own files).
+import { dtypeSize } from "../ir/dtypes.ts";
+import { EncAlgMeshType, EncAlgType, type EncOpType } from "../ir/enums.ts";
+import { CompileError } from "../ir/errors.ts";
+import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { acrossNodes, podLinked } from "../ir/spec.ts";
+import { NeighType } from "../encd/channel.ts";
+import { MAX_DEVICES, semaAddr } from "../encd/address.ts";
+import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type RingMode } from "../encd/program.ts";
+import type { ProxyEntry } from "../encd/proxy.ts";
+import type { ChunkPlan } from "./chunks.ts";
+import { checkSignatures, meshEngines, opPlan, postOperations, type Posted } from "./post.ts";
+import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
+import type { NetHop, RankBuffers } from "./ring.ts";
+import { algorithmEntry, tapeSemaphores } from "./registry.ts";
+import { adjacency, deviceRing, deviceRings } from "./topology.ts";
+import type { Comm, RingSet, Stage } from "./hier.ts";
+import type { NetQueue } from "./peer.ts";
+
+/** A rank's buffers for one stage: input, output, ring receive slots, mesh / RDH scratch. */
+export interface StageBuffers extends RankBuffers {
+  readonly chbufBytes: readonly number[];
+  readonly scratch: number;
+}
+
+/** Ring-type channel programs of a stage, composed side by side (one chunk group each per round). */
+export type ChannelGens = Generator<void, unknown>[];
+
+/** What a family composes for one stage: ring-type channels return their generators; mesh-tape programs emit at once. */
+export type StageComposer = (ctx: CompileContext, st: Stage, buffers: ReadonlyMap<number, StageBuffers>, plans: readonly ChunkPlan[], path: string) => ChannelGens;
+
+function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
+  if (!cond) throw new CompileError(code, message, { path, value });
+}
+
+/** The semaphores of a TopSP's mesh program, after the ring channels'. */
+export interface MeshPlace {
+  readonly topsp: number;
+  readonly semas: { readonly handshake: number; readonly data: number; readonly data2: number; readonly compl: number };
+}
+
+export class CompileContext {
+  readonly channels: number;
+  readonly foldN: number;
+  readonly chunkBytes: number;
+  readonly groups: readonly (readonly number[])[];
+  readonly posted: Posted;
+  readonly info: readonly CommInfo[];
+  readonly builder: ProgramBuilder;
+  /** The replica groups' own comm (channel set 0). */
+  readonly main: Comm;
+  /** A hierarchical op's level comms: intra (set 1), inter (set 2), and the pipelined intra all-gather's (set 3). */
+  readonly hierComms?: { readonly intra: Comm; readonly inter: Comm; readonly intraAg?: Comm };
+  /** Channel sets in use: 1, 3 (hierarchical) or 4 (pipelined hierarchical). */
+  readonly sets: number;
+  /** Stages composed so far, with their buffers (the layout reads the last receive buffers). */
+  readonly stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
+  readonly warnings: string[];
+
+  private readonly pod: boolean;
+  private readonly idsPerNode: number;
+  private readonly enginesPerRank: number;
+  private readonly tsPerRank: number;
+  private readonly slotsPerTopsp: number;
+  private readonly meshBase: number;
+  private readonly proxyBase: number;
+  private readonly barrierBase: number;
+  private readonly meshProxySema: number;
+  private readonly chans = new Map<string, EncdChannel>();
+  private readonly meshPrograms = new Map<number, MeshProgram>();
+  private readonly proxyQueues = new Map<string, ProxyEntry[]>();
+  private readonly meshProxies = new Map<number, NetQueue>();
+
+  constructor(
+    readonly scn: Scenario,
+    readonly spec: DeviceSpec,
+    readonly opIndices: readonly number[],
+    rings: RingMode,
+  ) {
+    // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device, no proxy needed.
+    const pod = podLinked(spec.topology, scn.nodes);
+    this.pod = pod;
+    check(scn.nodes === 1 || pod || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
+    // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
+    const vcore = spec.collectives.virtualCoreSize;
+    const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
+    check(scn.ranksPerDevice <= ranksPerDeviceMax, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device, ${ranksPerDeviceMax} rank(s) at logical core size ${vcore}`, "ranksPerDevice", scn.ranksPerDevice);
+    const deviceCount = scn.ranks / scn.ranksPerDevice / scn.nodes;
+    check(Number.isInteger(deviceCount), "CMP1303", `${scn.ranks} ranks do not fill whole devices of ${scn.ranksPerDevice} on each of ${scn.nodes} nodes`, "ranks", scn.ranks);
+    check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
+    // Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used.
+    const idsPerNode = spec.topology.kind === "ring" ? deviceCount : spec.devices;
+    this.idsPerNode = idsPerNode;
+    check(idsPerNode * scn.nodes <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
+    const channels = scn.channels ?? spec.ring.defaultChannels;
+    this.channels = channels;
+    const foldN = spec.ring.foldN;
+    this.foldN = foldN;
+    this.enginesPerRank = spec.dma.enginesPerCore * vcore;
+    this.tsPerRank = (spec.topsp.perDevice / spec.coresPerDevice) * vcore;
+    this.slotsPerTopsp = Math.ceil(channels / this.tsPerRank);
+
+    const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
+    this.groups = groups;
+    checkSignatures(scn, groups);
+    this.chunkBytes = scn.chunkBytes ?? spec.ring.chunkBytes;
+    const posted = postOperations({ scn, spec, groups, channels, chunkBytes: this.chunkBytes });
+    this.posted = posted;
+    this.warnings = [...posted.warnings];
+    const refused = posted.refused.find((e) => e !== undefined);
+    if (refused) throw refused;
+    this.info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
+
+    // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
+    // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
+    const hier = opIndices.some((i) => posted.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
+    // A pipelined hierarchical all-reduce runs its intra all-gather beside the next slices' intra
+    // reduce-scatter: a fourth channel set.
+    const pipelined = hier && scn.hierarchical.slices > 1;
+    const sets = hier ? (pipelined ? 4 : 3) : 1;
+    this.sets = sets;
+    check(sets * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
+    check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
+    // Ring channels' semaphores, then the mesh-tape programs' (the families' needs for the largest
+    // group), the proxy triggers (one per slot), the device barrier's three.
+    const ringSemas = 3 * foldN * this.slotsPerTopsp * sets;
+    const meshSemas = tapeSemaphores(Math.max(...scn.replicaGroups.map((g) => g.length)));
+    this.meshBase = ringSemas;
+    this.proxyBase = ringSemas + meshSemas;
+    this.barrierBase = this.proxyBase + sets * this.slotsPerTopsp;
+    // Then the trigger of the proxy queue of a mesh-tape program (mesh, RDH) across nodes.
+    this.meshProxySema = this.barrierBase + 3;
+    check(this.meshProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+
+    const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, pod);
+    const info = this.info;
+    // Ring order per group: device cycles that follow links (two edge-disjoint ones where the
+    // topology has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of
+    // one device stay adjacent.
+    const ringsOf = (g: readonly number[]): RingSet => {
+      const nodesOfGroup = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
+      // Across nodes: each node's cycle opened into a path, the paths joined node after node (the
+      // joins are network hops).
+      const devices = [...new Set(g.map((r) => info[r]!.device))];
+      const perNode = nodesOfGroup.length > 1 && !pod ? nodesOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / idsPerNode) === k))) : [];
+      const cycles = perNode.length > 0 ? [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }] : deviceRings(adj, devices);
+      const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
+      return {
+        group: g,
+        channels: Array.from({ length: channels }, (_, c) => {
+          const base = orders[Math.floor(c / 2) % orders.length]!;
+          return c % 2 === 0 ? base : [...base].reverse();
+        }),
+        cycle: Array.from({ length: channels }, (_, c) => Math.floor(c / 2) % orders.length),
+        followsLinks: cycles.every((dr) => dr.followsLinks),
+      };
+    };
+    const makeComm = (set: number, gs: readonly (readonly number[])[]): Comm => {
+      const pos = new Map<number, { group: number; groupRank: number }>();
+      gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
+      return { set, groups: gs, pos, rings: gs.map(ringsOf) };
+    };
+    this.main = makeComm(0, groups);
+    // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
+    // the same position on every node.
+    if (hier) {
+      const intra: number[][] = [];
+      const inter: number[][] = [];
+      for (const [gi, g] of groups.entries()) {
+        if (!opIndices.some((i) => posted.operations[i]!.groupAlgs[gi] === EncAlgType.HIER)) continue;
+        const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
+        const perNode = nodes.map((k) => g.filter((r) => info[r]!.node === k));
+        intra.push(...perNode);
+        for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
+      }
+      this.hierComms = { intra: makeComm(1, intra), inter: makeComm(2, inter), ...(pipelined ? { intraAg: makeComm(3, intra) } : {}) };
+    }
+
+    this.builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode }, rings);
+    const hc = this.hierComms;
+    for (const comm of [this.main, ...(hc ? [hc.intra, hc.inter, ...(hc.intraAg ? [hc.intraAg] : [])] : [])]) {
+      for (const rank of this.members(comm)) {
+        const ci = info[rank]!;
+        for (let c = 0; c < channels; c++) {
+          const { next, prev } = this.ringPos(comm, c, rank);
+          const p = this.place(rank, comm.set, c);
+          const id = comm.set * channels + c;
+          this.chans.set(
+            `${comm.set}/${rank}/${c}`,
+            this.builder.addChannel({
+              device: ci.device,
+              topsp: p.topsp,
+              channelId: id,
+              slot: p.slot,
+              engines: Array.from({ length: foldN }, (_, f) => ci.core * this.enginesPerRank + id * foldN + f),
+              queue: spec.dma.collectiveQueue,
+              recvSema: p.recv,
+              sendSema: p.send,
+              complSema: p.compl,
+              reporter: c === 0,
+              next: this.neighbor(ci, info[next]!),
+              prev: this.neighbor(ci, info[prev]!),
+              initialCredits: this.sendSlots(comm, rank, c),
+            }),
+          );
+        }
+      }
+    }
+  }
+
+  /** Traffic between these devices goes through the network proxies (different nodes, no pod links). */
+  crossesNetwork(a: number, b: number): boolean {
+    return !this.pod && Math.floor(a / this.idsPerNode) !== Math.floor(b / this.idsPerNode);
+  }
+
+  viaNetwork(a: number, b: number): boolean {
+    return this.crossesNetwork(this.info[a]!.device, this.info[b]!.device);
+  }
+
+  /** The ranks of a comm, in rank order. */
+  members(comm: Comm): number[] {
+    return [...comm.pos.keys()].sort((a, b) => a - b);
+  }
+
+  /** The part of a comm made of the groups `keep` admits (same channel set, same rings). */
+  subComm(comm: Comm, keep: (g: readonly number[]) => boolean): Comm {
+    const idx = comm.groups.map((g, gi) => (keep(g) ? gi : -1)).filter((gi) => gi >= 0);
+    const gs = idx.map((gi) => comm.groups[gi]!);
+    const pos = new Map<number, { group: number; groupRank: number }>();
+    gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
+    return { set: comm.set, groups: gs, pos, rings: idx.map((gi) => comm.rings[gi]!) };
+  }
+
+  /** Channel c of set `set`: channel 0 of every set sits on the rank's first TopSP (the reporter's). */
+  place(rank: number, set: number, c: number): { topsp: number; slot: number; recv: number; send: number; compl: number } {
+    const ci = this.info[rank]!;
+    const slot = set * this.slotsPerTopsp + Math.floor(c / this.tsPerRank);
+    // Per channel: foldN recv-count, foldN send-credit and foldN completion semaphores.
+    const base = 3 * this.foldN * slot;
+    return { topsp: ci.core * this.tsPerRank + (c % this.tsPerRank), slot, recv: base, send: base + this.foldN, compl: base + 2 * this.foldN };
+  }
+
+  private neighbor(a: CommInfo, b: CommInfo) {
+    return { netIdxAddrs: [], foldN: this.foldN, type: a.device === b.device ? NeighType.LOCAL : NeighType.P2P };
+  }
+
+  ringPos(comm: Comm, c: number, rank: number): { ring: readonly number[]; i: number; next: number; prev: number } {
+    const ring = comm.rings[comm.pos.get(rank)!.group]!.channels[c]!;
+    const i = ring.indexOf(rank);
+    return { ring, i, next: ring[(i + 1) % ring.length]!, prev: ring[(i + ring.length - 1) % ring.length]! };
+  }
+
+  /**
+   * Receive slots of a rank's channel: a network hop gets the network's deeper pool (its credits
+   * cover a round trip through both proxies), a link hop the ring's.
+   */
+  recvSlots(comm: Comm, rank: number, c: number): number {
+    const prev = this.ringPos(comm, c, rank).prev;
+    return this.viaNetwork(prev, rank) ? this.spec.network!.bufferSlots : this.spec.ring.bufferSlots;
+  }
+
+  sendSlots(comm: Comm, rank: number, c: number): number {
+    return this.recvSlots(comm, this.ringPos(comm, c, rank).next, c);
+  }
+
+  chan(comm: Comm, rank: number, c: number): EncdChannel {
+    return this.chans.get(`${comm.set}/${rank}/${c}`)!;
+  }
+
+  /** A rank's mesh program: TopSP 0 of its core, semaphores after the ring channels'. */
+  meshPlace(rank: number): MeshPlace {
+    const b = this.meshBase;
+    return { topsp: this.info[rank]!.core * this.tsPerRank, semas: { handshake: b, data: b + 1, data2: b + 2, compl: b + 3 } };
+  }
+
+  /**
+   * A rank's mesh program, built on first use on the engines the ring channels leave free, set to
+   * the mesh type of the family `alg` about to compose on it.
+   */
+  meshProgram(comm: Comm, rank: number, alg: EncAlgType): MeshProgram {
+    let m = this.meshPrograms.get(rank);
+    if (!m) {
+      const { spec, channels, foldN, sets } = this;
+      const ci = this.info[rank]!;
+      const used = sets * channels * foldN;
+      const first = ci.core * this.enginesPerRank + used;
+      const free = meshEngines(spec, channels, sets, ci.core);
+      const peers = Math.max(1, comm.groups[comm.pos.get(rank)!.group]!.length - 1);
+      if (free < 1) throw new CompileError("CMP1306", `mesh needs a DMA engine the ${channels} ring channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets` : ""} do not use`, { path: "channels", value: channels });
+      // One engine per peer, at least the preset's mesh folds, within what the ring channels leave.
+      const engines = Array.from({ length: Math.min(free, Math.max(peers, spec.collectives.meshFolds)) }, (_, k) => first + k);
+      const place = this.meshPlace(rank);
+      m = this.builder.addMesh({ device: ci.device, topsp: place.topsp, engines, queue: spec.dma.collectiveQueue, complSema: place.semas.compl });
+      this.meshPrograms.set(rank, m);
+    }
+    m.meshType = algorithmEntry(alg).meshType ?? EncAlgMeshType.FULL_MESH;
+    return m;
+  }
+
+  /**
+   * Network hops: one proxy work queue per (rank, channel), triggered by a semaphore after the
+   * mesh / RDH ones; sends across nodes stage in local slots first.
+   */
+  proxyQueue(comm: Comm, rank: number, c: number): { entries: ProxyEntry[]; proxyInc: number } {
+    const ci = this.info[rank]!;
+    const p = this.place(rank, comm.set, c);
+    const key = `${comm.set}/${rank}/${c}`;
+    let entries = this.proxyQueues.get(key);
+    if (!entries) {
+      entries = this.builder.addProxyQueue(ci.device, p.topsp, this.proxyBase + p.slot);
+      this.proxyQueues.set(key, entries);
+    }
+    return { entries, proxyInc: semaAddr(ci.device, p.topsp, this.proxyBase + p.slot, "inc") };
+  }
+
+  netHop(comm: Comm, rank: number, c: number, toNext: boolean, fromPrev: boolean, halfBytes: number): NetHop {
+    const staging = toNext ? this.builder.allocHbm(this.info[rank]!.device, this.sendSlots(comm, rank, c) * halfBytes) : 0;
+    return { toNext, fromPrev, ...this.proxyQueue(comm, rank, c), staging, foldN: this.foldN };
+  }
+
+  /** A rank's network proxy queue for its mesh-tape programs (mesh, RDH), made on first use. */
+  private meshProxy(rank: number): NetQueue {
+    let q = this.meshProxies.get(rank);
+    if (!q) {
+      const ci = this.info[rank]!;
+      const ts = this.meshPlace(rank).topsp;
+      q = { entries: this.builder.addProxyQueue(ci.device, ts, this.meshProxySema), trigger: semaAddr(ci.device, ts, this.meshProxySema, "inc"), remote: (d) => this.crossesNetwork(ci.device, d) };
+      this.meshProxies.set(rank, q);
+    }
+    return q;
+  }
+
+  /** The proxy queue a mesh-tape program of `rank` needs: when some peer of its group is across the network. */
+  meshNet(rank: number, g: readonly number[]): { net?: NetQueue } {
+    return g.some((r) => this.viaNetwork(rank, r)) ? { net: this.meshProxy(rank) } : {};
+  }
+
+  /**
+   * Device barriers: arrivals on the queue below the collective one of an engine of the TopSP's
+   * own; one barrier per node (DMA writes stay inside it), one for the whole pod.
+   */
+  barrier(took: readonly { device: number; topsp: number }[]): void {
+    const tsPerRank = this.tsPerRank;
+    const byNode = new Map<number, Map<string, { device: number; members: { topsp: number; engine: number }[] }>>();
+    for (const t of [...took].sort((a, b) => a.device - b.device || a.topsp - b.topsp)) {
+      const core = Math.floor(t.topsp / tsPerRank);
+      const node = this.pod ? 0 : Math.floor(t.device / this.idsPerNode);
+      const ranks = byNode.get(node) ?? new Map();
+      byNode.set(node, ranks);
+      const key = `${t.device}/${core}`;
+      const r = ranks.get(key) ?? { device: t.device, members: [] };
+      ranks.set(key, r);
+      r.members.push({ topsp: t.topsp, engine: core * this.enginesPerRank + (t.topsp % tsPerRank) });
+    }
+    for (const ranks of byNode.values()) this.builder.deviceBarrier([...ranks.values()] satisfies BarrierRank[], this.barrierBase, this.spec.dma.collectiveQueue - 1);
+  }
+
+  /** Chunk plans of a stage, per group of its comm (as postOperation plans a whole op). */
+  stagePlans(comm: Comm, opType: EncOpType, count: number, esize: number): ChunkPlan[] {
+    return comm.groups.map((g) => opPlan(opType, count, g.length, this.chunkBytes, esize, this.channels));
+  }
+
+  /** Buffers one stage of an op needs beyond its input and output: ring receive slots, mesh-tape scratch. */
+  private stageBuffers(st: Stage, io: (rank: number) => { input: number; output: number }, halfBytes: (rank: number) => number, pairSource?: ReadonlyMap<number, number>): Map<number, StageBuffers> {
+    const entry = algorithmEntry(st.alg);
+    const buffers = new Map<number, StageBuffers>();
+    for (const rank of this.members(st.comm)) {
+      const ci = this.info[rank]!;
+      const n = st.comm.groups[st.comm.pos.get(rank)!.group]!.length;
+      // A pairs op's source cycles through as many of our slots as it has credits.
+      const src = pairSource?.get(rank);
+      const chbufBytes = Array.from({ length: this.channels }, (_, c) => Math.max(this.recvSlots(st.comm, rank, c), src === undefined ? 0 : this.sendSlots(st.comm, src, c)) * halfBytes(rank));
+      const tape = entry.program === "mesh-tape";
+      const chbuf = tape ? [] : chbufBytes.map((b) => this.builder.allocHbm(ci.device, b));
+      // Mesh: one slot per peer; RDH: a working copy and the halving steps' landing slots.
+      const scratch = tape ? entry.scratch?.(st.op, st.opType, n) : undefined;
+      buffers.set(rank, { ...io(rank), chbuf, chbufBytes, scratch: scratch === undefined ? 0 : this.builder.allocHbm(ci.device, scratch) });
+    }
+    return buffers;
+  }
+
+  /** Allocate a stage's buffers and compose it; `io` gives each rank's input and output. */
+  *runStage(st: Stage, io: (rank: number) => { input: number; output: number }, path: string, plans?: readonly ChunkPlan[]): Generator<void, void> {
+    const entry = algorithmEntry(st.alg);
+    const esize = dtypeSize(st.op.dtype);
+    const p = entry.stagePlans?.(this, st) ?? plans ?? this.stagePlans(st.comm, st.opType, st.count, esize);
+    const half = (rank: number) => p[st.comm.pos.get(rank)!.group]!.halfBytes;
+    const pairSource = st.op.pairs ? new Map(st.op.pairs.map(([a, b]) => [b, a])) : undefined;
+    const buffers = this.stageBuffers(st, io, half, pairSource);
+    if (!entry.compose) throw new CompileError("CMP1203", `algorithm ${st.alg} is not supported yet`, { path, value: st.alg });
+    yield* rounds(entry.compose(this, st, buffers, p, path));
+    this.stageLog.push({ st, buffers });
+  }
+}
+
+/** One chunk group of each generator per round, until all are done; a streamed program hands over between rounds. */
+export function* rounds(gens: Generator<void, unknown>[]): Generator<void, void> {
+  let live = gens;
+  while (live.length > 0) {
+    live = live.filter((g) => g.next().done !== true);
+    if (live.length > 0) yield;
+  }
+}
