@@ -35,6 +35,8 @@ export interface Verdict {
   readonly ok: boolean;
   /** Why not, when not; what admitted it otherwise. */
   readonly reason: string;
+  /** The mesh gate: the mesh-family member that admitted the op, when it is not MESH itself. */
+  readonly variant?: EncAlgType;
 }
 
 const no = (reason: string): Verdict => ({ ok: false, reason });

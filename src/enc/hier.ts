@@ -137,6 +137,8 @@ export function hierStages(
       const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, limits, esize);
       const can = (a: EncAlgType) => gates.some((x) => x.gate === algorithmEntry(a).gate && x.verdict.ok);
       alg = list.find(can) ?? EncAlgType.INVALID;
+      // The mesh slot runs the mesh-family member its gate admitted.
+      if (alg === EncAlgType.MESH) alg = gates.find((x) => x.gate === "mesh")!.verdict.variant ?? alg;
     }
     return { level, comm, op: { ...op, op: name, bytes }, opType: stageType, alg, count: bytes / esize };
   };

@@ -2,7 +2,7 @@
 // other; the schedule is an event tape per rank (handshake -> broadcast -> reduce -> sync), each
 // event's DMA leg a set of descriptors spread over the rank's mesh engines, one destination per engine.
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncOpType } from "../ir/enums.ts";
+import { EncAlgType, EncOpType } from "../ir/enums.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
@@ -38,6 +38,8 @@ export interface MeshOpContext {
   readonly reduceSliceBytes: number;
   /** Across nodes: this rank's network proxy queue (peers it names remote get proxy entries). */
   readonly net?: NetQueue;
+  /** SINGLE_STEP_MESH: an all-reduce in one exchange (every rank sends its whole buffer, each reduces all n). */
+  readonly singleStep?: boolean;
 }
 
 /** Byte range [off, off+len) of block k when `total` bytes split into n blocks of whole elements (the last may be short). */
@@ -88,6 +90,21 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
 
   const block = (k: number) => meshBlock(ctx.count, n, k, esize);
   const handshakes = { sema: read(me.semas.handshake), value: n - 1 };
+  if (opType === EncOpType.ALLREDUCE && ctx.singleStep) {
+    // Single step: the whole input to slot i of every peer's scratch, then each engine reduces
+    // its share of the buffer from the n copies straight into the output.
+    peers.forEach((p, k) => spread(k, p.device, me.input, p.scratch + i * op.bytes, op.bytes, inc(p, p.semas.data)));
+    peer.flush();
+    prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
+    const srcs = [me.input, ...peers.map((p) => me.scratch + p.groupRank * op.bytes)];
+    splitWhole(op.bytes, esize, engines).forEach((s, f) => {
+      if (srcs.length === 1) dma.copyOn(f, srcs[0]! + s.off, me.output + s.off, s.len);
+      else dma.reduceOn(f, srcs.map((a) => a + s.off), me.output + s.off, s.len, cce, sdma, ctx.reduceSliceBytes);
+    });
+    prog.event(MeshEventType.REDUCE_WRITE, { wait: { sema: read(me.semas.data), value: (n - 1) * S }, dma: true });
+    finish(0, me.semas.data2);
+    return;
+  }
   switch (opType) {
     case EncOpType.ALLGATHER:
     case EncOpType.ALLTOALL:
@@ -177,7 +194,8 @@ export const composeMeshStage: StageComposer = (ctx, st, buffers) => {
       const place = ctx.meshPlace(rank);
       return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: place.topsp, semas: place.semas, input: b.input, output: b.output, scratch: b.scratch };
     });
-    g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
+    const singleStep = st.alg === EncAlgType.SINGLE_STEP_MESH;
+    g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
   });
   return [];
 };

@@ -9,7 +9,7 @@ import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } 
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 import { commInfos } from "./groups.ts";
 import { hierPlanVerdict } from "./hier.ts";
-import { COLLECTIVES, algorithmEntry, builtAlgorithms, precedenceOrder, type Gate } from "./registry.ts";
+import { COLLECTIVES, algorithmEntry, builtAlgorithms, meshVariants, precedenceOrder, type Gate } from "./registry.ts";
 import { OPS } from "../ir/ops.ts";
 
 /** What a family's composer can build beyond its admission gate, asked only when the gate admits. */
@@ -40,7 +40,13 @@ export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: 
   // An all-reduce's mesh leg also sends the engine's reduced share to every peer; every leg ends
   // in a few semaphore writes (SLACK covers them).
   const SLACK = 64;
-  if (alg === EncAlgType.MESH) {
+  if (alg === EncAlgType.SINGLE_STEP_MESH && opType === EncOpType.ALLREDUCE) {
+    // Single step: the whole buffer to every peer (a peer's copy split over its S engines), then
+    // each engine reduces its share of the buffer from all n copies.
+    const S = Math.max(1, Math.floor(E / Math.max(1, n - 1)));
+    const broadcast = Math.ceil((n - 1) / E) * Math.ceil(Math.ceil(bytes / esize / S) * esize / spec.dma.maxDescriptorBytes);
+    tx = Math.max(broadcast, per(bytes, reduceSlice) * (n + 1));
+  } else if (alg === EncAlgType.MESH || alg === EncAlgType.SINGLE_STEP_MESH) {
     tx = reduces ? per(block, reduceSlice) * (n + 1) : Math.ceil((n - 1) / E) * Math.ceil(block / spec.dma.maxDescriptorBytes);
     if (opType === EncOpType.ALLREDUCE) tx += (n - 1) * per(block, spec.dma.maxDescriptorBytes);
   } else tx = reduces ? per(bytes / 2, reduceSlice) * 3 : per(bytes / 2, spec.dma.maxDescriptorBytes);
@@ -183,15 +189,32 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
   // The subtypes' size windows apply to the bytes per rank.
   const perRank = Math.ceil(bytes / c.rankN);
+  /** One mesh-family member's admission: its allowed bit, its ops, its subtype's size window, its steps. */
+  const meshMember = (alg: EncAlgType): Verdict => {
+    const entry = algorithmEntry(alg);
+    const v = familyGate(init, alg, opType, alg === EncAlgType.MESH ? "mesh" : entry.label);
+    if (!v.ok) return v;
+    // The subtype windows are the collectives' op_max_limit, on the block each peer sends (t1's
+    // limit is min(0x8000, the channel buffer per group)); all-to-all has no other home than mesh.
+    if (!COLLECTIVES.includes(opType)) return ok("all-to-all is served by mesh at any size");
+    const sent = entry.peerBlock?.(opType, bytes, c.rankN) ?? { bytes: perRank, what: "per rank" };
+    const subtype = alg === EncAlgType.MESH ? "the mesh subtype's" : `the ${entry.label} subtype's`;
+    if (sent.bytes > meshLimit) return no(`${sent.bytes} bytes ${sent.what} is above ${subtype} op_max_limit (${meshLimit})`);
+    return andThen(ok(`${sent.bytes} bytes ${sent.what} within op_max_limit ${meshLimit}`), steps(alg));
+  };
+  /** enc_can_post_mesh: the first mesh-family member this build composes that admits the op (MESH's refusal otherwise). */
   const mesh = ((): Verdict => {
     if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
-    const v = familyGate(init, EncAlgType.MESH, opType, "mesh");
-    if (!v.ok) return v;
-    // The subtype windows are the collectives' op_max_limit, on the block each peer sends (bytes
-    // per rank: t1's limit is min(0x8000, the channel buffer per group)); all-to-all has no other home than mesh.
-    if (!COLLECTIVES.includes(opType)) return ok("all-to-all is served by mesh at any size");
-    if (perRank > meshLimit) return no(`${perRank} bytes per rank is above the mesh subtype's op_max_limit (${meshLimit})`);
-    return andThen(ok(`${perRank} bytes per rank within op_max_limit ${meshLimit}`), steps(EncAlgType.MESH));
+    // Refused: the first allowed member's reason (MESH's when none is allowed).
+    let refusal: Verdict | undefined;
+    let meshRefusal: Verdict | undefined;
+    for (const e of meshVariants()) {
+      const v = meshMember(e.alg);
+      if (v.ok) return e.alg === EncAlgType.MESH ? v : { ok: true, reason: `${e.label}: ${v.reason}`, variant: e.alg };
+      if (e.alg === EncAlgType.MESH) meshRefusal = v;
+      if (init.allowed[e.alg]!.verdict.ok) refusal ??= e.alg === EncAlgType.MESH ? v : no(`${e.label}: ${v.reason}`);
+    }
+    return refusal ?? meshRefusal ?? no("no mesh-family algorithm this build composes is allowed");
   })();
   return [
     { gate: "kangaring", verdict: andThen(familyGate(init, EncAlgType.KANGARING, opType, "kangaring"), limits.kangaring) },
@@ -235,6 +258,13 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
     return e.alg;
   }
   return EncAlgType.RING;
+}
+
+/** The precedence over a battery's verdicts, the mesh slot resolved to the member its gate admitted. */
+export function resolvedAlgorithm(gates: readonly { gate: Gate; verdict: Verdict }[]): EncAlgType {
+  const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
+  const alg = resolveAlgorithm(can);
+  return alg === EncAlgType.MESH ? (gates.find((x) => x.gate === "mesh")!.verdict.variant ?? alg) : alg;
 }
 
 /**
@@ -389,8 +419,7 @@ export function postOperations(inp: PostInputs): Posted {
         },
         esize,
       );
-      const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
-      const alg = resolveAlgorithm(can);
+      const alg = resolvedAlgorithm(gates);
       groupAlgs.push(alg);
       const fallback = fallbackNote(scn, gates, alg);
       if (fallback) warnings.push(`${path}, replica group ${gi}: ${fallback}`);

@@ -49,6 +49,10 @@ export interface AlgorithmEntry {
   readonly tapeSemas?: (n: number) => number;
   /** enc_cc_algorithm_allowed's condition for it, once its allowed bit is set. */
   admit(c: CommContext): Verdict;
+  /** A mesh-family member's place among the members the mesh gate tries, first to last. */
+  readonly meshOrder?: number;
+  /** What a peer sends a rank, against the mesh subtype's op_max_limit (default: the bytes per rank). */
+  readonly peerBlock?: (opType: EncOpType, bytes: number, n: number) => { bytes: number; what: string } | undefined;
   /** Its stage composer (undefined: this build does not compose it). */
   readonly compose?: StageComposer;
   /** Chunk plans of its stages when they are not the op's (kangaring plans over chip blocks). */
@@ -123,6 +127,7 @@ const entries: readonly AlgorithmEntry[] = [
     label: "mesh",
     gate: "mesh",
     precedence: 2,
+    meshOrder: 1,
     ops: [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V],
     meshFamily: true,
     stageLevels: ["intra", "inter"],
@@ -197,12 +202,21 @@ const entries: readonly AlgorithmEntry[] = [
     ...BASE,
     alg: EncAlgType.SINGLE_STEP_MESH,
     label: "single-step-mesh",
+    gate: "mesh",
+    meshOrder: 2,
     ops: COLLECTIVES,
     meshFamily: true,
+    stageLevels: ["intra", "inter"],
     pattern: EncPattern.MESH,
     meshType: EncAlgMeshType.FULL_MESH,
     program: "mesh-tape",
+    // All-reduce: every rank's whole buffer lands in a slot per peer; all-gather and
+    // reduce-scatter are the mesh's one exchange.
+    scratch: (op, opType, n) => (opType === EncOpType.ALLREDUCE ? n * op.bytes : slotScratch((k) => k)(op, opType, n)),
+    tapeSemas: () => MESH_SEMAS,
+    peerBlock: (opType, bytes) => (opType === EncOpType.ALLREDUCE ? { bytes, what: "per peer (each rank sends its whole buffer)" } : undefined),
     admit: (c) => enableMesh(c, EncAlgType.SINGLE_STEP_MESH),
+    compose: composeMeshStage,
   },
   {
     ...BASE,
@@ -279,6 +293,11 @@ export function builtAlgorithms(): EncAlgType[] {
 /** Mesh-family members, in enum order. */
 export function meshFamily(): EncAlgType[] {
   return ALGORITHMS.filter((e) => e.meshFamily).map((e) => e.alg);
+}
+
+/** The mesh-family members this build composes, in the order the mesh gate tries them. */
+export function meshVariants(): AlgorithmEntry[] {
+  return ALGORITHMS.filter((e) => e.meshOrder !== undefined && e.compose !== undefined).sort((a, b) => a.meshOrder! - b.meshOrder!);
 }
 
 /** The entries the precedence cascade returns, first to last. */

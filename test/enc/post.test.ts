@@ -158,6 +158,23 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     expect(resolveAlgorithm(can("hierarchical"), true)).toBe(EncAlgType.RING);
   });
 
+  it("the mesh slot runs the first mesh-family member the gate admits: MESH, then SINGLE_STEP_MESH", () => {
+    const resolved = (allowed: AlgName[], bytes: number, o: OpName = "all-reduce") => explainScenario(auto({ ranks: 16, allowedAlgorithms: algs(...allowed), ops: [op(o, bytes)] }), trn1)[0]!;
+    // auto (both allowed): the two-step mesh.
+    expect(resolved(["ring", "mesh", "single-step-mesh"], 16384).resolved.value).toBe(EncAlgType.MESH);
+    // The single-step mesh where MESH is not allowed, its gate reason naming it.
+    const e = resolved(["ring", "single-step-mesh"], 16384);
+    expect([e.resolved.value, e.resolved.name]).toEqual([EncAlgType.SINGLE_STEP_MESH, "Single Step Mesh"]);
+    expect(e.gates.find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/^single-step-mesh: 16384 bytes per peer/);
+    // Its window is on what a peer sends: the whole buffer of an all-reduce, a block of an all-gather.
+    const big = resolved(["ring", "single-step-mesh"], 65536);
+    expect(big.resolved.value).toBe(EncAlgType.RING);
+    expect(big.gates.find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/single-step-mesh subtype's op_max_limit \(32768\)/);
+    expect(resolved(["ring", "single-step-mesh"], 65536, "all-gather").resolved.value).toBe(EncAlgType.SINGLE_STEP_MESH);
+    // All-to-all has only MESH: without it the handler refuses.
+    expect(() => compileProgram(auto({ ranks: 8, allowedAlgorithms: algs("ring", "single-step-mesh"), ops: [op("all-to-all", 8192)] }), trn1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm/);
+  });
+
   it("a resolved algorithm that is not built fails with 'not supported yet' naming it, never a silent fallback", () => {
     expect(() => dispatch(EncOpType.ALLREDUCE, EncAlgType.TWO_STEP_POD_MESH, 16, "p")).toThrow('algorithm 8 TWO_STEP_POD_MESH ("UltraServer Mesh") is not supported yet');
     expect(() => dispatch(EncOpType.ALLGATHER, EncAlgType.LATENCY_OPT_MESH, 16, "p")).toThrow('algorithm 9 LATENCY_OPT_MESH ("Mesh") is not supported yet');

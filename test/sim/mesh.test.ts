@@ -56,6 +56,36 @@ describe("mesh on the fully connected ideal machine", () => {
   });
 });
 
+describe("single-step mesh on the fully connected ideal machine", () => {
+  const ssm = (n: number, S: number) => scenario({ instance: "ideal-mesh", ranks: n, algorithm: "single-step-mesh", allowedAlgorithms: [EncAlgType.SINGLE_STEP_MESH], channels: 1, check: "none", ops: [{ op: "all-reduce", bytes: S, dtype: "fp32", reduce: "sum" }] });
+  /** Handshake (alpha), then every rank's whole buffer to every peer at once ((S)beta + alpha), its 4-byte signal; the reduce is free. */
+  const ssmForm = (S: number) => 2 * alpha + S * beta + 8 * beta;
+  for (const n of [2, 4, 8, 16]) {
+    it.each([1 << 16, 1 << 20, 1 << 24])(`all-reduce n=${n} S=%i agrees with 2α + Sβ within 1%`, (S) => {
+      const { image, layout } = compileProgram(ssm(n, S), idealMesh, [0]);
+      expect(layout.ops[0]!.algorithm).toBe(EncAlgType.SINGLE_STEP_MESH);
+      const r = simulate(idealMesh, image, { storePayload: false });
+      expect(Math.abs(r.opEndPs[0]! / ssmForm(S) - 1)).toBeLessThan(0.01);
+    });
+  }
+  it("moves (n-1)·n·S bytes over the links, against the two-step mesh's 2(n-1)·S", () => {
+    const n = 8;
+    const S = 1 << 20;
+    const linkBytes = (scn: ReturnType<typeof ssm>) => {
+      const { image } = compileProgram(scn, idealMesh, [0]);
+      const r = simulate(idealMesh, image, { storePayload: false });
+      return r.links.reduce((a, l) => a + l.bytes, 0);
+    };
+    const one = linkBytes(ssm(n, S));
+    const two = linkBytes(scenario({ instance: "ideal-mesh", ranks: n, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], channels: 1, check: "none", ops: [{ op: "all-reduce", bytes: S, dtype: "fp32", reduce: "sum" }] }));
+    // Payload plus the handshake / signal words (a few bytes per peer).
+    expect(one / ((n - 1) * n * S)).toBeGreaterThan(1);
+    expect(one / ((n - 1) * n * S)).toBeLessThan(1.001);
+    expect(two / (2 * (n - 1) * S)).toBeGreaterThan(1);
+    expect(two / (2 * (n - 1) * S)).toBeLessThan(1.001);
+  });
+});
+
 describe("mesh on a ring: routed traffic over-subscribes links", () => {
   it.each([4, 8, 16])("n=%i: slower by the busiest link's load in blocks, within 5%", (n) => {
     const S = 1 << 26;
@@ -118,6 +148,27 @@ describe("random mesh configurations", () => {
         },
       ),
       { numRuns: 40, seed: 7 },
+    );
+  });
+});
+
+describe("random single-step mesh configurations", () => {
+  it("complete and check on trn1 (all-reduce within the subtype's window, all-gather and reduce-scatter)", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(2, 3, 4, 8, 16),
+        fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>,
+        fc.constantFrom(...DTYPES),
+        fc.integer({ min: 1, max: 300 }),
+        (n, op, dtype, elems) => {
+          const bytes = Math.min(elems * n, Math.floor(32768 / dtypeSize(dtype) / n) * n) * dtypeSize(dtype);
+          const scn = scenario({ ranks: n, algorithm: "single-step-mesh", allowedAlgorithms: [EncAlgType.RING, EncAlgType.SINGLE_STEP_MESH], ops: [{ op, bytes, dtype, reduce: "sum" }] });
+          const { layout } = compileProgram(scn, trn1, [0]);
+          expect(layout.ops[0]!.algorithm).toBe(EncAlgType.SINGLE_STEP_MESH);
+          expectRunChecks(scn, trn1);
+        },
+      ),
+      { numRuns: 30, seed: 11 },
     );
   });
 });
