@@ -2,6 +2,7 @@
 // Floats are computed in fp32 and rounded to nearest-even into the element type; integers wrap.
 import { SdmaCceType } from "../../src/ir/enums.ts";
 import { SimError } from "../../src/ir/errors.ts";
+import { FP8, type MiniFloat } from "../../src/ir/dtypes.ts";
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -52,6 +53,49 @@ export function f32ToF16(x: number): number {
   return sign | h;
 }
 
+/** An 8-bit float's value. */
+export function miniToF32(h: number, f: MiniFloat): number {
+  const s = h & 0x80 ? -1 : 1;
+  const e = (h >>> f.mantBits) & ((1 << f.expBits) - 1);
+  const m = h & ((1 << f.mantBits) - 1);
+  const top = (1 << f.expBits) - 1;
+  if (f.ieee && e === top) return m ? Number.NaN : s * Infinity;
+  if (!f.ieee && e === top && m === (1 << f.mantBits) - 1) return Number.NaN;
+  if (e === 0) return s * m * 2 ** (1 - f.bias - f.mantBits);
+  return s * (1 + m / (1 << f.mantBits)) * 2 ** (e - f.bias);
+}
+
+/** The nearest 8-bit float (ties to even); E4M3 saturates to its largest finite, E5M2 overflows to infinity. */
+export function f32ToMini(x: number, f: MiniFloat): number {
+  const top = (1 << f.expBits) - 1;
+  const mantMax = (1 << f.mantBits) - 1;
+  if (Number.isNaN(x)) return 0x7f;
+  const sign = x < 0 || Object.is(x, -0) ? 0x80 : 0;
+  const a = Math.abs(x);
+  // The largest finite: E5M2 below its infinity exponent, E4M3 one mantissa step below NaN.
+  const maxCode = f.ieee ? ((top - 1) << f.mantBits) | mantMax : (top << f.mantBits) | (mantMax - 1);
+  const maxVal = miniToF32(maxCode, f);
+  if (a === Infinity) return f.ieee ? sign | (top << f.mantBits) : sign | maxCode;
+  // Quantum at a's binade (subnormals share the smallest normal's).
+  const minExp = 1 - f.bias;
+  const e = Math.max(minExp, a === 0 ? minExp : Math.floor(Math.log2(a)));
+  const q = 2 ** (e - f.mantBits);
+  let k = a / q;
+  const fl = Math.floor(k);
+  const rem = k - fl;
+  k = rem > 0.5 || (rem === 0.5 && fl % 2 === 1) ? fl + 1 : fl;
+  const v = k * q;
+  if (v > maxVal) {
+    // Past the largest finite by more than half a step: infinity (E5M2) or saturate (E4M3).
+    return f.ieee && a >= maxVal + q / 2 ? sign | (top << f.mantBits) : sign | maxCode;
+  }
+  if (v === 0) return sign;
+  const ve = Math.max(minExp, Math.floor(Math.log2(v)));
+  if (ve === minExp && v < 2 ** minExp) return sign | Math.round(v / 2 ** (minExp - f.mantBits));
+  const m = Math.round((v / 2 ** ve - 1) * (1 << f.mantBits));
+  return sign | ((ve + f.bias) << f.mantBits) | m;
+}
+
 type Combine = (a: number, b: number) => number;
 
 function combiner(op: number): Combine {
@@ -78,6 +122,8 @@ const ELEMENTS: Record<number, { size: number; get: (v: DataView, o: number) => 
   10: { size: 4, get: (v, o) => v.getFloat32(o, true), set: (v, o, x) => v.setFloat32(o, x, true) },
   6: { size: 2, get: (v, o) => bf16ToF32(v.getUint16(o, true)), set: (v, o, x) => v.setUint16(o, f32ToBf16(x), true) },
   7: { size: 2, get: (v, o) => f16ToF32(v.getUint16(o, true)), set: (v, o, x) => v.setUint16(o, f32ToF16(x), true) },
+  14: { size: 1, get: (v, o) => miniToF32(v.getUint8(o), FP8.fp8e4), set: (v, o, x) => v.setUint8(o, f32ToMini(x, FP8.fp8e4)) },
+  15: { size: 1, get: (v, o) => miniToF32(v.getUint8(o), FP8.fp8e5), set: (v, o, x) => v.setUint8(o, f32ToMini(x, FP8.fp8e5)) },
 };
 
 /** Element-wise reduce of equally long sources into a new buffer. Integer results wrap to the type (DataView setters truncate). */
@@ -87,7 +133,7 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   const first = srcs[0]!;
   if (first.length % el.size !== 0) throw new SimError("SIM1103", `CCE length ${first.length} is not whole elements of ${el.size} bytes`, { value: first.length });
   const combine = combiner(op);
-  const isFloat = sdmaDtype === 10 || sdmaDtype === 6 || sdmaDtype === 7;
+  const isFloat = sdmaDtype === 10 || sdmaDtype === 6 || sdmaDtype === 7 || sdmaDtype === 14 || sdmaDtype === 15;
   const out = new Uint8Array(first.length);
   const ov = new DataView(out.buffer);
   const views = srcs.map((s) => new DataView(s.buffer, s.byteOffset, s.length));

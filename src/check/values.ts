@@ -8,7 +8,7 @@ import type { RingOpName } from "../ir/spec.ts";
 import { InternalError } from "../ir/errors.ts";
 
 /** Largest |integer| exactly representable with the type's significand. */
-const EXACT_LIMIT: Partial<Record<Dtype, number>> = { bf16: 256, fp16: 2048, fp32: 1 << 24 };
+const EXACT_LIMIT: Partial<Record<Dtype, number>> = { bf16: 256, fp16: 2048, fp32: 1 << 24, fp8e4: 16, fp8e5: 8 };
 const INT_RANGE: Partial<Record<Dtype, [number, number]>> = {
   uint8: [0, 0xff],
   int8: [-128, 127],
@@ -19,7 +19,7 @@ const INT_RANGE: Partial<Record<Dtype, [number, number]>> = {
 };
 
 export function isFloat(d: Dtype): boolean {
-  return d === "fp32" || d === "bf16" || d === "fp16";
+  return d === "fp32" || d === "bf16" || d === "fp16" || d === "fp8e4" || d === "fp8e5";
 }
 
 /** Integer-valued element `v` of dtype `d` as little-endian bytes (exact, or an InternalError). */
@@ -42,13 +42,25 @@ export function encodeValue(d: Dtype, v: number, out: DataView, off: number): vo
     case "bf16":
     case "fp16":
       return out.setUint16(off, exactHalf(d, v), true);
+    case "fp8e4":
+    case "fp8e5":
+      return out.setUint8(off, exactHalf(d, v));
   }
 }
 
-const HALF_CACHE = { bf16: new Map<number, number>(), fp16: new Map<number, number>() };
+/** The narrow floats' layouts: total bits, mantissa bits, exponent bias, first exponent field that is not a finite value's. */
+type Narrow = "bf16" | "fp16" | "fp8e4" | "fp8e5";
+const NARROW: { readonly [K in Narrow]: { bits: number; mant: number; bias: number; topExp: number } } = {
+  bf16: { bits: 16, mant: 7, bias: 127, topExp: 255 },
+  fp16: { bits: 16, mant: 10, bias: 15, topExp: 31 },
+  // E4M3 (OCP FN): exponent 15 still holds finite values (only mantissa 111 is NaN); the integers used stay far below.
+  fp8e4: { bits: 8, mant: 3, bias: 7, topExp: 16 },
+  fp8e5: { bits: 8, mant: 2, bias: 15, topExp: 31 },
+};
+const HALF_CACHE: { [K in Narrow]: Map<number, number> } = { bf16: new Map(), fp16: new Map(), fp8e4: new Map(), fp8e5: new Map() };
 
-/** Encode an integer exactly into bf16 / fp16 bits from its binary expansion (memoised). */
-function exactHalf(d: "bf16" | "fp16", v: number): number {
+/** Encode an integer exactly into bf16 / fp16 / fp8 bits from its binary expansion (memoised). */
+function exactHalf(d: Narrow, v: number): number {
   const cache = HALF_CACHE[d];
   let bits = cache.get(v);
   if (bits === undefined) {
@@ -58,17 +70,29 @@ function exactHalf(d: "bf16" | "fp16", v: number): number {
   return bits;
 }
 
-function exactHalfUncached(d: "bf16" | "fp16", v: number): number {
+function exactHalfUncached(d: Narrow, v: number): number {
   if (!Number.isInteger(v)) throw new InternalError(`${d} reference value ${v} is not an integer`);
-  const sign = v < 0 ? 0x8000 : 0;
+  const { bits, mant, bias, topExp } = NARROW[d];
+  const sign = v < 0 ? 1 << (bits - 1) : 0;
   const a = Math.abs(v);
   if (a === 0) return sign;
   const e = Math.floor(Math.log2(a));
-  const mantBits = d === "bf16" ? 7 : 10;
-  const bias = d === "bf16" ? 127 : 15;
-  const m = (a / 2 ** e - 1) * 2 ** mantBits;
-  if (!Number.isInteger(m) || e + bias >= (d === "bf16" ? 255 : 31)) throw new InternalError(`${v} is not exact in ${d}`);
-  return sign | ((e + bias) << mantBits) | m;
+  const m = (a / 2 ** e - 1) * 2 ** mant;
+  if (!Number.isInteger(m) || e + bias >= topExp) throw new InternalError(`${v} is not exact in ${d}`);
+  return sign | ((e + bias) << mant) | m;
+}
+
+/** A narrow float's value from its bits (NaN / infinity patterns as their formats define them). */
+function narrowValue(d: Narrow, h: number): number {
+  const { bits, mant, bias } = NARROW[d];
+  const expBits = bits - 1 - mant;
+  const s = (h >> (bits - 1)) & 1 ? -1 : 1;
+  const e = (h >> mant) & ((1 << expBits) - 1);
+  const m = h & ((1 << mant) - 1);
+  const top = (1 << expBits) - 1;
+  if (e === top && d !== "fp8e4") return m ? NaN : s * Infinity;
+  if (e === top && m === (1 << mant) - 1) return NaN;
+  return e === 0 ? s * m * 2 ** (1 - bias - mant) : s * (1 + m / 2 ** mant) * 2 ** (e - bias);
 }
 
 export function decodeValue(d: Dtype, view: DataView, off: number): number {
@@ -87,26 +111,30 @@ export function decodeValue(d: Dtype, view: DataView, off: number): number {
       return view.getInt32(off, true);
     case "fp32":
       return view.getFloat32(off, true);
-    case "bf16": {
-      const h = view.getUint16(off, true);
-      return new Float32Array(new Uint32Array([h << 16]).buffer)[0]!;
-    }
-    case "fp16": {
-      const h = view.getUint16(off, true);
-      const s = h & 0x8000 ? -1 : 1;
-      const e = (h >> 10) & 0x1f;
-      const m = h & 0x3ff;
-      return e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
-    }
+    case "bf16":
+    case "fp16":
+      return narrowValue(d, view.getUint16(off, true));
+    case "fp8e4":
+    case "fp8e5":
+      return narrowValue(d, view.getUint8(off));
   }
 }
 
-/** The integer values rank `rank` contributes to op `opIndex` (deterministic in the seed). */
-export function generateValues(seed: number, opIndex: number, rank: number, d: Dtype, count: number, reduce: ReduceOp, nranks: number): number[] {
+/**
+ * The integer values rank `rank` (of `rankSpace` global ranks) contributes to op `opIndex`
+ * (deterministic in the seed), summed over at most `nranks` ranks.
+ */
+export function generateValues(seed: number, opIndex: number, rank: number, d: Dtype, count: number, reduce: ReduceOp, nranks: number, rankSpace = nranks): number[] {
   const rng = seedrandom.alea(`ccsim/${seed}/op${opIndex}/rank${rank}`);
   const out = new Array<number>(count);
   const floatLimit = EXACT_LIMIT[d];
-  if (floatLimit !== undefined) {
+  if (floatLimit !== undefined && reduce === "sum" && nranks > floatLimit) {
+    // More summands than the type's exact integers (fp8): element i is ±1 or 0 on the ranks of
+    // one residue class mod k and 0 elsewhere, so at most floatLimit terms of any group are
+    // nonzero and every partial sum, in any order, stays exact.
+    const k = Math.ceil(rankSpace / floatLimit);
+    for (let i = 0; i < count; i++) out[i] = rank % k === i % k ? Math.floor(rng() * 3) - 1 : 0;
+  } else if (floatLimit !== undefined) {
     // Sums of nranks values in [-m, m] stay within the exact range.
     const m = reduce === "sum" ? Math.max(1, Math.min(1000, Math.floor(floatLimit / nranks))) : Math.min(1000, floatLimit);
     for (let i = 0; i < count; i++) out[i] = Math.floor(rng() * (2 * m + 1)) - m;

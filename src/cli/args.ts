@@ -142,7 +142,8 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
       return 1;
     case "-d":
     case "--datatype":
-      a.dtype = oneOfFlag(value(), t, DTYPES);
+      // nccom-test's "fp8" is E4M3.
+      a.dtype = oneOfFlag(((v) => (v === "fp8" ? "fp8e4" : v))(value()), t, DTYPES);
       return 1;
     default:
       return -1;

@@ -38,7 +38,7 @@ ops: all_reduce (allr), all_gather (allg), reduce_scatter (redsct), sendrecv, al
   -e, --maxbytes SIZE       largest size (default 32M, or -b if larger)
   -f, --stepfactor N        multiply by N each step (default 2)
   -i, --stepbytes SIZE      add SIZE each step
-  -d, --datatype TYPE       ${DTYPES.join(", ")} (default uint8)
+  -d, --datatype TYPE       ${DTYPES.join(", ")}, fp8 (= fp8e4) (default uint8)
   --instance NAME           device preset (default trn1)
   --lnc 1|2                 logical NeuronCore size on trn2 (default: NEURON_LOGICAL_NC_CONFIG, else 2)
   --custom-replica-groups F JSON: [[ranks], ...] or {"replica_groups": [[ranks], ...]}

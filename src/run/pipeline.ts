@@ -194,7 +194,7 @@ function summands(scn: Scenario, i: number): number {
 
 function inputValues(scn: Scenario, i: number, rank: number, bytes: number): number[] {
   const op = scn.ops[i]!;
-  return memoInputs(scn, i, rank, () => generateValues(scn.seed, i, rank, op.dtype, bytes / dtypeSize(op.dtype), op.reduce, summands(scn, i)));
+  return memoInputs(scn, i, rank, () => generateValues(scn.seed, i, rank, op.dtype, bytes / dtypeSize(op.dtype), op.reduce, summands(scn, i), scn.ranks));
 }
 
 const INPUTS = new WeakMap<Scenario, Map<string, number[]>>();

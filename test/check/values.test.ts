@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { compare, generateValues, referenceValues, toBytes, decodeValue } from "../../src/check/values.ts";
-import { cceReduce, f32ToBf16, f32ToF16, f16ToF32, bf16ToF32 } from "../../sim/hw/cce.ts";
-import { SDMA_DTYPE, DTYPES, REDUCE_TO_CCE, dtypeSize } from "../../src/ir/dtypes.ts";
+import { cceReduce, f32ToBf16, f32ToF16, f16ToF32, bf16ToF32, f32ToMini, miniToF32 } from "../../sim/hw/cce.ts";
+import { FP8, SDMA_DTYPE, DTYPES, REDUCE_TO_CCE, dtypeSize } from "../../src/ir/dtypes.ts";
 
 describe("reference collectives", () => {
   const inputs = [
@@ -64,6 +64,46 @@ describe("CCE arithmetic (simulator) against the reference encoding (checker)", 
     expect(f32ToF16(65520)).toBe(0x7c00); // overflow to infinity
     expect(f16ToF32(f32ToF16(2 ** -20))).toBe(2 ** -20); // subnormal
     expect(f16ToF32(0x3555)).toBeCloseTo(1 / 3, 3);
+  });
+  it("rounds fp8e4 (E4M3, saturating) and fp8e5 (E5M2, IEEE-like) to nearest even", () => {
+    const { fp8e4: e4, fp8e5: e5 } = FP8;
+    // Golden encodings.
+    expect([1, 0.5, -2, 448, 2 ** -9].map((x) => f32ToMini(x, e4))).toEqual([0x38, 0x30, 0xc0, 0x7e, 0x01]);
+    expect([1, -2, 57344, Infinity, 2 ** -16].map((x) => f32ToMini(x, e5))).toEqual([0x3c, 0xc0, 0x7b, 0x7c, 0x01]);
+    expect(miniToF32(0x7f, e4)).toBeNaN(); // S.1111.111 is E4M3's only NaN: 0x78..0x7e are finite
+    expect(miniToF32(0x78, e4)).toBe(256);
+    expect(miniToF32(0x7c, e5)).toBe(Infinity);
+    // Ties to even: 17 lies between 16 and 18 (E4M3) / 16 and 20 (E5M2).
+    expect(miniToF32(f32ToMini(17, e4), e4)).toBe(16);
+    expect(miniToF32(f32ToMini(19, e4), e4)).toBe(20);
+    expect(miniToF32(f32ToMini(18, e5), e5)).toBe(16);
+    // Overflow: E4M3 saturates, E5M2 goes to infinity past half a step above its largest.
+    expect(f32ToMini(1000, e4)).toBe(0x7e);
+    expect(f32ToMini(-1e6, e4)).toBe(0xfe);
+    expect(f32ToMini(1e6, e5)).toBe(0x7c);
+    // Every finite code round-trips.
+    for (const f of [e4, e5]) {
+      for (let h = 0; h < 256; h++) {
+        const x = miniToF32(h, f);
+        if (!Number.isNaN(x) && x !== 0) expect(f32ToMini(x, f)).toBe(h);
+      }
+    }
+  });
+  it("keep fp8 sums exact over more ranks than the type has exact integers (at most 16 / 8 nonzero terms an element)", () => {
+    for (const d of ["fp8e4", "fp8e5"] as const) {
+      for (const [n, space] of [[64, 64], [32, 128]] as const) {
+        // A strided group: ranks 0, 4, 8, ... of the rank space.
+        const ranks = Array.from({ length: n }, (_, k) => (k * space) / n);
+        const ins = ranks.map((r) => generateValues(9, 0, r, d, 500, "sum", n, space));
+        const nonzero = Math.max(...ins[0]!.map((_, i) => ins.filter((x) => x[i] !== 0).length));
+        expect(nonzero).toBeLessThanOrEqual(d === "fp8e4" ? 16 : 8);
+        const ref = referenceValues("all-reduce", d, "sum", ins)[0]!;
+        const bytes = ins.map((x) => toBytes(d, x));
+        const fold = (order: Uint8Array[]) => order.reduce((acc, b) => cceReduce(REDUCE_TO_CCE.sum, SDMA_DTYPE[d], [acc, b]));
+        expect(compare(d, 0, ref, fold(bytes))).toBeUndefined();
+        expect(compare(d, 0, ref, fold([...bytes].reverse()))).toBeUndefined();
+      }
+    }
   });
   it("decodes what it encodes", () => {
     for (const d of DTYPES) {

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseScenario } from "../../src/scenario/index.ts";
+import { DTYPES } from "../../src/ir/dtypes.ts";
 
 const schema = JSON.parse(readFileSync("scenarios/scenario.schema.json", "utf8"));
 
@@ -18,6 +19,6 @@ describe("scenario.schema.json", () => {
     expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"]);
     expect(schema.properties.ops.items.properties.op.enum).toHaveLength(13);
     expect(schema.properties.algorithm.enum).toHaveLength(12);
-    expect(schema.properties.ops.items.properties.dtype.enum).toEqual(["uint8", "int8", "uint16", "int16", "fp16", "bf16", "uint32", "int32", "fp32"]);
+    expect(schema.properties.ops.items.properties.dtype.enum).toEqual([...DTYPES]);
   });
 });
