@@ -298,7 +298,10 @@ export class Topsp {
     const i = this.current;
     const e = this.entries[i]!;
     this.host.trace?.entry(this.device, this.index, i, this.entryChannels, this.entryStart, this.host.kernel.now);
-    if (e.reporter) this.host.opDone(this.reported++, this.device, this.index, this.host.kernel.now);
+    if (e.reporter) {
+      const k = this.reported++;
+      this.host.opDone(this.image.reportOps?.[k] ?? k, this.device, this.index, this.host.kernel.now);
+    }
     const next = (): void => {
       if (e.triggerNext && i + 1 < this.entries.length) this.fetch(i + 1);
       else this.current = this.entries.length;

@@ -6,7 +6,7 @@ import pino from "pino";
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { explainScenario } from "../enc/compile.ts";
-import { formatJson, formatSweepTable, formatTable, nccomJson } from "../report/table.ts";
+import { formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
@@ -173,10 +173,21 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         return EXIT.HANG;
       }
       const rows = outcome.ops.map((o) => o.row);
-      if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain) : undefined);
-      else text = (args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows);
+      const c = outcome.concurrent;
+      const concurrent: ConcurrentReport | undefined = c && {
+        streams: c.streams,
+        timeUs: c.timePs / 1e6,
+        longestAloneUs: Math.max(...rows.map((r) => r.timeUs)),
+        sumAloneUs: rows.reduce((a, r) => a + r.timeUs, 0),
+        ops: scn.ops.map((o, k) => ({ op: o.op, stream: o.stream, endUs: c.opEndPs[k]! / 1e6 })),
+        check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
+      };
+      if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain) : undefined, concurrent);
+      else text = (args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
+      if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });
+      if (c && c.violations.length > 0) violated.push({ row: { ...rows[0]!, op: "concurrent run" }, violations: c.violations });
       if (args.stats) statsText = formatStats(outcome.ops);
     }
     if (tracer) writeAtomic(args.trace!, tracer.toJson());

@@ -179,7 +179,8 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
   const flatAlgs = [...new Set(groupAlgs.filter((a) => a !== EncAlgType.HIER))];
   const flat = function* () {
     for (const alg of flatAlgs) {
-      const comm = mixed ? ctx.subComm(ctx.main, (g) => algOf(g) === alg) : ctx.main;
+      const main = ctx.commOf(op.stream);
+      const comm = mixed ? ctx.subComm(main, (g) => algOf(g) === alg) : main;
       yield* ctx.runStage({ comm, op, opType, alg, count, reduceSliceBytes: operation.reduceSliceBytes }, (rank) => io.get(rank)!, path, mixed ? undefined : plans);
     }
   };

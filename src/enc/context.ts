@@ -52,6 +52,14 @@ export class CompileContext {
   readonly builder: ProgramBuilder;
   /** The replica groups' own comm (channel set 0). */
   readonly main: Comm;
+  /**
+   * A concurrent-streams program: each stream's ops run on a TopSP and DMA queues of their own
+   * (its channel set is its stream), the streams at once; the engines are shared.
+   */
+  readonly concurrent: boolean;
+  /** The streams of a concurrent program, in order (their position picks TopSP and queue). */
+  private readonly streams: readonly number[];
+  private readonly streamComms = new Map<number, Comm>();
   /** A hierarchical op's level comms: intra (set 1), inter (set 2), and the pipelined intra all-gather's (set 3). */
   readonly hierComms?: { readonly intra: Comm; readonly inter: Comm; readonly intraAg?: Comm };
   /** Channel sets in use: 1, 3 (hierarchical) or 4 (pipelined hierarchical). */
@@ -117,12 +125,22 @@ export class CompileContext {
     // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
     // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
     const hier = opIndices.some((i) => posted.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
+    // A concurrent program gives each stream a channel set (its number) on TopSPs of its own.
+    this.concurrent = scn.concurrent === true && opIndices.length > 1;
+    this.streams = this.concurrent ? [...new Set(opIndices.map((i) => scn.ops[i]!.stream))].sort((a, b) => a - b) : [0];
+    if (this.concurrent) {
+      const h = opIndices.find((i) => posted.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
+      check(h === undefined, "CMP1312", `a concurrent program runs ring-family ops on one channel set per stream; op ${h} is hierarchical (its stages take channel sets of their own)`, `ops[${h}]`, scn.ops[h ?? 0]?.op);
+      check(this.streams.length <= this.tsPerRank, "CMP1313", `${this.streams.length} concurrent streams need a TopSP each; a rank of ${spec.name} has ${this.tsPerRank}`, "concurrent", true);
+      // One TopSP may carry all of a stream's channels.
+      this.slotsPerTopsp = channels;
+    }
     // A pipelined hierarchical all-reduce runs its intra all-gather beside the next slices' intra
     // reduce-scatter: a fourth channel set.
     const pipelined = hier && scn.hierarchical.slices > 1;
-    const sets = hier ? (pipelined ? 4 : 3) : 1;
+    const sets = this.concurrent ? Math.max(...this.streams) + 1 : hier ? (pipelined ? 4 : 3) : 1;
     this.sets = sets;
-    check(sets * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
+    check((this.concurrent ? 1 : sets) * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
     // Ring channels' semaphores, then the mesh-tape programs' (the families' needs for the largest
     // group), the proxy triggers (one per slot), the device barrier's three.
@@ -163,7 +181,8 @@ export class CompileContext {
       gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
       return { set, groups: gs, pos, rings: gs.map(ringsOf) };
     };
-    this.main = makeComm(0, groups);
+    this.main = makeComm(this.concurrent ? this.streams[0]! : 0, groups);
+    if (this.concurrent) for (const st of this.streams) this.streamComms.set(st, st === this.main.set ? this.main : makeComm(st, groups));
     // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
     // the same position on every node.
     if (hier) {
@@ -181,7 +200,8 @@ export class CompileContext {
 
     this.builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode }, rings);
     const hc = this.hierComms;
-    for (const comm of [this.main, ...(hc ? [hc.intra, hc.inter, ...(hc.intraAg ? [hc.intraAg] : [])] : [])]) {
+    const comms = this.concurrent ? [...this.streamComms.values()] : [this.main, ...(hc ? [hc.intra, hc.inter, ...(hc.intraAg ? [hc.intraAg] : [])] : [])];
+    for (const comm of comms) {
       for (const rank of this.members(comm)) {
         const ci = info[rank]!;
         for (let c = 0; c < channels; c++) {
@@ -195,8 +215,9 @@ export class CompileContext {
               topsp: p.topsp,
               channelId: id,
               slot: p.slot,
-              engines: Array.from({ length: foldN }, (_, f) => ci.core * this.enginesPerRank + id * foldN + f),
-              queue: spec.dma.collectiveQueue,
+              // Concurrent streams share the engines, each on its own queue.
+              engines: Array.from({ length: foldN }, (_, f) => ci.core * this.enginesPerRank + (this.concurrent ? c : id) * foldN + f),
+              queue: this.streamQueue(comm.set),
               recvSema: p.recv,
               sendSema: p.send,
               complSema: p.compl,
@@ -234,13 +255,40 @@ export class CompileContext {
     return { set: comm.set, groups: gs, pos, rings: idx.map((gi) => comm.rings[gi]!) };
   }
 
-  /** Channel c of set `set`: channel 0 of every set sits on the rank's first TopSP (the reporter's). */
+  /** The comm an op of `stream` runs its flat groups on (the main comm unless the program is concurrent). */
+  commOf(stream: number): Comm {
+    return this.concurrent ? this.streamComms.get(stream)! : this.main;
+  }
+
+  /**
+   * A stream's DMA queue: the collective queue for the first, then the queues below the device
+   * barrier's (collective - 2, - 3, ...).
+   */
+  private streamQueue(set: number): number {
+    const p = this.concurrent ? this.streams.indexOf(set) : 0;
+    return p <= 0 ? this.spec.dma.collectiveQueue : this.spec.dma.collectiveQueue - 1 - p;
+  }
+
+  /**
+   * The rank-local TopSPs channel set `set` runs on: every TopSP; in a concurrent program, TopSP p
+   * for the stream at position p > 0, and TopSP 0 with the surplus (those no stream takes) for the
+   * first (the runtime gives surplus CC cores to stream 0).
+   */
+  private topspsOf(set: number): readonly number[] {
+    const all = Array.from({ length: this.tsPerRank }, (_, t) => t);
+    if (!this.concurrent) return all;
+    const p = this.streams.indexOf(set);
+    return p > 0 ? [p] : [0, ...all.slice(this.streams.length)];
+  }
+
+  /** Channel c of set `set`: channel 0 of every set sits on the rank's first TopSP of the set (the reporter's). */
   place(rank: number, set: number, c: number): { topsp: number; slot: number; recv: number; send: number; compl: number } {
     const ci = this.info[rank]!;
-    const slot = set * this.slotsPerTopsp + Math.floor(c / this.tsPerRank);
+    const ts = this.topspsOf(set);
+    const slot = set * this.slotsPerTopsp + Math.floor(c / ts.length);
     // Per channel: foldN recv-count, foldN send-credit and foldN completion semaphores.
     const base = 3 * this.foldN * slot;
-    return { topsp: ci.core * this.tsPerRank + (c % this.tsPerRank), slot, recv: base, send: base + this.foldN, compl: base + 2 * this.foldN };
+    return { topsp: ci.core * this.tsPerRank + ts[c % ts.length]!, slot, recv: base, send: base + this.foldN, compl: base + 2 * this.foldN };
   }
 
   private neighbor(a: CommInfo, b: CommInfo) {

@@ -19,6 +19,11 @@ export interface TopspImage {
   readonly meshConfig: Uint8Array;
   /** One 296-byte neff_barrier_config per ctrl entry: the device barrier run after that entry. */
   readonly barrierConfig: Uint8Array;
+  /**
+   * Host bookkeeping, not device bytes: the reported op each reporter entry completes, in entry
+   * order (a TopSP of one stream reports only its stream's ops). Absent: its k-th reporter entry completes op k.
+   */
+  readonly reportOps?: readonly number[];
 }
 
 export interface QueueImage {

@@ -66,6 +66,8 @@ interface TopspState {
   meshType: EncAlgMeshType;
   /** Device barriers by ctrl entry index. */
   barriers: Map<number, BarrierConfig>;
+  /** The reported op each reporter entry completes (host bookkeeping). */
+  reportOps: number[];
 }
 
 /** One participant of a device barrier: a TopSP and the DMA engine whose barrier queue carries its arrivals. */
@@ -212,7 +214,7 @@ export class ProgramBuilder {
   }
 
   private newTopsp(): TopspState {
-    return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1, meshType: EncAlgMeshType.FULL_MESH, barriers: new Map() };
+    return { ctrl: [], ringConfig: new Uint8Array(ALGO_CONFIG_RING_BYTES), slots: new Map(), channels: new Set(), mesh: [], meshOp: -1, meshType: EncAlgMeshType.FULL_MESH, barriers: new Map(), reportOps: [] };
   }
 
   /** Bind one vring per engine; the engines must share a SENG, whose broadcast mask names them. */
@@ -306,6 +308,9 @@ export class ProgramBuilder {
     return q.entries;
   }
 
+  /** Ops closed with a report so far: the host's count of reported ops. */
+  private reportedOps = 0;
+
   beginOp(): void {
     this.opIndex++;
   }
@@ -327,6 +332,7 @@ export class ProgramBuilder {
         if (active.length > 0 && mesh) throw new InternalError(`dev${device} topsp${index} ran both ring channels and a mesh tape in op ${this.opIndex}`);
         if (mesh) {
           ts.ctrl.push({ ...ringEntry(0), algoType: EncPattern.MESH, algoSubType: ts.meshType, reporter: report, semaShiftOffset: 0, semaMask: 0xffff });
+          if (report) ts.reportOps.push(this.reportedOps);
           took.push({ device, topsp: index });
           continue;
         }
@@ -340,9 +346,11 @@ export class ProgramBuilder {
         const channelList = active.reduce((m, c) => (m | (1 << c.placement.channelId)) >>> 0, 0);
         const reporter = report && active.some((c) => c.placement.reporter);
         ts.ctrl.push(ringEntry(channelList, { reporter, algoType: EncPattern.RING }));
+        if (reporter) ts.reportOps.push(this.reportedOps);
         took.push({ device, topsp: index });
       }
     }
+    if (report) this.reportedOps++;
     return took;
   }
 
@@ -437,7 +445,7 @@ export class ProgramBuilder {
           ts.mesh.forEach((e, i) => packMeshEvent(e, meshConfig, i));
           const barrierConfig = new Uint8Array(ts.ctrl.length * BARRIER_CONFIG_BYTES);
           for (const [i, b] of ts.barriers) packBarrierConfig(b, barrierConfig, i);
-          return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig, barrierConfig };
+          return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig, barrierConfig, reportOps: ts.reportOps };
         });
       const proxyQueues = d.proxies.filter((p) => p.entries.length > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, fifo: packProxyEntries(p.entries) }));
       // A proxy queue's trigger counts every fold's increments: it ends at the sum of the triggers.

@@ -273,6 +273,11 @@ export interface Scenario {
   readonly check: CheckMode;
   /** Detect races when the check is values or symbolic (default true). */
   readonly races: boolean;
+  /**
+   * Run the ops together in one program as well: each stream's ops chained on its own TopSP and
+   * DMA queues, the streams at once (sharing engines and links).
+   */
+  readonly concurrent?: boolean;
   readonly ops: readonly OpSpec[];
   readonly rankOverrides: readonly RankOverride[];
   /** Faults injected into every op's run (empty: none). */

@@ -40,7 +40,7 @@ export function formatTable(rows: readonly ResultRow[]): string {
   return [line(HEADER), ...cells.map(line), `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
 }
 
-export function formatJson(scenario: string, rows: readonly ResultRow[], explain?: unknown): string {
+export function formatJson(scenario: string, rows: readonly ResultRow[], explain?: unknown, concurrent?: unknown): string {
   const results = rows.map((r) => ({
     op: r.op,
     bytes: r.bytes,
@@ -55,7 +55,7 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
     ...(r.groups ? { groups: r.groups } : {}),
     ...(r.error ? { error: r.error } : {}),
   }));
-  return JSON.stringify(explain === undefined ? { scenario, results } : { scenario, results, explain }, null, 2) + "\n";
+  return JSON.stringify({ scenario, results, ...(concurrent === undefined ? {} : { concurrent }), ...(explain === undefined ? {} : { explain }) }, null, 2) + "\n";
 }
 
 const SWEEP_HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"];
@@ -93,4 +93,22 @@ export function nccomJson(rows: readonly ResultRow[]): string {
         },
   );
   return JSON.stringify({ results }, null, 2) + "\n";
+}
+
+/** The ops of a scenario run together (its "concurrent" run), in µs, next to their times alone. */
+export interface ConcurrentReport {
+  readonly streams: readonly number[];
+  readonly timeUs: number;
+  /** The longest op alone and the sum of the ops alone (each on a fresh machine). */
+  readonly longestAloneUs: number;
+  readonly sumAloneUs: number;
+  readonly ops: readonly { readonly op: string; readonly stream: number; readonly endUs: number }[];
+  readonly check: "pass" | "fail" | "skipped";
+}
+
+export function formatConcurrent(c: ConcurrentReport): string {
+  const us = (x: number) => x.toFixed(2);
+  const lines = [`concurrent: ${c.ops.length} ops on ${c.streams.length} stream(s) in one program: ${us(c.timeUs)} us (alone: longest ${us(c.longestAloneUs)} us, sum ${us(c.sumAloneUs)} us)  check ${c.check}`];
+  c.ops.forEach((o, k) => lines.push(`  op ${k} ${o.op} on stream ${o.stream}: ends at ${us(o.endUs)} us`));
+  return lines.join("\n") + "\n";
 }

@@ -72,8 +72,22 @@ export interface OpOutcome {
   readonly stats: OpStats;
 }
 
+/** The scenario's ops run together in one program ("concurrent": each stream on its own TopSP and queues). */
+export interface ConcurrentOutcome {
+  /** When the last op ends. */
+  readonly timePs: number;
+  /** When each op ends, in scenario order. */
+  readonly opEndPs: readonly number[];
+  readonly streams: readonly number[];
+  readonly checked: "values" | "none";
+  /** The first op whose outputs differ from the reference, and what the verifier saw. */
+  readonly mismatch?: { readonly op: number; readonly mismatch: CheckMismatch };
+  readonly violations: readonly Violation[];
+  readonly events: number;
+}
+
 export type RunOutcome =
-  | { readonly kind: "done"; readonly ops: readonly OpOutcome[]; readonly explain: readonly Explanation[] }
+  | { readonly kind: "done"; readonly ops: readonly OpOutcome[]; readonly explain: readonly Explanation[]; readonly concurrent?: ConcurrentOutcome }
   | { readonly kind: "hang"; readonly op: number; readonly hang: HangReport; readonly done: readonly OpOutcome[] };
 
 export interface PipelineHooks {
@@ -172,7 +186,56 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     };
     done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm } });
   }
+  if (scn.concurrent && scn.ops.length > 1) {
+    const c = runConcurrent(scn, spec, log);
+    if (c.kind === "hang") return { kind: "hang", op: c.op, hang: c.hang, done };
+    return { kind: "done", ops: done, explain, concurrent: c.outcome };
+  }
   return { kind: "done", ops: done, explain };
+}
+
+/**
+ * Every op of the scenario in one program, as the runtime's multi-stream mode runs them: each
+ * stream's ops chained on its TopSP and queues, the streams at once. Values are checked when the
+ * scenario checks values and every op's payload fits; otherwise the run is timing only.
+ */
+function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
+  const all = scn.ops.map((_, i) => i);
+  const values = scn.check === "values" && scn.ops.every((op) => valuesCheckFit(op, scn.replicaGroups).fits);
+  const { image, layout } = compileStreamed(scn, spec, all);
+  const expected = new Map<number, Map<number, number[]>>();
+  if (values) {
+    layout.ops.forEach((ol, k) => {
+      const op = scn.ops[k]!;
+      expected.set(k, referenceOutputs(scn, k, ol));
+      for (const rl of ol.ranks) {
+        const dev = image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!;
+        dev.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputValues(scn, k, rl.rank, rl.input.bytes)) });
+      }
+    });
+  }
+  const res = runImage(spec, image, { storePayload: values, races: values && scn.races, ...(scn.faults ? { faults: scn.faults } : {}) });
+  log.info({ events: res.events, endPs: res.endPs, opEndPs: res.opEndPs }, "simulated the ops concurrently");
+  if (res.hang) return { kind: "hang", op: -1, hang: res.hang };
+  let mismatch: ConcurrentOutcome["mismatch"];
+  if (values) {
+    for (const [k, ol] of layout.ops.entries()) {
+      for (const rl of ol.ranks) {
+        const want = expected.get(k)!.get(rl.rank);
+        const m = want && compare(scn.ops[k]!.dtype, rl.rank, want, res.read(rl.output.addr, rl.output.bytes));
+        if (m) {
+          mismatch = { op: k, mismatch: { kind: "values", ...m } };
+          break;
+        }
+      }
+      if (mismatch) break;
+    }
+  }
+  const opEndPs = all.map((k) => res.opEndPs[k] ?? res.endPs);
+  return {
+    kind: "done",
+    outcome: { timePs: Math.max(...opEndPs), opEndPs, streams: [...new Set(scn.ops.map((o) => o.stream))].sort((a, b) => a - b), checked: values ? "values" : "none", ...(mismatch ? { mismatch } : {}), violations: res.violations, events: res.events },
+  };
 }
 
 /** Simulate; a fault the machine cannot apply (no such link, engine or device) is the scenario's error. */
