@@ -29,6 +29,7 @@ export interface SymbolicOp {
  * Each group rank's expected output, by the collective's definition: all-reduce = every rank's
  * whole input; all-gather = block j from group rank j; reduce-scatter = block k of every input;
  * all-to-all = block k of each input j in order; all-to-all-v = counts[i][k] bytes of input i;
+ * all-gather-v = every input whole, in group-rank order;
  * permute / send / recv = the source's input (permute-reduce adds the target's own).
  */
 export function expectedRanges(o: SymbolicOp, group: readonly number[], inBytes: number, outBytes: number): Map<number, ExpectedRange[]> {
@@ -62,6 +63,20 @@ export function expectedRanges(o: SymbolicOp, group: readonly number[], inBytes:
           pos += row[k]!;
         });
         out.set(rank, ranges);
+        return;
+      }
+      case "all-gather-v": {
+        // Group rank i's whole input lands at the sum of the blocks before it.
+        let pos = 0;
+        out.set(
+          rank,
+          group.flatMap((src, i) => {
+            const len = o.counts![i]![0]!;
+            const r = len > 0 ? [{ out: pos, len, terms: [{ rank: src, at: 0 }] }] : [];
+            pos += len;
+            return r;
+          }),
+        );
         return;
       }
       default:

@@ -1,15 +1,26 @@
 // --explain: postOperation's reasoning for every op, as text or as JSON data.
 import { CommType, MetaringType } from "../ir/enums.ts";
-import type { Scenario } from "../ir/spec.ts";
+import { OP_NAMES, type OpName, type Scenario } from "../ir/spec.ts";
+import { opEntry } from "../ir/ops.ts";
 import type { Explanation } from "../enc/post.ts";
 import { algorithmLabel } from "../enc/compile.ts";
 
 const METARING_NAME = Object.fromEntries(Object.entries(MetaringType).map(([k, v]) => [v, k])) as Record<number, string>;
 const commName = (t: CommType) => (t === CommType.INTER ? "INTER" : "INTRA");
 
-export function explainJson(explain: readonly Explanation[]): unknown[] {
+/** An op with no enc_op_type of its own: what the runtime posts instead. */
+const opTypeName = (t: number): string => (OP_NAMES as readonly string[])[t] ?? `op_type ${t}`;
+
+function loweredTo(op: OpName): string | undefined {
+  const entry = opEntry(op);
+  if (opTypeName(entry.type) === op) return undefined;
+  return `${op} has no enc_op_type; it is posted as op_type ${entry.type} (${opTypeName(entry.type)}): each rank sends its one input block to every rank (counts[i][j] = rank i's size, send displacement 0), landing at its all-gather-v displacement`;
+}
+
+export function explainJson(explain: readonly Explanation[], scn?: Scenario): unknown[] {
   return explain.map((e) => ({
     op: e.op,
+    ...(scn && loweredTo(scn.ops[e.op]!.op) ? { lowered: { opType: opEntry(scn.ops[e.op]!.op).type, name: opTypeName(opEntry(scn.ops[e.op]!.op).type) } } : {}),
     group: e.group,
     commInit: {
       commType: commName(e.commInit.commType),
@@ -37,6 +48,8 @@ export function explainText(scn: Scenario, explain: readonly Explanation[]): str
     const op = scn.ops[e.op]!;
     const g = scn.replicaGroups[e.group]!;
     lines.push(`op ${e.op}: ${op.op} ${op.bytes} B ${op.dtype}, replica group ${e.group} (${g.length} ranks), stream ${e.stream}, op_slot_idx ${e.opSlotIdx}`);
+    const lowered = loweredTo(op.op);
+    if (lowered) lines.push(`  lowered: ${lowered}`);
     const ci = e.commInit;
     lines.push(`  comm init (${commName(ci.commType)}): ${ci.family === "mesh" ? "mesh path (a mesh-family algorithm is allowed)" : "ring / kangaring path (no mesh-family algorithm allowed)"}${ci.rdhSkipped ? "; RDH skipped (needs mesh)" : ""}`);
     for (const a of ci.allowed) lines.push(`    ${String(a.alg).padStart(2)} ${a.name.padEnd(16)} ${a.verdict.ok ? "allowed" : "not allowed"}: ${a.verdict.reason}`);

@@ -7,7 +7,7 @@ import { DTYPES, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { ScenarioError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice } from "../run/load.ts";
-import type { ScenarioSource } from "../run/overrides.ts";
+import { gatherCounts, type ScenarioSource } from "../run/overrides.ts";
 import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
 import { EXIT, runSource } from "./sim.ts";
 
@@ -22,16 +22,18 @@ export const NCCOM_OPS: Readonly<Record<string, OpName>> = {
   sendrecv: "send",
   alltoall: "all-to-all",
   alltoallv: "all-to-all-v",
+  all_gatherv: "all-gather-v",
+  allgv: "all-gather-v",
   permute: "permute",
 };
-/** nccom-test ops ccsim does not compose yet. */
-const NOT_BUILT = ["all_gatherv", "allgv"];
 
 const HELP = `ccsim nccom: nccom-test's command line on the simulator (no scenario file)
 
 usage: npm run nccom -- <op> -r N [-N NODES] [-b MIN] [-e MAX] [-f FACTOR | -i STEP] [-d TYPE] [options]
 
-ops: all_reduce (allr), all_gather (allg), reduce_scatter (redsct), sendrecv, alltoall, alltoallv, permute
+ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (redsct), sendrecv, alltoall, alltoallv, permute
+  (allgv runs as the runtime reaches the device: an all-to-all-v whose every destination reads the
+  sender's one block; it needs the mesh, as all-to-all does)
   -r, --nworkers N          ranks in all; they fill NeuronCores in order (device 0's cores, then device 1's, ...)
   -N, --nnodes N            nodes (default 1); -r counts the ranks of all of them
   -b, --minbytes SIZE       smallest size (default 32M); units 2kb, 1MB, 1GB
@@ -146,7 +148,6 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   }
   const dtype: Dtype = run.dtype ?? "uint8";
   if (opName === undefined) throw new UsageError(`no op given (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
-  if (NOT_BUILT.includes(opName)) throw new UsageError(`${opName} (all-gather-v) is not supported yet`);
   const op = NCCOM_OPS[opName];
   if (!op) throw new UsageError(`unknown op "${opName}" (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
   if (ranks === undefined) throw new UsageError("-r N is required: how many ranks");
@@ -170,9 +171,10 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     o["pairs"] = pairs === undefined ? defaultPairs(opName, ranks) : pairsOf(pairs);
   } else if (pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
   const replicaGroups = groups === undefined ? undefined : groupsOf(groups);
-  if (op === "all-to-all-v") {
+  if (op === "all-to-all-v" || op === "all-gather-v") {
     const n = Array.isArray(replicaGroups) && Array.isArray(replicaGroups[0]) ? (replicaGroups[0] as unknown[]).length : ranks;
-    o["counts"] = Array.from({ length: n }, () => Array.from({ length: n }, () => esize));
+    o["counts"] = op === "all-gather-v" ? Array.from({ length: n }, () => esize) : Array.from({ length: n }, () => Array.from({ length: n }, () => esize));
+    if (op === "all-gather-v") o["bytes"] = esize * n;
   }
   const scenario: Record<string, unknown> = {
     name: `nccom ${argv.join(" ")}`.slice(0, 200),
@@ -227,7 +229,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   for (const f of a.ignored) err(`nccom: ${f} ignored (a simulation has no iterations, warm-up or hosts)\n`);
   const label = a.run.scenario;
-  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: uniformCounts } : {}) });
+  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: uniformCounts } : a.op === "all-gather-v" ? { sizeOp: gatherCounts } : {}) });
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true });
 }
 

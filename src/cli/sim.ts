@@ -182,7 +182,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         ops: scn.ops.map((o, k) => ({ op: o.op, stream: o.stream, endUs: c.opEndPs[k]! / 1e6 })),
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
-      if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain) : undefined, concurrent);
+      if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
       else text = (args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));

@@ -147,7 +147,7 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
   const path = `ops[${index}]`;
   const operation = ctx.posted.operations[index]!;
   const { opType, plans, groupAlgs } = operation;
-  const entry = opEntry(opType);
+  const entry = opEntry(op.op);
   // Groups of different shapes may resolve differently: the op's algorithm is group 0's, and
   // each distinct flat algorithm composes its own groups.
   const algorithm = groupAlgs[0]!;
@@ -212,7 +212,7 @@ export function algorithmLabel(alg: EncAlgType, stages: readonly StageRecord[] =
   return stages.length > 0 ? `${name}(${stages.map((s) => algorithmLabel(s.alg)).join(",")})` : name;
 }
 
-/** Input and output bytes of one rank for an op (group of n ranks), from the op registry. */
-export function bufferBytes(op: OpSpec, opType: EncOpType, n: number, groupRank: number): { inBytes: number; outBytes: number } {
-  return opEntry(opType).buffers(op, n, groupRank);
+/** Input and output bytes of one rank for an op (group of n ranks), from the op registry (by the scenario's op name). */
+export function bufferBytes(op: OpSpec, _opType: EncOpType, n: number, groupRank: number): { inBytes: number; outBytes: number } {
+  return opEntry(op.op).buffers(op, n, groupRank);
 }

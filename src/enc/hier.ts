@@ -224,7 +224,7 @@ export function* composeHier(
   // output are cut into contiguous slices.
   const k = plan.slices;
   const n = plan.stages.length;
-  const share = (rank: number) => opEntry(opType).buffers(op, groups[info[rank]!.group]!.length, info[rank]!.groupRank);
+  const share = (rank: number) => opEntry(op.op).buffers(op, groups[info[rank]!.group]!.length, info[rank]!.groupRank);
   const inShare = (rank: number) => share(rank).inBytes / k;
   const outShare = (rank: number) => share(rank).outBytes / k;
   const scratch = new Map<string, number>();

@@ -117,7 +117,10 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
           ? { send: 0, recv: i * blk, len: blk }
           : opType === EncOpType.ALLTOALL
             ? { send: to * blk, recv: i * blk, len: blk }
-            : { ...a2avOffsets(op.counts!, i, to), len: op.counts![i]![to]! };
+            : op.op === "all-gather-v"
+              ? // Every destination reads the one input block (send displacement 0).
+                { send: 0, recv: a2avOffsets(op.counts!, i, to).recv, len: op.counts![i]![to]! }
+              : { ...a2avOffsets(op.counts!, i, to), len: op.counts![i]![to]! };
       const self = part(i);
       dma.copyOn(0, me.input + self.send, me.output + self.recv, self.len);
       peers.forEach((p, k) => {

@@ -12,7 +12,7 @@ import { OP_NAMES, type OpName, type OpSpec } from "./spec.ts";
 export type OpHandler = "collective" | "p2p" | "alltoall" | "permute" | "permute-reduce" | "unsupported";
 
 /** Which reference collective the checker computes for an op. */
-export type OpReference = "collective" | "alltoall" | "alltoall-v" | "permute" | "none";
+export type OpReference = "collective" | "alltoall" | "alltoall-v" | "all-gather-v" | "permute" | "none";
 
 export interface OpEntry {
   readonly type: EncOpType;
@@ -67,6 +67,26 @@ export const OPS: readonly OpEntry[] = [
   }),
 ];
 
+/**
+ * all-gather-v (nccom-test's allgv) has no enc_op_type: the runtime reaches the device with
+ * ALLTOALL_V, each rank sending its one input block (counts[i][j] = c_i for every j, every send
+ * displacement 0) to every rank, which lands it at its all-gather-v displacement. Its size is the
+ * gathered output.
+ */
+export const ALLGATHER_V: OpEntry = {
+  type: EncOpType.ALLTOALL_V,
+  name: "all-gather-v",
+  handler: "alltoall",
+  reduces: false,
+  blocked: false,
+  needs: "counts",
+  buffers: (op, _n, k) => ({ inBytes: op.counts![k]![0]!, outBytes: op.counts!.reduce((a, row) => a + row[0]!, 0) }),
+  busFactor: ring1,
+  reference: "all-gather-v",
+};
+
+/** The entry of a scenario op name, or of an enc_op_type (the op of that type). */
 export function opEntry(op: OpName | EncOpType): OpEntry {
+  if (op === "all-gather-v") return ALLGATHER_V;
   return typeof op === "number" ? OPS[op]! : OPS[OP_NAMES.indexOf(op)]!;
 }

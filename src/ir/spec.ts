@@ -1,6 +1,6 @@
 // Typed forms of the two input files: a device preset (devices/*.json) and a scenario (scenarios/*.json).
 import type { Dtype, ReduceOp } from "./dtypes.ts";
-import type { EncAlgType, EncOpType } from "./enums.ts";
+import { EncOpType, type EncAlgType } from "./enums.ts";
 
 /** Device-to-device topology: an explicit neighbour table, or a plain ring sized to the devices in use. */
 export type Topology =
@@ -168,7 +168,14 @@ export const OP_NAMES = [
   "permute-reduce-implicit",
   "all-to-all-v",
 ] as const;
-export type OpName = (typeof OP_NAMES)[number];
+
+/**
+ * Scenario op names: the 13 enc_op_type names, and all-gather-v (nccom-test's allgv), which the
+ * runtime reaches with one of them: an all-to-all-v whose every destination reads the sender's
+ * one input block (src/ir/ops.ts).
+ */
+export const SCENARIO_OP_NAMES = [...OP_NAMES, "all-gather-v"] as const;
+export type OpName = (typeof SCENARIO_OP_NAMES)[number];
 
 /** The collectives the ring family composes and the checker has references for. */
 export const RING_OP_NAMES = ["all-reduce", "all-gather", "reduce-scatter"] as const;
@@ -178,9 +185,9 @@ export function isRingOp(op: OpName): op is RingOpName {
   return (RING_OP_NAMES as readonly string[]).includes(op);
 }
 
-/** enc_op_type of each scenario op name (the index in OP_NAMES). */
+/** enc_op_type of each scenario op name (the index in OP_NAMES; all-gather-v is lowered to ALLTOALL_V). */
 export function opTypeOf(op: OpName): EncOpType {
-  return OP_NAMES.indexOf(op) as EncOpType;
+  return op === "all-gather-v" ? EncOpType.ALLTOALL_V : (OP_NAMES.indexOf(op) as EncOpType);
 }
 
 export interface OpSpec {
@@ -193,7 +200,7 @@ export interface OpSpec {
   readonly stream: number;
   /** Priority class (0..4): selects the CCE reduce packet size. */
   readonly priorityClass: number;
-  /** all-to-all-v: bytes rank i sends to rank j, per group rank (n x n). */
+  /** all-to-all-v: bytes rank i sends to rank j, per group rank (n x n); all-gather-v: row i is group rank i's block size, n times. */
   readonly counts?: readonly (readonly number[])[];
   /** permute / send / recv: [source, target] global ranks (each at most once on each side). */
   readonly pairs?: readonly (readonly [number, number])[];

@@ -4,7 +4,7 @@
 import seedrandom from "seedrandom";
 import pino from "pino";
 import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
-import { ALGORITHMS, OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
+import { ALGORITHMS, SCENARIO_OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import { MAX_RANKS, parseScenario } from "../scenario/index.ts";
 import { loadDevice } from "./load.ts";
@@ -80,8 +80,8 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const { nodes, rpd } = placements.length > 0 ? pick(placements) : { nodes: 1, rpd: 1 };
     const groups = groupShape(ranks, int, pick);
     const sizes = [...new Set(groups.map((g) => g.length))];
-    // The three collectives most often; every op of the 13 some of the time.
-    const op = rng() < 0.6 ? pick(["all-reduce", "all-gather", "reduce-scatter"] as const) : pick(OP_NAMES.filter((o) => o !== "all-to-all-v" || sizes.length === 1));
+    // The three collectives most often; every op of the 13 (and all-gather-v) some of the time.
+    const op = rng() < 0.6 ? pick(["all-reduce", "all-gather", "reduce-scatter"] as const) : pick(SCENARIO_OP_NAMES.filter((o) => (o !== "all-to-all-v" && o !== "all-gather-v") || sizes.length === 1));
     const dtype: Dtype = pick(DTYPES);
     const esize = dtypeSize(dtype);
     const unit = BLOCKED.includes(op) ? sizes.reduce((a, n) => lcm(a, n), 1) * esize : esize;
@@ -99,7 +99,15 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
       o["counts"] = Array.from({ length: n }, () => Array.from({ length: n }, () => int(0, 2 * cell) * esize));
       o["bytes"] = esize * n;
     }
-    const payload = ranks * 2 * Math.max(bytes, ...(op === "all-to-all-v" ? [(o["counts"] as number[][]).flat().reduce((a, b) => a + b, 0)] : []));
+    if (op === "all-gather-v") {
+      const n = sizes[0]!;
+      const cell = Math.max(1, Math.floor(bytes / n / esize));
+      const counts: number[] = Array.from({ length: n }, () => int(0, 2 * cell) * esize);
+      if (!counts.some((c) => c > 0)) counts[0] = esize;
+      o["counts"] = counts;
+      o["bytes"] = counts.reduce((a, b) => a + b, 0);
+    }
+    const payload = ranks * 2 * Math.max(bytes, ...(op === "all-to-all-v" ? [(o["counts"] as number[][]).flat().reduce((a, b) => a + b, 0)] : []), o["bytes"] as number);
     const scenario: Record<string, unknown> = {
       name: `conformance-${seed}-${id}`,
       instance,

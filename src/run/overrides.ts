@@ -86,8 +86,22 @@ export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undef
   let point: Json = { ...base, bytes, ...(dtype ? { dtype } : {}) };
   if (point["dtype"] === undefined) point["dtype"] = "fp32";
   if (src.sizeOp) point = src.sizeOp(point, bytes);
+  else if (op === "all-gather-v") point = gatherCounts(point, bytes);
   const json: Json = { ...src.json, ops: [point], check };
   delete json["rankOverrides"];
   const flags = [src.flags, `--op ${op}`, ...(dtype ? [`-d ${dtype}`] : []), `size ${bytes}`].filter((f) => f).join(" ");
   return parseScenario(`${src.file} with ${flags}`, json);
+}
+
+/**
+ * all-gather-v at a sweep size: the gathered bytes split over the group's ranks in whole elements
+ * (the last rank takes what does not split evenly).
+ */
+export function gatherCounts(op: Json, bytes: number): Json {
+  const counts = op["counts"];
+  if (!Array.isArray(counts) || counts.length === 0) return op;
+  const n = counts.length;
+  const esize = DTYPES.includes(op["dtype"] as Dtype) ? dtypeSize(op["dtype"] as Dtype) : 1;
+  const cell = Math.floor(bytes / n / esize) * esize;
+  return { ...op, counts: counts.map((_, k) => (k === n - 1 ? bytes - cell * (n - 1) : cell)) };
 }

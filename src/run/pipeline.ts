@@ -300,7 +300,9 @@ function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<number, n
           ? referenceAllToAll(ins)
           : entry.reference === "alltoall-v"
             ? referenceAllToAllV(ins, op.counts!.map((row) => row.map((b) => b / esize)))
-            : undefined;
+            : entry.reference === "all-gather-v"
+              ? ins.map(() => ins.flat())
+              : undefined;
     if (!refs) throw new InternalError(`no reference collective for ${op.op}`);
     g.forEach((r, k) => out.set(r, refs[k]!));
   }

@@ -1,6 +1,6 @@
 // Loader + validator for scenarios (scenarios/*.json); see scenarios/scenario.schema.json.
 import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
-import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, HIER_INTER, HIER_INTRA, OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, HIER_INTER, HIER_INTRA, SCENARIO_OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import { Reader } from "./reader.ts";
 
@@ -108,7 +108,7 @@ function checkBytes(bytesR: Reader, op: OpName, bytes: number, dtype: OpSpec["dt
 
 function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpec {
   o.keys(OP_KEYS);
-  const op = o.get("op").oneOf(OP_NAMES);
+  const op = o.get("op").oneOf(SCENARIO_OP_NAMES);
   const dtype = o.get("dtype").oneOf(DTYPES);
   const bytesR = o.get("bytes");
   const bytes = bytesR.int(1);
@@ -120,6 +120,24 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
   const priorityClass = o.opt("priorityClass")?.int(0, PRIORITY_CLASSES - 1) ?? 0;
   const out: OpSpec = { op, bytes, dtype, reduce, stream, priorityClass };
   const countsR = o.opt("counts");
+  if (op === "all-gather-v") {
+    // A vector: the bytes each group rank contributes; they add up to the gathered size.
+    if (!countsR) o.fail("SCN1004", `all-gather-v needs "counts": the bytes each group rank contributes (they add up to "bytes")`, undefined, `${o.path}.counts`);
+    if (groupSizes.length !== 1) countsR.fail("SCN1015", "all-gather-v needs every replica group to have the same size");
+    const n = groupSizes[0]!;
+    const cells = countsR.items(MAX_RANKS);
+    if (cells.length !== n) countsR.fail("SCN1015", `needs ${n} entries (one per group rank), got ${cells.length}`, cells.length);
+    const esize = dtypeSize(dtype);
+    const sizes = cells.map((c) => {
+      const v = c.int(0);
+      if (v % esize !== 0) c.fail("SCN1006", `must be a multiple of the ${dtype} element size (${esize} bytes)`);
+      return v;
+    });
+    const total = sizes.reduce((a, b) => a + b, 0);
+    if (total !== bytes) countsR.fail("SCN1015", `adds up to ${total} bytes; "bytes" (the gathered size) is ${bytes}`, total);
+    // Lowered to all-to-all-v: rank i sends its block to every rank.
+    return { ...out, counts: sizes.map((c) => sizes.map(() => c)) };
+  }
   if (opEntry(op).needs === "counts") {
     if (!countsR) o.fail("SCN1004", `all-to-all-v needs "counts": an n x n matrix of bytes rank i sends to rank j`, undefined, `${o.path}.counts`);
     if (groupSizes.length !== 1) countsR.fail("SCN1015", "all-to-all-v needs every replica group to have the same size");
@@ -138,7 +156,7 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
     });
     return { ...out, counts };
   }
-  if (countsR) countsR.fail("SCN1014", `only all-to-all-v takes counts`);
+  if (countsR) countsR.fail("SCN1014", `only all-to-all-v and all-gather-v take counts`);
   const pairsR = o.opt("pairs");
   if (opEntry(op).needs === "pairs") {
     if (!pairsR) o.fail("SCN1004", `${op} needs "pairs": [[source, target], ...]`, undefined, `${o.path}.pairs`);

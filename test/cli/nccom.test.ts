@@ -74,11 +74,17 @@ describe("nccom-test's command line", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("allgv runs as the all-to-all-v it lowers to, on the mesh, its size the gathered bytes", () => {
+    const r = run(["allgv", "-r", "4", "-d", "fp16", "-b", "2048", "-e", "8192", "-f", "2", "--show-algorithm", "--json"]);
+    expect(r.code).toBe(EXIT.OK);
+    const rows = JSON.parse(r.out).results;
+    expect(rows.map((x: { bytes: number; algorithm: string }) => [x.bytes, x.algorithm])).toEqual([[2048, "mesh"], [4096, "mesh"], [8192, "mesh"]]);
+  });
+
   it.each([
     [["allr"], /-r N is required/],
     [["-r", "8"], /no op given/],
     [["gossip", "-r", "8"], /unknown op "gossip"/],
-    [["allgv", "-r", "4"], /allgv \(all-gather-v\) is not supported yet/],
     [["allr", "-r", "3"], /-r 3 on 1 node\(s\) does not fill whole trn1 devices/],
     [["allr", "-r", "8", "--lnc", "2"], /not available on trn1/],
     [["allr", "-r", "8", "--instance", "trn9"], /no device preset "trn9"/],

@@ -3,6 +3,7 @@
 // each named algorithm) either pass or are refused by the runtime before composing.
 import { describe, expect, it } from "vitest";
 import { generateCases, loadPresets, runCase, REFUSAL_CODES, CONFORMANCE_PRESETS } from "../../src/run/conformance.ts";
+import { SCENARIO_OP_NAMES } from "../../src/ir/spec.ts";
 
 const CASES = Number(process.env.CCSIM_CONFORMANCE_CASES ?? 160);
 const SEED = Number(process.env.CCSIM_CONFORMANCE_SEED ?? 20261202);
@@ -11,10 +12,10 @@ const specs = loadPresets();
 describe("conformance matrix", () => {
   const cases = generateCases(SEED, CASES, { maxBytes: 1 << 20, maxCheckedPayload: 64 << 20 }, specs);
 
-  it("covers every preset, all 13 ops, auto and named algorithms, several group shapes", () => {
+  it("covers every preset, all 13 ops and all-gather-v, auto and named algorithms, several group shapes", () => {
     const field = (k: string) => new Set(cases.map((c) => JSON.stringify(k === "op" ? (c.scenario["ops"] as { op: string }[])[0]!.op : c.scenario[k])));
     expect(field("instance").size).toBe(CONFORMANCE_PRESETS.length);
-    expect(field("op").size).toBe(13);
+    expect(field("op").size).toBe(SCENARIO_OP_NAMES.length);
     expect(field("algorithm").size).toBeGreaterThan(8);
     expect(new Set(cases.map((c) => (c.scenario["replicaGroups"] as number[][]).length)).size).toBeGreaterThan(3);
   });
