@@ -19,6 +19,8 @@ export interface ComposerLimits {
   /** DMA engines a mesh-tape program (mesh, RDH) of this comm gets; the step-size limit needs it. */
   readonly meshEngines?: number;
   readonly reduceSliceBytes?: number;
+  /** The group and where its ranks sit, for families that need a layout (the pod mesh's grid). */
+  readonly group?: { readonly members: readonly number[]; readonly nodeOf: (rank: number) => number };
 }
 
 /** A step's descriptors per queue must stay below the 16-bit TopSP increment counters. */
@@ -46,7 +48,7 @@ export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: 
     const S = Math.max(1, Math.floor(E / Math.max(1, n - 1)));
     const broadcast = Math.ceil((n - 1) / E) * Math.ceil(Math.ceil(bytes / esize / S) * esize / spec.dma.maxDescriptorBytes);
     tx = Math.max(broadcast, per(bytes, reduceSlice) * (n + 1));
-  } else if (alg === EncAlgType.MESH || alg === EncAlgType.SINGLE_STEP_MESH) {
+  } else if (alg === EncAlgType.MESH || alg === EncAlgType.SINGLE_STEP_MESH || alg === EncAlgType.TWO_STEP_POD_MESH) {
     tx = reduces ? per(block, reduceSlice) * (n + 1) : Math.ceil((n - 1) / E) * Math.ceil(block / spec.dma.maxDescriptorBytes);
     if (opType === EncOpType.ALLREDUCE) tx += (n - 1) * per(block, spec.dma.maxDescriptorBytes);
   } else tx = reduces ? per(bytes / 2, reduceSlice) * 3 : per(bytes / 2, spec.dma.maxDescriptorBytes);
@@ -200,7 +202,8 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     const sent = entry.peerBlock?.(opType, bytes, c.rankN) ?? { bytes: perRank, what: "per rank" };
     const subtype = alg === EncAlgType.MESH ? "the mesh subtype's" : `the ${entry.label} subtype's`;
     if (sent.bytes > meshLimit) return no(`${sent.bytes} bytes ${sent.what} is above ${subtype} op_max_limit (${meshLimit})`);
-    return andThen(ok(`${sent.bytes} bytes ${sent.what} within op_max_limit ${meshLimit}`), steps(alg));
+    const layout = entry.groupLayout && limits.group ? () => entry.groupLayout!(limits.group!.members, limits.group!.nodeOf) : undefined;
+    return andThen(andThen(ok(`${sent.bytes} bytes ${sent.what} within op_max_limit ${meshLimit}`), layout), steps(alg));
   };
   /** enc_can_post_mesh: the first mesh-family member this build composes that admits the op (MESH's refusal otherwise). */
   const mesh = ((): Verdict => {
@@ -416,6 +419,7 @@ export function postOperations(inp: PostInputs): Posted {
           hierarchical: () => hierPlanVerdict(scn, spec, info, g, op, opType, channels, chunkBytes, path),
           meshEngines: meshEngines(spec, channels, 1),
           reduceSliceBytes,
+          group: { members: g, nodeOf: (r) => info[r]!.node },
         },
         esize,
       );

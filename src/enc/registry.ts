@@ -14,6 +14,7 @@ import { composeKangaringStage, kangaringPlans } from "./kangaring.ts";
 import { composeMeshStage, meshSlotBytes } from "./mesh.ts";
 import { composeRdhStage, rdhStepSemas } from "./rdh.ts";
 import { composeRingStage } from "./ring.ts";
+import { POD_MESH_SEMAS, composePodMeshStage, podGrid } from "./podmesh.ts";
 
 /** The six feasibility gates, in the order enc_post_operation runs them. */
 export const GATES = ["kangaring", "mesh", "intra_rdh", "inter_rdh", "single_cycle_ring", "hierarchical"] as const;
@@ -53,6 +54,8 @@ export interface AlgorithmEntry {
   readonly meshOrder?: number;
   /** What a peer sends a rank, against the mesh subtype's op_max_limit (default: the bytes per rank). */
   readonly peerBlock?: (opType: EncOpType, bytes: number, n: number) => { bytes: number; what: string } | undefined;
+  /** What it needs of a group's layout beyond its gate (the pod mesh: a node-by-node grid). */
+  readonly groupLayout?: (group: readonly number[], nodeOf: (rank: number) => number) => Verdict;
   /** Its stage composer (undefined: this build does not compose it). */
   readonly compose?: StageComposer;
   /** Chunk plans of its stages when they are not the op's (kangaring plans over chip blocks). */
@@ -245,12 +248,30 @@ const entries: readonly AlgorithmEntry[] = [
     ...BASE,
     alg: EncAlgType.TWO_STEP_POD_MESH,
     label: "two-step-pod-mesh",
+    gate: "mesh",
+    meshOrder: 0,
     ops: COLLECTIVES,
     meshFamily: true,
+    // An inter-node stage (one rank per node) is a grid of one column.
+    stageLevels: ["inter"],
     pattern: EncPattern.MESH,
-    meshType: EncAlgMeshType.FULL_MESH,
+    // The trn2 / trn3 per-device initializer's mesh type (spec/mesh-composer-topology-switch.md §4).
+    meshType: EncAlgMeshType.MESH_TRN2,
     program: "mesh-tape",
-    admit: (c) => enableMesh(c, EncAlgType.TWO_STEP_POD_MESH),
+    // At most n row landings, P partials and P column landings (P <= n).
+    scratch: (op, opType, n) => 3 * n * meshSlotBytes(op, opType === EncOpType.ALLGATHER ? EncOpType.REDUCE_SCATTER : opType, n),
+    tapeSemas: (n) => (n >= 2 ? POD_MESH_SEMAS : MESH_SEMAS),
+    admit: (c) => {
+      const v = enableMesh(c, EncAlgType.TWO_STEP_POD_MESH);
+      if (!v.ok) return v;
+      if (c.commType !== CommType.INTER || c.nodeN < 2) return no("spans the pod's nodes: INTER comm only");
+      return yes(`pod of ${c.nodeN} nodes`);
+    },
+    groupLayout: (g, nodeOf) => {
+      const grid = podGrid(g, nodeOf);
+      return "ok" in grid ? grid : yes(`${grid.P} nodes x ${grid.L} ranks`);
+    },
+    compose: composePodMeshStage,
   },
   {
     ...BASE,

@@ -582,28 +582,21 @@ export class EncdChannel {
   markStep(flags: number, drainTarget = 0): void {
     const maxTx = Math.max(...this.tx);
     const maxRx = Math.max(...this.rx);
+    // A fold short of TX but not of RX (the others reduce many sources) cannot be padded to the
+    // longest as it is: raise every fold by t no-op pairs until all can be (t = 0 almost always).
+    let t = 0;
+    while (t < 4 && this.folds.some((_, f) => !padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0)))) t++;
     this.folds.forEach((v, f) => {
-      const dTx = maxTx - (this.tx[f] ?? 0);
-      const dRx = maxRx - (this.rx[f] ?? 0);
-      // Each pad is one RX; a reduce-shaped pad with s sources adds s extra TX (s >= 2).
-      const sources: number[] = [];
-      let extra = dTx - dRx;
-      while (extra > 0) {
-        let k = Math.min(extra, 128);
-        if (extra - k === 1) k--;
-        if (k < 2) break;
-        sources.push(k);
-        extra -= k;
-      }
-      // Short of RX instead (a replicated packet): one replicated no-op of 2 TX and extra + 2 RX.
-      const fan = extra < 0 && dTx >= 2 && -extra + 2 <= 256 ? -extra + 2 : 0;
-      if (fan > 0) extra = 0;
-      if (extra !== 0 || sources.length > dRx) {
+      const dTx = maxTx + t - (this.tx[f] ?? 0);
+      const dRx = maxRx + t - (this.rx[f] ?? 0);
+      const plan = padPlan(dTx, dRx);
+      if (!plan) {
         throw new EncodeError("ENC1606", `fold ${f} cannot be padded: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
           path: `channel${this.placement.channelId}.fold${f}`,
           value: { dTx, dRx },
         });
       }
+      const { sources, fan } = plan;
       for (const k of sources) this.count(f, v.addCceNoop(this.padAddr, k));
       if (fan > 0) this.count(f, v.addReplicateNoop(this.padAddr, fan));
       for (let i = sources.length + fan; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
@@ -666,6 +659,29 @@ export class EncdChannel {
     if (!v) throw new InternalError(`fold ${f} of a ${this.folds.length}-fold DMA set`);
     return v;
   }
+}
+
+/**
+ * How a fold short of dTx TX and dRx RX descriptors is padded: reduce-shaped no-ops (each one RX
+ * and s + 1 TX, s >= 2 extra sources) for a TX surplus, one replicated no-op (2 TX, extra + 2 RX)
+ * for an RX surplus, no-op copy pairs for the rest; undefined when no mix of them fits.
+ */
+function padPlan(dTx: number, dRx: number): { sources: number[]; fan: number } | undefined {
+  // Each pad is one RX; a reduce-shaped pad with s sources adds s extra TX (s >= 2).
+  const sources: number[] = [];
+  let extra = dTx - dRx;
+  while (extra > 0) {
+    let k = Math.min(extra, 128);
+    if (extra - k === 1) k--;
+    if (k < 2) break;
+    sources.push(k);
+    extra -= k;
+  }
+  // Short of RX instead (a replicated packet): one replicated no-op of 2 TX and extra + 2 RX.
+  const fan = extra < 0 && dTx >= 2 && -extra + 2 <= 256 ? -extra + 2 : 0;
+  if (fan > 0) extra = 0;
+  if (extra !== 0 || sources.length > dRx) return undefined;
+  return { sources, fan };
 }
 
 /** Where a rank's mesh program lives. */
