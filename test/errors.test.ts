@@ -111,7 +111,7 @@ describe("composer errors", () => {
     ["CMP1101", () => planChunks(100, 4, 4, 1)],
     ["CMP1201", () => dispatch(EncOpType.ALLTOALL_V, EncAlgType.RING, 8, "ops[0].op")],
     ["CMP1202", () => dispatch(EncOpType.BROADCAST, EncAlgType.RING, 8, "ops[0].op")],
-    ["CMP1203", () => dispatch(EncOpType.ALLREDUCE, EncAlgType.BW_OPT_MESH, 8, "ops[0].op")],
+    ["CMP1203", () => dispatch(EncOpType.PERMUTE_REDUCE, EncAlgType.BW_OPT_MESH, 8, "ops[0].op")],
     ["CMP1307", refusal("kangaring", scenario({ ranks: 16, ranksPerDevice: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.KANGARING], replicaGroups: [[0, 2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
     ["CMP1301", compile({ instance: "ideal", ranks: 4, nodes: 2, ops: op }, ideal)],
     // Hierarchical: 4 ranks on 2 nodes; 4100 B of fp32 does not split in 2; all-gather needs position-major order.
@@ -284,9 +284,10 @@ describe("encode errors", () => {
       () => {
         const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
         const ch = b.addChannel(place({ engines: [0, 1] }));
-        // A 200-source reduce of one element lands on fold 0 only: fold 1's (201 tx, 1 rx) deficit
-        // would need two reduce-shaped pads but has room for one.
-        ch.reduce(Array(200).fill(hbmAddr(0, 64)), hbmAddr(0, 256), 4, 0, 10, 4, 4096);
+        // A 1200-source reduce of one element lands on fold 0 only: fold 1's deficit of 1200 tx
+        // over its rx needs ten reduce-shaped pads (one rx each); raising every fold by up to four
+        // no-op pairs leaves room for five.
+        ch.reduce(Array(1200).fill(hbmAddr(0, 64)), hbmAddr(0, 256), 4, 0, 10, 4, 4096);
         ch.markStep(0);
       },
     ],

@@ -19,6 +19,8 @@ export class Fabric {
   private readonly nicPerDevice: boolean;
   /** The nodes form a NeuronLink pod: Z links join them, so routes cross nodes. */
   readonly pod: boolean;
+  /** A switch topology: each device's port to the switch, one resource per direction. */
+  private readonly ports?: { readonly up: Resource[]; readonly down: Resource[] };
 
   constructor(spec: DeviceSpec, devicesPerNode: number, nodes = 1) {
     this.devicesPerNode = devicesPerNode;
@@ -29,7 +31,17 @@ export class Fabric {
     const nicName = (k: number) => (this.nicPerDevice ? `dev${k}.nic` : `nic${k}`);
     this.nicTx = Array.from({ length: nics }, (_, k) => new Resource(`${nicName(k)}.tx`, spec.network?.bytesPerSecond ?? 0));
     this.nicRx = Array.from({ length: nics }, (_, k) => new Resource(`${nicName(k)}.rx`, spec.network?.bytesPerSecond ?? 0));
-    for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));
+    if (spec.topology.kind === "switch") {
+      // Every transfer crosses the sender's port up and the receiver's port down.
+      this.ports = {
+        up: adj.map((_, d) => new Resource(`port ${d}->switch`, spec.link.bytesPerSecond)),
+        down: adj.map((_, d) => new Resource(`port switch->${d}`, spec.link.bytesPerSecond)),
+      };
+      adj.forEach((_, d) => {
+        this.links.set(`${d}>sw`, this.ports!.up[d]!);
+        this.links.set(`sw>${d}`, this.ports!.down[d]!);
+      });
+    } else for (let a = 0; a < adj.length; a++) for (const b of adj[a]!) this.links.set(`${a}>${b}`, new Resource(`link ${a}->${b}`, spec.link.bytesPerSecond));
     this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
     this.latencyPs = spec.link.latencyPs;
     // nextHop[src][dst]: first hop of a shortest path, breadth first in the preset's routing order
@@ -85,6 +97,7 @@ export class Fabric {
   }
 
   private walk(src: number, dst: number): Resource[] {
+    if (this.ports && this.nodeOf(src) === this.nodeOf(dst)) return src === dst ? [] : [this.ports.up[src]!, this.ports.down[dst]!];
     if (!this.pod && this.nodeOf(src) !== this.nodeOf(dst)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); inter-node traffic goes through the network proxy`, { value: { src, dst } });
     const out: Resource[] = [];
     let at = src;

@@ -40,6 +40,8 @@ export interface MeshOpContext {
   readonly net?: NetQueue;
   /** SINGLE_STEP_MESH: an all-reduce in one exchange (every rank sends its whole buffer, each reduces all n). */
   readonly singleStep?: boolean;
+  /** Through a switch: peers in rotation order, every block over all the engines. */
+  readonly rotate?: boolean;
 }
 
 /** Byte range [off, off+len) of block k when `total` bytes split into n blocks of whole elements (the last may be short). */
@@ -65,14 +67,17 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
   const i = me.groupRank;
   const esize = dtypeSize(op.dtype);
   const engines = prog.dma.foldN;
-  const peers = ranks.filter((r) => r.groupRank !== i);
+  // Through a switch every rank writes its peers in rotation (i + 1, i + 2, ...), all engines on
+  // one peer at a time: in step with the others, each port carries one flow at a time.
+  const peers = ctx.rotate ? Array.from({ length: n - 1 }, (_, r) => ranks[(i + 1 + r) % n]!) : ranks.filter((r) => r.groupRank !== i);
   const foldOf = (k: number) => k % engines;
-  // With more engines than peers (the preset's mesh folds), each peer's block is split over S engines.
-  const S = peers.length > 0 && engines > peers.length ? Math.floor(engines / peers.length) : 1;
+  // With more engines than peers (the preset's mesh folds), each peer's block is split over S
+  // engines; in rotation over all of them.
+  const S = ctx.rotate ? engines : peers.length > 0 && engines > peers.length ? Math.floor(engines / peers.length) : 1;
   /** Peer k's block, split over its engines: each share signals the peer once. */
   const spread = (k: number, device: number, src: number, dst: number, len: number, signal: number): void => {
     if (S === 1) return peer.copy(foldOf(k), device, src, dst, len, signal);
-    splitWhole(len, esize, S).forEach((x, j) => peer.copy(k * S + j, device, src + x.off, dst + x.off, x.len, signal));
+    splitWhole(len, esize, S).forEach((x, j) => peer.copy(ctx.rotate ? j : k * S + j, device, src + x.off, dst + x.off, x.len, signal));
   };
   const inc = (r: MeshRank, sema: number) => semaAddr(r.device, r.topsp, sema, "inc");
   const read = (sema: number) => semaAddr(me.device, me.topsp, sema, "read");
@@ -197,8 +202,11 @@ export const composeMeshStage: StageComposer = (ctx, st, buffers) => {
       const place = ctx.meshPlace(rank);
       return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: place.topsp, semas: place.semas, input: b.input, output: b.output, scratch: b.scratch };
     });
-    const singleStep = st.alg === EncAlgType.SINGLE_STEP_MESH;
-    g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
+    // The single-step mesh and the switch's latency variant: one exchange of whole buffers.
+    const singleStep = st.alg === EncAlgType.SINGLE_STEP_MESH || st.alg === EncAlgType.LATENCY_OPT_MESH;
+    // The switch mesh's variants write their peers in rotation.
+    const rotate = st.alg === EncAlgType.LATENCY_OPT_MESH || st.alg === EncAlgType.BW_OPT_MESH;
+    g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, rotate, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
   });
   return [];
 };

@@ -9,7 +9,7 @@ import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } 
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 import { commInfos } from "./groups.ts";
 import { hierPlanVerdict } from "./hier.ts";
-import { COLLECTIVES, algorithmEntry, builtAlgorithms, meshVariants, precedenceOrder, type Gate } from "./registry.ts";
+import { COLLECTIVES, algorithmEntry, builtAlgorithms, meshVariants, precedenceOrder, type Gate, type GroupPlaces } from "./registry.ts";
 import { OPS } from "../ir/ops.ts";
 
 /** What a family's composer can build beyond its admission gate, asked only when the gate admits. */
@@ -20,7 +20,7 @@ export interface ComposerLimits {
   readonly meshEngines?: number;
   readonly reduceSliceBytes?: number;
   /** The group and where its ranks sit, for families that need a layout (the pod mesh's grid). */
-  readonly group?: { readonly members: readonly number[]; readonly nodeOf: (rank: number) => number };
+  readonly group?: { readonly members: readonly number[]; readonly where: GroupPlaces };
 }
 
 /** A step's descriptors per queue must stay below the 16-bit TopSP increment counters. */
@@ -42,13 +42,13 @@ export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: 
   // An all-reduce's mesh leg also sends the engine's reduced share to every peer; every leg ends
   // in a few semaphore writes (SLACK covers them).
   const SLACK = 64;
-  if (alg === EncAlgType.SINGLE_STEP_MESH && opType === EncOpType.ALLREDUCE) {
+  if ((alg === EncAlgType.SINGLE_STEP_MESH || alg === EncAlgType.LATENCY_OPT_MESH) && opType === EncOpType.ALLREDUCE) {
     // Single step: the whole buffer to every peer (a peer's copy split over its S engines), then
     // each engine reduces its share of the buffer from all n copies.
     const S = Math.max(1, Math.floor(E / Math.max(1, n - 1)));
     const broadcast = Math.ceil((n - 1) / E) * Math.ceil(Math.ceil(bytes / esize / S) * esize / spec.dma.maxDescriptorBytes);
     tx = Math.max(broadcast, per(bytes, reduceSlice) * (n + 1));
-  } else if (alg === EncAlgType.MESH || alg === EncAlgType.SINGLE_STEP_MESH || alg === EncAlgType.TWO_STEP_POD_MESH) {
+  } else if (alg !== EncAlgType.INTRA_RDH && alg !== EncAlgType.INTER_RDH) {
     tx = reduces ? per(block, reduceSlice) * (n + 1) : Math.ceil((n - 1) / E) * Math.ceil(block / spec.dma.maxDescriptorBytes);
     if (opType === EncOpType.ALLREDUCE) tx += (n - 1) * per(block, spec.dma.maxDescriptorBytes);
   } else tx = reduces ? per(bytes / 2, reduceSlice) * 3 : per(bytes / 2, spec.dma.maxDescriptorBytes);
@@ -202,7 +202,7 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     const sent = entry.peerBlock?.(opType, bytes, c.rankN) ?? { bytes: perRank, what: "per rank" };
     const subtype = alg === EncAlgType.MESH ? "the mesh subtype's" : `the ${entry.label} subtype's`;
     if (sent.bytes > meshLimit) return no(`${sent.bytes} bytes ${sent.what} is above ${subtype} op_max_limit (${meshLimit})`);
-    const layout = entry.groupLayout && limits.group ? () => entry.groupLayout!(limits.group!.members, limits.group!.nodeOf) : undefined;
+    const layout = entry.groupLayout && limits.group ? () => entry.groupLayout!(limits.group!.members, limits.group!.where) : undefined;
     return andThen(andThen(ok(`${sent.bytes} bytes ${sent.what} within op_max_limit ${meshLimit}`), layout), steps(alg));
   };
   /** enc_can_post_mesh: the first mesh-family member this build composes that admits the op (MESH's refusal otherwise). */
@@ -419,7 +419,7 @@ export function postOperations(inp: PostInputs): Posted {
           hierarchical: () => hierPlanVerdict(scn, spec, info, g, op, opType, channels, chunkBytes, path),
           meshEngines: meshEngines(spec, channels, 1),
           reduceSliceBytes,
-          group: { members: g, nodeOf: (r) => info[r]!.node },
+          group: { members: g, where: { nodeOf: (r) => info[r]!.node, deviceOf: (r) => info[r]!.device } },
         },
         esize,
       );

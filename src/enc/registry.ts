@@ -22,6 +22,12 @@ export type Gate = (typeof GATES)[number];
 
 export type Level = "intra" | "inter";
 
+/** Where a group's ranks sit. */
+export interface GroupPlaces {
+  readonly nodeOf: (rank: number) => number;
+  readonly deviceOf: (rank: number) => number;
+}
+
 export interface AlgorithmEntry {
   readonly alg: EncAlgType;
   /** The scenario's name for it. */
@@ -55,7 +61,7 @@ export interface AlgorithmEntry {
   /** What a peer sends a rank, against the mesh subtype's op_max_limit (default: the bytes per rank). */
   readonly peerBlock?: (opType: EncOpType, bytes: number, n: number) => { bytes: number; what: string } | undefined;
   /** What it needs of a group's layout beyond its gate (the pod mesh: a node-by-node grid). */
-  readonly groupLayout?: (group: readonly number[], nodeOf: (rank: number) => number) => Verdict;
+  readonly groupLayout?: (group: readonly number[], where: GroupPlaces) => Verdict;
   /** Its stage composer (undefined: this build does not compose it). */
   readonly compose?: StageComposer;
   /** Chunk plans of its stages when they are not the op's (kangaring plans over chip blocks). */
@@ -130,7 +136,7 @@ const entries: readonly AlgorithmEntry[] = [
     label: "mesh",
     gate: "mesh",
     precedence: 2,
-    meshOrder: 1,
+    meshOrder: 3,
     ops: [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V],
     meshFamily: true,
     stageLevels: ["intra", "inter"],
@@ -206,7 +212,7 @@ const entries: readonly AlgorithmEntry[] = [
     alg: EncAlgType.SINGLE_STEP_MESH,
     label: "single-step-mesh",
     gate: "mesh",
-    meshOrder: 2,
+    meshOrder: 4,
     ops: COLLECTIVES,
     meshFamily: true,
     stageLevels: ["intra", "inter"],
@@ -267,7 +273,7 @@ const entries: readonly AlgorithmEntry[] = [
       if (c.commType !== CommType.INTER || c.nodeN < 2) return no("spans the pod's nodes: INTER comm only");
       return yes(`pod of ${c.nodeN} nodes`);
     },
-    groupLayout: (g, nodeOf) => {
+    groupLayout: (g, { nodeOf }) => {
       const grid = podGrid(g, nodeOf);
       return "ok" in grid ? grid : yes(`${grid.P} nodes x ${grid.L} ranks`);
     },
@@ -277,25 +283,49 @@ const entries: readonly AlgorithmEntry[] = [
     ...BASE,
     alg: EncAlgType.LATENCY_OPT_MESH,
     label: "latency-opt-mesh",
+    gate: "mesh",
+    meshOrder: 1,
     ops: COLLECTIVES,
     meshFamily: true,
     pattern: EncPattern.MESH,
-    meshType: EncAlgMeshType.FULL_MESH,
+    meshType: EncAlgMeshType.MESH_SWITCH,
     program: "mesh-tape",
+    // The switch's single-hop latency variant: one exchange, every rank's whole buffer to every rank.
+    scratch: (op, opType, n) => (opType === EncOpType.ALLREDUCE ? n * op.bytes : slotScratch((k) => k)(op, opType, n)),
+    tapeSemas: () => MESH_SEMAS,
+    peerBlock: (opType, bytes) => (opType === EncOpType.ALLREDUCE ? { bytes, what: "per peer (each rank sends its whole buffer)" } : undefined),
     admit: (c) => enableMesh(c, EncAlgType.LATENCY_OPT_MESH),
+    groupLayout: switchLayout,
+    compose: composeMeshStage,
   },
   {
     ...BASE,
     alg: EncAlgType.BW_OPT_MESH,
     label: "bw-opt-mesh",
+    gate: "mesh",
+    meshOrder: 2,
     ops: COLLECTIVES,
     meshFamily: true,
     pattern: EncPattern.MESH,
-    meshType: EncAlgMeshType.FULL_MESH,
+    meshType: EncAlgMeshType.MESH_SWITCH,
     program: "mesh-tape",
+    // The bandwidth variant: reduce-scatter then all-gather, each peer's block once per step.
+    scratch: slotScratch((n) => n),
+    tapeSemas: () => MESH_SEMAS,
     admit: (c) => enableMesh(c, EncAlgType.BW_OPT_MESH),
+    groupLayout: switchLayout,
+    compose: composeMeshStage,
   },
 ];
+
+/**
+ * The switch mesh (MESH_SWITCH) is built when the group's ranks are on more than one device
+ * (spec/mesh-composer-topology-switch.md §4: local_rack_rank_n > 1, peers on other chips).
+ */
+function switchLayout(g: readonly number[], { deviceOf }: GroupPlaces): Verdict {
+  const devices = new Set(g.map(deviceOf)).size;
+  return devices > 1 ? yes(`switch mesh over ${devices} devices`) : no("the group is on one device: no switch mesh");
+}
 
 /** Indexed by enc_alg_type 0..10. */
 export const ALGORITHMS: readonly AlgorithmEntry[] = [...entries].sort((a, b) => a.alg - b.alg);

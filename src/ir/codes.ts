@@ -29,7 +29,7 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   CMP1101: "a chunk that holds fewer than two elements",
   CMP1201: "all-to-all(-v) without the mesh algorithm",
   CMP1202: "an op the dispatcher does not serve (broadcast, reduce)",
-  CMP1203: "an algorithm or handler this build does not compose yet",
+  CMP1203: "a handler that does not take the resolved algorithm (point-to-point and permutes on a non-ring family), or an RDH group that is not a power of two",
   CMP1301: "a multi-node scenario on a preset without a network",
   CMP1302: "more ranks per device than the device has logical cores",
   CMP1303: "ranks that do not fill whole devices, or more devices than the preset or address map has",

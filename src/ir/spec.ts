@@ -15,13 +15,19 @@ export type Topology =
        */
       readonly podNodes?: number;
     }
-  | { readonly kind: "ring" };
+  | { readonly kind: "ring" }
+  /**
+   * Every device reaches every other through one switch (NeuronSwitch-v1): a port per device, each
+   * direction at link.bytesPerSecond, link.latencyPs per hop (two hops a transfer).
+   */
+  | { readonly kind: "switch" };
 
 /**
  * The links of a topology as sorted adjacency lists; a ring topology has exactly `deviceCount`
  * devices (the ones in use).
  */
 export function topologyAdjacency(topology: Topology, deviceCount: number): number[][] {
+  if (topology.kind === "switch") return Array.from({ length: deviceCount }, (_, d) => Array.from({ length: deviceCount }, (_, e) => e).filter((e) => e !== d));
   if (topology.kind === "ring") {
     return Array.from({ length: deviceCount }, (_, d) =>
       deviceCount === 1 ? [] : [...new Set([(d + deviceCount - 1) % deviceCount, (d + 1) % deviceCount])].sort((a, b) => a - b),

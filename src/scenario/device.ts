@@ -133,8 +133,8 @@ function parseCollectives(c: Reader): DeviceSpec["collectives"] {
 }
 
 function parseTopology(t: Reader, devices: number): Topology {
-  const kind = t.get("kind").oneOf(["table", "ring"] as const);
-  if (kind === "ring") {
+  const kind = t.get("kind").oneOf(["table", "ring", "switch"] as const);
+  if (kind === "ring" || kind === "switch") {
     t.keys(["kind"]);
     return { kind };
   }

@@ -175,9 +175,11 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     expect(() => compileProgram(auto({ ranks: 8, allowedAlgorithms: algs("ring", "single-step-mesh"), ops: [op("all-to-all", 8192)] }), trn1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm/);
   });
 
-  it("a resolved algorithm that is not built fails with 'not supported yet' naming it, never a silent fallback", () => {
-    expect(() => dispatch(EncOpType.ALLREDUCE, EncAlgType.TWO_STEP_POD_MESH, 16, "p")).toThrow('algorithm 8 TWO_STEP_POD_MESH ("UltraServer Mesh") is not supported yet');
-    expect(() => dispatch(EncOpType.ALLGATHER, EncAlgType.LATENCY_OPT_MESH, 16, "p")).toThrow('algorithm 9 LATENCY_OPT_MESH ("Mesh") is not supported yet');
+  it("a handler that does not take the resolved algorithm fails with 'not supported yet' naming it, never a silent fallback", () => {
+    expect(() => dispatch(EncOpType.SEND, EncAlgType.TWO_STEP_POD_MESH, 16, "p")).toThrow('algorithm 8 TWO_STEP_POD_MESH ("UltraServer Mesh") for point-to-point is not supported yet');
+    expect(() => dispatch(EncOpType.PERMUTE, EncAlgType.LATENCY_OPT_MESH, 16, "p")).toThrow('algorithm 9 LATENCY_OPT_MESH ("Mesh") in the permute handler is not supported yet');
+    // Every family of the roster composes the collectives now.
+    for (let a = 0; a <= 10; a++) expect(() => dispatch(EncOpType.ALLREDUCE, a as EncAlgType, 16, "p")).not.toThrow();
     // A gate knows its composer's limits: 6 ranks have no intra RDH schedule, so auto goes on down the cascade.
     expect(compileProgram(auto({ ranks: 6, allowedAlgorithms: algs("ring", "mesh", "intra-rdh"), ops: [op("all-reduce", 1 << 20)] }), trn1, [0]).layout.ops[0]!.algorithm).toBe(EncAlgType.RING);
     // Where no other family is feasible the cascade's own last rule is the ring.

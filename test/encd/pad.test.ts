@@ -1,0 +1,33 @@
+// Step padding: every fold of a channel hands over equal TX and RX counts per step; the padder
+// adds no-op copy pairs, reduce-shaped no-ops and replicated no-ops to the short folds.
+import { describe, expect, it } from "vitest";
+import { hbmAddr } from "../../src/encd/address.ts";
+import { NeighType } from "../../src/encd/channel.ts";
+import { decodeSlotEntry, SLOT_ENTRY_BYTES } from "../../src/encd/slot.ts";
+import { ProgramBuilder, type ChannelPlacement } from "../../src/encd/program.ts";
+
+const n1 = { netIdxAddrs: [], foldN: 2, type: NeighType.P2P };
+const place: ChannelPlacement = { device: 0, topsp: 0, channelId: 0, slot: 0, engines: [0, 1], queue: 15, recvSema: 0, sendSema: 2, complSema: 4, reporter: true, next: n1, prev: n1, initialCredits: 4 };
+
+describe("step padding", () => {
+  it("a fold short of TX only (the other reduced many sources) is padded after raising both folds by a no-op pair", () => {
+    const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+    const ch = b.addChannel(place);
+    b.beginOp();
+    // A 200-source reduce of one element on fold 0 only: fold 1 is 201 TX and 1 RX short, which
+    // needs two reduce-shaped pads (one RX each); one extra no-op pair on each fold makes room.
+    ch.reduceOn(0, Array(200).fill(hbmAddr(0, 64)), hbmAddr(0, 256), 4, 0, 10, 4096);
+    ch.markStep(0);
+    ch.markEnd();
+    b.endOp();
+    const img = b.build();
+    const slot = img.devices[0]!.topsps[0]!.slotSpad[0]!;
+    const step = decodeSlotEntry(slot, 0);
+    // The reduce's TX and RX, and one no-op pair more (two RX: the reduce's and the pair's).
+    expect(step.s2m).toBe(2);
+    const q = (engine: number) => img.devices[0]!.queues.find((x) => x.engine === engine)!;
+    expect(q(0).tx.length).toBe(q(1).tx.length);
+    expect(q(0).rx.length).toBe(q(1).rx.length);
+    expect(slot.length).toBeGreaterThanOrEqual(2 * SLOT_ENTRY_BYTES);
+  });
+});
