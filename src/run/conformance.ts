@@ -124,7 +124,11 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
       const k = seedrandom(`conformance/${seed}/knobs/${id}`);
       if (k() < 0.5) scenario["channels"] = 1 + Math.floor(k() * 4);
       o["priorityClass"] = Math.floor(k() * 5);
-      if (k() < 0.4) scenario["ops"] = [o, { ...o, stream: 1 + Math.floor(k() * 3), priorityClass: Math.floor(k() * 5) }];
+      if (k() < 0.4) {
+        scenario["ops"] = [o, { ...o, stream: 1 + Math.floor(k() * 3), priorityClass: Math.floor(k() * 5) }];
+        // Half of them also run together, each stream on its own TopSP (one node: no hierarchical op).
+        if (nodes === 1 && k() < 0.5) scenario["concurrent"] = true;
+      }
     }
     const shape = groups.length === 1 ? "1 group" : `${groups.length} groups (${groups.map((g) => g.length).join("+")})`;
     cases.push({ id, scenario, label: `${instance} ${ranks} ranks (${nodes} node(s) x ${rpd}/device), ${shape}, ${op} ${bytes} B ${dtype}, ${algorithm}` });
@@ -182,6 +186,10 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
     if (broken) return { kind: "fail", code: broken.violations[0]!.kind, message: broken.violations.map((v) => v.message).join("; ") };
     const bad = out.ops.find((o) => o.mismatch);
     if (bad) return { kind: "fail", code: "mismatch", message: mismatchText(bad.mismatch!) };
+    // The ops run together ("concurrent"): the same checks on that run.
+    const together = out.concurrent;
+    if (together && together.violations.length > 0) return { kind: "fail", code: together.violations[0]!.kind, message: `run concurrently: ${together.violations.map((v) => v.message).join("; ")}` };
+    if (together?.mismatch) return { kind: "fail", code: "mismatch", message: `run concurrently, op ${together.mismatch.op}: ${mismatchText(together.mismatch.mismatch)}` };
     return { kind: "pass", algorithms: out.ops.map((o) => o.row.algorithm) };
   } catch (e) {
     if (e instanceof CcsimError) {
