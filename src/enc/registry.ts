@@ -100,6 +100,22 @@ const rdhSemas = (n: number) => MESH_SEMAS + rdhStepSemas(2 ** Math.floor(Math.l
 
 const BASE = { meshFamily: false, stageLevels: [] as readonly Level[], pipelinedStage: false, pattern: EncPattern.RING, program: "ring" } as const;
 
+/** What the two RDH schedulers share: the mesh tape, a working copy and landing slots per rank, a semaphore per step. */
+const RDH_MEMBER = { ...BASE, ops: COLLECTIVES, pattern: EncPattern.MESH, meshType: EncAlgMeshType.FULL_MESH, program: "mesh-tape", scratch: slotScratch((n) => 2 * n), tapeSemas: rdhSemas, compose: composeRdhStage } as const;
+
+/** What every mesh-family member on the mesh tape shares. */
+const MESH_MEMBER = { ...BASE, gate: "mesh", ops: COLLECTIVES, meshFamily: true, pattern: EncPattern.MESH, program: "mesh-tape", tapeSemas: () => MESH_SEMAS } as const;
+
+/**
+ * A member whose all-reduce is one exchange of whole buffers: every rank's buffer lands in a slot
+ * per peer (all-gather and reduce-scatter are the mesh's one exchange), and its window is on the
+ * whole buffer a peer sends.
+ */
+const WHOLE_BUFFER_ALLREDUCE = {
+  scratch: (op: OpSpec, opType: EncOpType, n: number) => (opType === EncOpType.ALLREDUCE ? n * op.bytes : slotScratch((k) => k)(op, opType, n)),
+  peerBlock: (opType: EncOpType, bytes: number) => (opType === EncOpType.ALLREDUCE ? { bytes, what: "per peer (each rank sends its whole buffer)" } : undefined),
+};
+
 const entries: readonly AlgorithmEntry[] = [
   {
     ...BASE,
@@ -131,20 +147,15 @@ const entries: readonly AlgorithmEntry[] = [
     },
   },
   {
-    ...BASE,
+    ...MESH_MEMBER,
     alg: EncAlgType.MESH,
     label: "mesh",
-    gate: "mesh",
     precedence: 2,
     meshOrder: 3,
     ops: [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V],
-    meshFamily: true,
     stageLevels: ["intra", "inter"],
-    pattern: EncPattern.MESH,
     meshType: EncAlgMeshType.FULL_MESH,
-    program: "mesh-tape",
     scratch: slotScratch((n) => n),
-    tapeSemas: () => MESH_SEMAS,
     admit: (c) => enableMesh(c, EncAlgType.MESH),
     compose: composeMeshStage,
   },
@@ -186,18 +197,12 @@ const entries: readonly AlgorithmEntry[] = [
     compose: composeRingStage,
   },
   {
-    ...BASE,
+    ...RDH_MEMBER,
     alg: EncAlgType.INTRA_RDH,
     label: "intra-rdh",
     gate: "intra_rdh",
     precedence: 1,
-    ops: COLLECTIVES,
     stageLevels: ["intra"],
-    pattern: EncPattern.MESH,
-    meshType: EncAlgMeshType.FULL_MESH,
-    program: "mesh-tape",
-    scratch: slotScratch((n) => 2 * n),
-    tapeSemas: rdhSemas,
     admit: (c) => {
       if (c.commType === CommType.INTER) return no("INTRA comm only");
       if (c.multiStream) return no("multi-stream");
@@ -205,41 +210,25 @@ const entries: readonly AlgorithmEntry[] = [
       if (!INTRA_RDH_RANKS.includes(c.rankN)) return no(`the intra-node RDH scheduler takes rank_n in {${INTRA_RDH_RANKS.join(", ")}}, not ${c.rankN}`);
       return yes(`rdh_cc_mode set, rank_n ${c.rankN}`);
     },
-    compose: composeRdhStage,
   },
   {
-    ...BASE,
+    ...MESH_MEMBER,
+    ...WHOLE_BUFFER_ALLREDUCE,
     alg: EncAlgType.SINGLE_STEP_MESH,
     label: "single-step-mesh",
-    gate: "mesh",
     meshOrder: 4,
-    ops: COLLECTIVES,
-    meshFamily: true,
     stageLevels: ["intra", "inter"],
-    pattern: EncPattern.MESH,
     meshType: EncAlgMeshType.FULL_MESH,
-    program: "mesh-tape",
-    // All-reduce: every rank's whole buffer lands in a slot per peer; all-gather and
-    // reduce-scatter are the mesh's one exchange.
-    scratch: (op, opType, n) => (opType === EncOpType.ALLREDUCE ? n * op.bytes : slotScratch((k) => k)(op, opType, n)),
-    tapeSemas: () => MESH_SEMAS,
-    peerBlock: (opType, bytes) => (opType === EncOpType.ALLREDUCE ? { bytes, what: "per peer (each rank sends its whole buffer)" } : undefined),
     admit: (c) => enableMesh(c, EncAlgType.SINGLE_STEP_MESH),
     compose: composeMeshStage,
   },
   {
-    ...BASE,
+    ...RDH_MEMBER,
     alg: EncAlgType.INTER_RDH,
     label: "inter-rdh",
     gate: "inter_rdh",
     precedence: 5,
-    ops: COLLECTIVES,
     stageLevels: ["inter"],
-    pattern: EncPattern.MESH,
-    meshType: EncAlgMeshType.FULL_MESH,
-    program: "mesh-tape",
-    scratch: slotScratch((n) => 2 * n),
-    tapeSemas: rdhSemas,
     admit: (c) => {
       if (c.commType !== CommType.INTER) return no("INTER comm only");
       if (c.localRankN !== 1) return no("local_rank_n != 1");
@@ -248,22 +237,16 @@ const entries: readonly AlgorithmEntry[] = [
       if (c.podEnabled) return no("pod enabled");
       return yes("power-of-two nodes, one rank each");
     },
-    compose: composeRdhStage,
   },
   {
-    ...BASE,
+    ...MESH_MEMBER,
     alg: EncAlgType.TWO_STEP_POD_MESH,
     label: "two-step-pod-mesh",
-    gate: "mesh",
     meshOrder: 0,
-    ops: COLLECTIVES,
-    meshFamily: true,
     // An inter-node stage (one rank per node) is a grid of one column.
     stageLevels: ["inter"],
-    pattern: EncPattern.MESH,
     // The trn2 / trn3 per-device initializer's mesh type (spec/mesh-composer-topology-switch.md §4).
     meshType: EncAlgMeshType.MESH_TRN2,
-    program: "mesh-tape",
     // At most n row landings, P partials and P column landings (P <= n).
     scratch: (op, opType, n) => 3 * n * meshSlotBytes(op, opType === EncOpType.ALLGATHER ? EncOpType.REDUCE_SCATTER : opType, n),
     tapeSemas: (n) => (n >= 2 ? POD_MESH_SEMAS : MESH_SEMAS),
@@ -280,38 +263,25 @@ const entries: readonly AlgorithmEntry[] = [
     compose: composePodMeshStage,
   },
   {
-    ...BASE,
+    // The switch's single-hop latency variant: one exchange, every rank's whole buffer to every rank.
+    ...MESH_MEMBER,
+    ...WHOLE_BUFFER_ALLREDUCE,
     alg: EncAlgType.LATENCY_OPT_MESH,
     label: "latency-opt-mesh",
-    gate: "mesh",
     meshOrder: 1,
-    ops: COLLECTIVES,
-    meshFamily: true,
-    pattern: EncPattern.MESH,
     meshType: EncAlgMeshType.MESH_SWITCH,
-    program: "mesh-tape",
-    // The switch's single-hop latency variant: one exchange, every rank's whole buffer to every rank.
-    scratch: (op, opType, n) => (opType === EncOpType.ALLREDUCE ? n * op.bytes : slotScratch((k) => k)(op, opType, n)),
-    tapeSemas: () => MESH_SEMAS,
-    peerBlock: (opType, bytes) => (opType === EncOpType.ALLREDUCE ? { bytes, what: "per peer (each rank sends its whole buffer)" } : undefined),
     admit: (c) => enableMesh(c, EncAlgType.LATENCY_OPT_MESH),
     groupLayout: switchLayout,
     compose: composeMeshStage,
   },
   {
-    ...BASE,
+    // The bandwidth variant: reduce-scatter then all-gather, each peer's block once per step.
+    ...MESH_MEMBER,
     alg: EncAlgType.BW_OPT_MESH,
     label: "bw-opt-mesh",
-    gate: "mesh",
     meshOrder: 2,
-    ops: COLLECTIVES,
-    meshFamily: true,
-    pattern: EncPattern.MESH,
     meshType: EncAlgMeshType.MESH_SWITCH,
-    program: "mesh-tape",
-    // The bandwidth variant: reduce-scatter then all-gather, each peer's block once per step.
     scratch: slotScratch((n) => n),
-    tapeSemas: () => MESH_SEMAS,
     admit: (c) => enableMesh(c, EncAlgType.BW_OPT_MESH),
     groupLayout: switchLayout,
     compose: composeMeshStage,

@@ -106,6 +106,14 @@ function checkBytes(bytesR: Reader, op: OpName, bytes: number, dtype: OpSpec["dt
   }
 }
 
+/** A byte count of whole elements. */
+function byteCount(c: Reader, dtype: OpSpec["dtype"]): number {
+  const v = c.int(0);
+  const esize = dtypeSize(dtype);
+  if (v % esize !== 0) c.fail("SCN1006", `must be a multiple of the ${dtype} element size (${esize} bytes)`);
+  return v;
+}
+
 function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpec {
   o.keys(OP_KEYS);
   const op = o.get("op").oneOf(SCENARIO_OP_NAMES);
@@ -127,12 +135,7 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
     const n = groupSizes[0]!;
     const cells = countsR.items(MAX_RANKS);
     if (cells.length !== n) countsR.fail("SCN1015", `needs ${n} entries (one per group rank), got ${cells.length}`, cells.length);
-    const esize = dtypeSize(dtype);
-    const sizes = cells.map((c) => {
-      const v = c.int(0);
-      if (v % esize !== 0) c.fail("SCN1006", `must be a multiple of the ${dtype} element size (${esize} bytes)`);
-      return v;
-    });
+    const sizes = cells.map((c) => byteCount(c, dtype));
     const total = sizes.reduce((a, b) => a + b, 0);
     if (total !== bytes) countsR.fail("SCN1015", `adds up to ${total} bytes; "bytes" (the gathered size) is ${bytes}`, total);
     // Lowered to all-to-all-v: rank i sends its block to every rank.
@@ -144,15 +147,10 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
     const n = groupSizes[0]!;
     const rows = countsR.items(MAX_RANKS);
     if (rows.length !== n) countsR.fail("SCN1015", `needs ${n} rows (one per group rank), got ${rows.length}`, rows.length);
-    const esize = dtypeSize(dtype);
     const counts = rows.map((row) => {
       const cells = row.items(MAX_RANKS);
       if (cells.length !== n) row.fail("SCN1015", `needs ${n} entries, got ${cells.length}`, cells.length);
-      return cells.map((c) => {
-        const v = c.int(0);
-        if (v % esize !== 0) c.fail("SCN1006", `must be a multiple of the ${dtype} element size (${esize} bytes)`);
-        return v;
-      });
+      return cells.map((c) => byteCount(c, dtype));
     });
     return { ...out, counts };
   }
