@@ -1,6 +1,6 @@
 // Command-line flags of `npm run sim`.
 import { DTYPES, type Dtype } from "../ir/dtypes.ts";
-import { OP_NAMES, type CheckMode, type OpName } from "../ir/spec.ts";
+import { SCENARIO_OP_NAMES, type CheckMode, type OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
@@ -186,7 +186,7 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
       case "--help":
         return "help";
       case "--op":
-        a.op = oneOfFlag(flagValue(argv, i++, t), t, OP_NAMES);
+        a.op = oneOfFlag(flagValue(argv, i++, t), t, SCENARIO_OP_NAMES);
         break;
       case "-r":
       case "--nworkers":

@@ -7,7 +7,7 @@ import { DTYPES, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { ScenarioError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice } from "../run/load.ts";
-import { gatherCounts, type ScenarioSource } from "../run/overrides.ts";
+import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
 import { EXIT, runSource } from "./sim.ts";
 
@@ -233,14 +233,6 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true });
 }
 
-/** alltoallv at a sweep size: every rank sends size / n bytes to every peer (whole elements). */
-function uniformCounts(op: Record<string, unknown>, bytes: number): Record<string, unknown> {
-  const counts = op["counts"] as number[][];
-  const n = counts.length;
-  const esize = dtypeSize(op["dtype"] as Dtype);
-  const cell = Math.floor(bytes / n / esize) * esize;
-  return { ...op, counts: counts.map((row) => row.map(() => cell)) };
-}
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));

@@ -69,9 +69,14 @@ export function sweepSource(src: ScenarioSource): ScenarioSource {
   const ops = src.json["ops"];
   if (src.json["replicaGroups"] !== undefined || typeof ranks !== "number" || !Array.isArray(ops)) return src;
   const sized = ops.map((o: unknown) => {
-    if (typeof o !== "object" || o === null || Array.isArray(o) || "counts" in o) return o;
+    if (typeof o !== "object" || o === null || Array.isArray(o)) return o;
     const dtype = (o as Json)["dtype"] ?? "fp32";
-    return (DTYPES as readonly unknown[]).includes(dtype) ? { ...(o as Json), bytes: dtypeSize(dtype as Dtype) * ranks } : o;
+    if (!(DTYPES as readonly unknown[]).includes(dtype)) return o;
+    const esize = dtypeSize(dtype as Dtype);
+    // Counts follow the rank count too: an element from every rank (to every rank).
+    if ((o as Json)["op"] === "all-gather-v") return { ...(o as Json), bytes: esize * ranks, counts: Array.from({ length: ranks }, () => esize) };
+    if ((o as Json)["op"] === "all-to-all-v") return { ...(o as Json), counts: Array.from({ length: ranks }, () => Array.from({ length: ranks }, () => esize)) };
+    return "counts" in o ? o : { ...(o as Json), bytes: esize * ranks };
   });
   return { ...src, json: { ...src.json, ops: sized } };
 }
@@ -86,7 +91,12 @@ export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undef
   let point: Json = { ...base, bytes, ...(dtype ? { dtype } : {}) };
   if (point["dtype"] === undefined) point["dtype"] = "fp32";
   if (src.sizeOp) point = src.sizeOp(point, bytes);
-  else if (op === "all-gather-v") point = gatherCounts(point, bytes);
+  else if (op === "all-gather-v" || op === "all-to-all-v") {
+    // One count per rank of the (first) group, whatever the file's list held.
+    const groups = src.json["replicaGroups"];
+    const n = Array.isArray(groups) && Array.isArray(groups[0]) ? groups[0].length : src.json["ranks"];
+    point = (op === "all-gather-v" ? gatherCounts : uniformCounts)(point, bytes, typeof n === "number" ? n : undefined);
+  }
   const json: Json = { ...src.json, ops: [point], check };
   delete json["rankOverrides"];
   const flags = [src.flags, `--op ${op}`, ...(dtype ? [`-d ${dtype}`] : []), `size ${bytes}`].filter((f) => f).join(" ");
@@ -97,11 +107,21 @@ export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undef
  * all-gather-v at a sweep size: the gathered bytes split over the group's ranks in whole elements
  * (the last rank takes what does not split evenly).
  */
-export function gatherCounts(op: Json, bytes: number): Json {
+export function gatherCounts(op: Json, bytes: number, ranks?: number): Json {
   const counts = op["counts"];
-  if (!Array.isArray(counts) || counts.length === 0) return op;
-  const n = counts.length;
+  const n = ranks ?? (Array.isArray(counts) ? counts.length : 0);
+  if (!Number.isInteger(n) || n < 1) return op;
   const esize = DTYPES.includes(op["dtype"] as Dtype) ? dtypeSize(op["dtype"] as Dtype) : 1;
   const cell = Math.floor(bytes / n / esize) * esize;
-  return { ...op, counts: counts.map((_, k) => (k === n - 1 ? bytes - cell * (n - 1) : cell)) };
+  return { ...op, counts: Array.from({ length: n }, (_, k) => (k === n - 1 ? bytes - cell * (n - 1) : cell)) };
+}
+
+/** all-to-all-v at a sweep size: every rank sends size / n bytes to every rank (whole elements). */
+export function uniformCounts(op: Json, bytes: number, ranks?: number): Json {
+  const counts = op["counts"];
+  const n = ranks ?? (Array.isArray(counts) ? counts.length : 0);
+  if (!Number.isInteger(n) || n < 1) return op;
+  const esize = DTYPES.includes(op["dtype"] as Dtype) ? dtypeSize(op["dtype"] as Dtype) : 1;
+  const cell = Math.floor(bytes / n / esize) * esize;
+  return { ...op, counts: Array.from({ length: n }, () => Array.from({ length: n }, () => cell)) };
 }

@@ -16,7 +16,6 @@ describe("command-line overrides are validated like the file", () => {
     [["scenarios/alltoallv8.json", "-r", "4"], "with -r 4: ops[0].counts", "SCN1015"],
     [["scenarios/ring8.json", "--op", "send", "-b", "1K", "-e", "4K"], "with --op send size 1024: ops[0].pairs", "SCN1004"],
     [["scenarios/ring8.json", "--op", "permute", "-b", "1K", "-e", "4K"], "with --op permute size 1024: ops[0].pairs", "SCN1004"],
-    [["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K"], "with --op all-to-all-v size 1024: ops[0].counts", "SCN1004"],
   ])("%j", (args, where, code) => {
     const r = run(args);
     expect(r.code).toBe(EXIT.BAD_INPUT);
@@ -34,6 +33,20 @@ describe("command-line overrides are validated like the file", () => {
     }
     // Without a sweep the file's ops run as they are: still refused.
     expect(run(["scenarios/ring8.json", "-r", "5"]).code).toBe(EXIT.BAD_INPUT);
+  });
+
+  it("a sweep's counts follow its size and rank count: all-gather-v and all-to-all-v under -r", () => {
+    // On ring8's ring-only run the runtime refuses the uniform all-to-all-v at every size (rows of errors, exit 1).
+    const refused = run(["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K"]);
+    expect(refused.code).toBe(EXIT.BAD_INPUT);
+    expect(refused.err).toMatch(/ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm, rank_n\(8\) .*\[CMP1201\]/);
+    for (const [file, op, ranks] of [["scenarios/allgatherv8.json", "all-gather-v", "5"], ["scenarios/alltoallv8.json", "all-to-all-v", "4"]] as const) {
+      const r = run([file, "-r", ranks, "-b", "1K", "-e", "64K", "-f", "8", "--op", op, "--check", "values", "--json"]);
+      expect(r.code, r.err).toBe(EXIT.OK);
+      expect(JSON.parse(r.out).results.map((x: { bytes: number }) => x.bytes)).toEqual([1024, 8192, 65536]);
+    }
+    // Without a sweep the file's counts are for its own 8 ranks.
+    expect(run(["scenarios/allgatherv8.json", "-r", "5"]).err).toMatch(/ops\[0\]\.counts: needs 5 entries/);
   });
 
   it("a size range is counted before it is built: -b 1 -e 1T -i 1 is refused at once", () => {
