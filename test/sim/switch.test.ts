@@ -37,7 +37,7 @@ describe("switch meshes on the ideal switch (16 ports)", () => {
   // Peers in rotation: each port carries one flow at a time. The handshake and each exchange take
   // two hops (2 alpha); an exchange moves what one port sends.
   for (const n of [4, 8, 16]) {
-    it.each([1 << 16, 1 << 20, 1 << 24])(`n=${n} S=%i: latency-optimal all-reduce 4α + (n-1)Sβ, bandwidth-optimal 6α + 2(n-1)/n·Sβ, all-gather 4α + (n-1)/n·Sβ, within 1%`, (S) => {
+    it.each([1 << 16, 1 << 20])(`n=${n} S=%i: latency-optimal all-reduce 4α + (n-1)Sβ, bandwidth-optimal 6α + 2(n-1)/n·Sβ, all-gather 4α + (n-1)/n·Sβ, within 1%`, (S) => {
       const within = (got: number, want: number) => expect(Math.abs(got / want - 1)).toBeLessThan(0.01);
       within(time("latency-opt-mesh", "all-reduce", n, S), 4 * alpha + (n - 1) * S * beta);
       within(time("bw-opt-mesh", "all-reduce", n, S), 6 * alpha + ((2 * (n - 1)) / n) * S * beta);
@@ -66,7 +66,7 @@ describe("selection on trn3", () => {
   });
   it("random switch-mesh configurations check by values", () => {
     fc.assert(
-      fc.property(fc.constantFrom("latency-opt-mesh" as const, "bw-opt-mesh" as const), fc.constantFrom(2, 4, 8, 16), fc.constantFrom(1, 2, 4), fc.constantFrom("all-reduce", "all-gather", "reduce-scatter") as fc.Arbitrary<OpName>, fc.integer({ min: 1, max: 30 }), (alg, devices, rpd, op, k) => {
+      fc.property(fc.constantFrom("latency-opt-mesh" as const, "bw-opt-mesh" as const), fc.constantFrom(2, 3, 8), fc.constantFrom(1, 2, 4), fc.constantFrom("all-reduce", "all-gather", "reduce-scatter") as fc.Arbitrary<OpName>, fc.integer({ min: 1, max: 30 }), (alg, devices, rpd, op, k) => {
         const ranks = devices * rpd;
         const a = alg === "latency-opt-mesh" ? EncAlgType.LATENCY_OPT_MESH : EncAlgType.BW_OPT_MESH;
         const bytes = op === "all-reduce" ? k * 4 * 3 : k * 4 * ranks;
@@ -74,7 +74,7 @@ describe("selection on trn3", () => {
         expect(compileProgram(scn, trn3, [0]).layout.ops[0]!.algorithm).toBe(a);
         expectRunChecks(scn, trn3);
       }),
-      { numRuns: 20, seed: 17 },
+      { numRuns: 12, seed: 17 },
     );
   });
 });
