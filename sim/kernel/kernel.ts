@@ -6,42 +6,48 @@ import { SimError } from "../../src/ir/errors.ts";
 export const Prio = { LAND: 0, WAKE: 1, ISSUE: 2, ENGINE: 3 } as const;
 export type Prio = (typeof Prio)[keyof typeof Prio];
 
-interface Ev {
-  t: Tick;
-  p: number;
-  s: number;
-  fn: () => void;
-}
-
-function less(a: Ev, b: Ev): boolean {
-  return a.t < b.t || (a.t === b.t && (a.p < b.p || (a.p === b.p && a.s < b.s)));
-}
+/** Priority and sequence in one number: p * 2^44 + s (exact in a double while s < 2^44). */
+const PRIO_SCALE = 2 ** 44;
 
 export interface RunSummary {
   readonly events: number;
   readonly endPs: Tick;
 }
 
+/**
+ * The pending events are a binary heap on parallel arrays — times and (priority, sequence) keys in
+ * typed arrays, callbacks beside them — so scheduling allocates nothing but the callback.
+ */
 export class Kernel {
   now: Tick = 0;
   private seq = 0;
   private executed = 0;
-  private readonly heap: Ev[] = [];
+  private size = 0;
+  private times = new Float64Array(1024);
+  private keys = new Float64Array(1024);
+  private fns: (() => void)[] = [];
 
   /** Schedule `fn` at absolute time `t` (not before now). */
   at(t: Tick, prio: Prio, fn: () => void): void {
     if (!Number.isSafeInteger(t) || t < this.now) throw new SimError("SIM1001", `event time ${t} is not an integer at or after t=${this.now}`, { value: t });
-    const ev: Ev = { t, p: prio, s: this.seq++, fn };
-    const h = this.heap;
-    h.push(ev);
-    let i = h.length - 1;
+    const key = prio * PRIO_SCALE + this.seq++;
+    if (this.size === this.times.length) this.grow();
+    const times = this.times;
+    const keys = this.keys;
+    const fns = this.fns;
+    let i = this.size++;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!less(ev, h[parent]!)) break;
-      h[i] = h[parent]!;
+      const pt = times[parent]!;
+      if (pt < t || (pt === t && keys[parent]! < key)) break;
+      times[i] = pt;
+      keys[i] = keys[parent]!;
+      fns[i] = fns[parent]!;
       i = parent;
     }
-    h[i] = ev;
+    times[i] = t;
+    keys[i] = key;
+    fns[i] = fn;
   }
 
   after(delay: Tick, prio: Prio, fn: () => void): void {
@@ -50,40 +56,73 @@ export class Kernel {
   }
 
   get pending(): number {
-    return this.heap.length;
+    return this.size;
   }
 
-  private pop(): Ev | undefined {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (top === undefined || last === undefined || h.length === 0) return top;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= h.length) break;
-      const r = l + 1;
-      const c = r < h.length && less(h[r]!, h[l]!) ? r : l;
-      if (!less(h[c]!, last)) break;
-      h[i] = h[c]!;
-      i = c;
+  private grow(): void {
+    const n = this.times.length * 2;
+    const times = new Float64Array(n);
+    const keys = new Float64Array(n);
+    times.set(this.times);
+    keys.set(this.keys);
+    this.times = times;
+    this.keys = keys;
+  }
+
+  /** Remove the earliest event: its time becomes `now`; returns its callback. */
+  private pop(): (() => void) | undefined {
+    if (this.size === 0) return undefined;
+    const times = this.times;
+    const keys = this.keys;
+    const fns = this.fns;
+    const fn = fns[0]!;
+    this.now = times[0]!;
+    const n = --this.size;
+    if (n > 0) {
+      // Sift the last event down from the root.
+      const t = times[n]!;
+      const key = keys[n]!;
+      const f = fns[n]!;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= n) break;
+        const r = l + 1;
+        let c = l;
+        if (r < n) {
+          const rt = times[r]!;
+          const lt = times[l]!;
+          if (rt < lt || (rt === lt && keys[r]! < keys[l]!)) c = r;
+        }
+        const ct = times[c]!;
+        if (t < ct || (t === ct && key < keys[c]!)) break;
+        times[i] = ct;
+        keys[i] = keys[c]!;
+        fns[i] = fns[c]!;
+        i = c;
+      }
+      times[i] = t;
+      keys[i] = key;
+      fns[i] = f;
     }
-    h[i] = last;
-    return top;
+    fns[n] = NOOP;
+    return fn;
   }
 
   /** Run until no event is pending (or `maxEvents` have run, which is an error: a runaway model). */
   run(maxEvents = 2_000_000_000): RunSummary {
     for (;;) {
-      const ev = this.pop();
-      if (!ev) break;
-      this.now = ev.t;
-      ev.fn();
+      const fn = this.pop();
+      if (!fn) break;
+      fn();
       if (++this.executed > maxEvents) throw new SimError("SIM1003", `more than ${maxEvents} events: the model does not converge`, { value: maxEvents });
     }
     return { events: this.executed, endPs: this.now };
   }
 }
+
+/** A placeholder in freed heap slots (so no callback is kept alive). */
+const NOOP = (): void => {};
 
 /**
  * A resource that serves one piece of work at a time. `freeAt` is the end of its last booking; a
