@@ -299,7 +299,6 @@ export class DmaEngine {
       const share = Math.min(readsLeft, d.len + (first ? Math.max(0, readBytes - p.bytes) : 0));
       readsLeft -= share;
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
-      const stages: Stage[] = [{ res: this.res, bytes: d.len, fixedPs: first ? fixed : 0, latPs: 0 }];
       const links = host.fabric.route(this.device, dst.device);
       let down: (typeof links)[number] | undefined;
       for (const l of links) if (l.downAt !== undefined && k.now >= l.downAt) down ??= l;
@@ -311,13 +310,16 @@ export class DmaEngine {
       }
       const srcHbm = host.fabric.hbm[this.device]!;
       const sameHbm = links.length === 0 && dst.kind === "hbm";
-      stages.push({ res: srcHbm, bytes: share + (sameHbm ? d.len : 0), fixedPs: 0, latPs: 0 });
-      for (const l of links) stages.push({ res: l, bytes: d.len, fixedPs: 0, latPs: host.fabric.latencyPs });
+      // The packet's stages, in the engine's reused records: engine, source HBM, links, destination HBM.
+      let n = 0;
+      this.stage(n++, this.res, d.len, first ? fixed : 0, 0);
+      this.stage(n++, srcHbm, share + (sameHbm ? d.len : 0), 0, 0);
+      for (const l of links) this.stage(n++, l, d.len, 0, host.fabric.latencyPs);
       // The engine is free once its data is on the first link; later hops buffer and forward.
-      const sourceStages = links.length > 0 ? stages.length - links.length + 1 : stages.length;
-      if (!sameHbm && dst.kind === "hbm") stages.push({ res: host.fabric.hbm[dst.device], bytes: d.len, fixedPs: 0, latPs: 0 });
+      const sourceStages = links.length > 0 ? n - links.length + 1 : n;
+      if (!sameHbm && dst.kind === "hbm") this.stage(n++, host.fabric.hbm[dst.device], d.len, 0, 0);
       const trace = host.trace;
-      const t = pipeline(Math.max(k.now, engineFree), stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined);
+      const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined, n);
       engineFree = Math.max(engineFree, t.engineFree);
       // A semaphore write lands after every earlier write of its queue (it signals their completion).
       const land = dst.kind === "sema" ? Math.max(t.land, q.lastLand) : t.land;
@@ -334,6 +336,19 @@ export class DmaEngine {
       this.busy = false;
       this.kick();
     });
+  }
+
+  /** The stage records of the packet being timed, reused from packet to packet. */
+  private readonly stages: Stage[] = [];
+
+  private stage(i: number, res: Resource | undefined, bytes: number, fixedPs: number, latPs: number): void {
+    const st = this.stages[i];
+    if (st) {
+      st.res = res;
+      st.bytes = bytes;
+      st.fixedPs = fixedPs;
+      st.latPs = latPs;
+    } else this.stages[i] = { res, bytes, fixedPs, latPs };
   }
 
   /** Descriptors handed to the engine but not yet taken (for hang reports). */

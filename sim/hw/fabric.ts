@@ -112,12 +112,12 @@ export class Fabric {
 }
 
 interface Stage {
-  readonly res: Resource | undefined;
-  readonly bytes: number;
+  res: Resource | undefined;
+  bytes: number;
   /** Fixed time in the stage on top of the byte time. */
-  readonly fixedPs: number;
+  fixedPs: number;
   /** Propagation delay after the stage. */
-  readonly latPs: number;
+  latPs: number;
 }
 
 export interface PacketTiming {
@@ -135,13 +135,13 @@ export interface PacketTiming {
  * the latency accumulated before it, nor before the previous stage's data has arrived. Resources
  * with no rate limit and no fixed cost never contend.
  */
-export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void): PacketTiming {
+export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void, count = stages.length): PacketTiming {
   let cs = t0;
   let finish = t0;
   let lat = 0;
   let cumLat = 0;
   let engineFree = t0;
-  for (let i = 0; i < stages.length; i++) {
+  for (let i = 0; i < count; i++) {
     const st = stages[i]!;
     const own = st.fixedPs + (st.res ? transferPs(st.bytes, st.res.rate) : 0);
     let cf = cs;
