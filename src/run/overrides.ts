@@ -104,24 +104,30 @@ export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undef
 }
 
 /**
+ * A counts op at a sweep size: its rank count (given, or its counts' length) and the per-rank
+ * share of the size in whole elements; undefined when the op says neither.
+ */
+function countShare(op: Json, bytes: number, ranks: number | undefined): { n: number; cell: number } | undefined {
+  const counts = op["counts"];
+  const n = ranks ?? (Array.isArray(counts) ? counts.length : 0);
+  if (!Number.isInteger(n) || n < 1) return undefined;
+  const esize = DTYPES.includes(op["dtype"] as Dtype) ? dtypeSize(op["dtype"] as Dtype) : 1;
+  return { n, cell: Math.floor(bytes / n / esize) * esize };
+}
+
+/**
  * all-gather-v at a sweep size: the gathered bytes split over the group's ranks in whole elements
  * (the last rank takes what does not split evenly).
  */
 export function gatherCounts(op: Json, bytes: number, ranks?: number): Json {
-  const counts = op["counts"];
-  const n = ranks ?? (Array.isArray(counts) ? counts.length : 0);
-  if (!Number.isInteger(n) || n < 1) return op;
-  const esize = DTYPES.includes(op["dtype"] as Dtype) ? dtypeSize(op["dtype"] as Dtype) : 1;
-  const cell = Math.floor(bytes / n / esize) * esize;
-  return { ...op, counts: Array.from({ length: n }, (_, k) => (k === n - 1 ? bytes - cell * (n - 1) : cell)) };
+  const s = countShare(op, bytes, ranks);
+  if (!s) return op;
+  return { ...op, counts: Array.from({ length: s.n }, (_, k) => (k === s.n - 1 ? bytes - s.cell * (s.n - 1) : s.cell)) };
 }
 
 /** all-to-all-v at a sweep size: every rank sends size / n bytes to every rank (whole elements). */
 export function uniformCounts(op: Json, bytes: number, ranks?: number): Json {
-  const counts = op["counts"];
-  const n = ranks ?? (Array.isArray(counts) ? counts.length : 0);
-  if (!Number.isInteger(n) || n < 1) return op;
-  const esize = DTYPES.includes(op["dtype"] as Dtype) ? dtypeSize(op["dtype"] as Dtype) : 1;
-  const cell = Math.floor(bytes / n / esize) * esize;
-  return { ...op, counts: Array.from({ length: n }, () => Array.from({ length: n }, () => cell)) };
+  const s = countShare(op, bytes, ranks);
+  if (!s) return op;
+  return { ...op, counts: Array.from({ length: s.n }, () => Array.from({ length: s.n }, () => s.cell)) };
 }
