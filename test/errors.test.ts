@@ -128,7 +128,6 @@ describe("composer errors", () => {
     ["CMP1304", compile({ ranks: 2, channels: 9, ops: op })],
     ["CMP1305", compile({ ranks: 2, channels: 4, ops: op }, { ...trn1, topsp: { ...trn1.topsp, semaphores: 6 } })],
     ["CMP1311", compile({ ranks: 2, check: "none", ops: [{ op: "all-reduce", bytes: 2 ** 38, dtype: "fp32", reduce: "sum" }] })],
-    ["CMP1312", () => compileProgram(scenario({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, concurrent: true, ops: [...op, { ...op[0]!, stream: 1 }] }), trn1, [0, 1])],
     // trn1: three TopSPs a rank.
     ["CMP1313", () => compileProgram(scenario({ ranks: 2, concurrent: true, ops: [0, 1, 2, 3].map((stream) => ({ ...op[0]!, stream })) }), trn1, [0, 1, 2, 3])],
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));

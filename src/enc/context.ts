@@ -36,6 +36,13 @@ function check(cond: boolean, code: string, message: string, path: string, value
   if (!cond) throw new CompileError(code, message, { path, value });
 }
 
+/** A hierarchical op's level comms. */
+export interface HierComms {
+  readonly intra: Comm;
+  readonly inter: Comm;
+  readonly intraAg?: Comm;
+}
+
 /** The semaphores of a TopSP's mesh program, after the ring channels'. */
 export interface MeshPlace {
   readonly topsp: number;
@@ -60,10 +67,14 @@ export class CompileContext {
   /** The streams of a concurrent program, in order (their position picks TopSP and queue). */
   private readonly streams: readonly number[];
   private readonly streamComms = new Map<number, Comm>();
-  /** A hierarchical op's level comms: intra (set 1), inter (set 2), and the pipelined intra all-gather's (set 3). */
-  readonly hierComms?: { readonly intra: Comm; readonly inter: Comm; readonly intraAg?: Comm };
-  /** Channel sets in use: 1, 3 (hierarchical) or 4 (pipelined hierarchical). */
+  /** A hierarchical op's level comms per stream: intra (set 1), inter (set 2), the pipelined intra all-gather's (set 3), after the stream's first set. */
+  private readonly hierByStream = new Map<number, HierComms>();
+  /** Channel sets in use: per stream 1, 3 (hierarchical) or 4 (pipelined hierarchical). */
   readonly sets: number;
+  /** Channel sets per stream. */
+  private readonly perStream: number;
+  /** Channel sets whose channels take engines of their own (the streams share them). */
+  private readonly engineSets: number;
   /** Stages composed so far, with their buffers (the layout reads the last receive buffers). */
   readonly stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
   readonly warnings: string[];
@@ -125,12 +136,10 @@ export class CompileContext {
     // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
     // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
     const hier = opIndices.some((i) => posted.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
-    // A concurrent program gives each stream a channel set (its number) on TopSPs of its own.
+    // A concurrent program gives each stream its channel sets on TopSPs of its own.
     this.concurrent = scn.concurrent === true && opIndices.length > 1;
     this.streams = this.concurrent ? [...new Set(opIndices.map((i) => scn.ops[i]!.stream))].sort((a, b) => a - b) : [0];
     if (this.concurrent) {
-      const h = opIndices.find((i) => posted.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
-      check(h === undefined, "CMP1312", `a concurrent program runs ring-family ops on one channel set per stream; op ${h} is hierarchical (its stages take channel sets of their own)`, `ops[${h}]`, scn.ops[h ?? 0]?.op);
       check(this.streams.length <= this.tsPerRank, "CMP1313", `${this.streams.length} concurrent streams need a TopSP each; a rank of ${spec.name} has ${this.tsPerRank}`, "concurrent", true);
       // One TopSP may carry all of a stream's channels.
       this.slotsPerTopsp = channels;
@@ -138,17 +147,21 @@ export class CompileContext {
     // A pipelined hierarchical all-reduce runs its intra all-gather beside the next slices' intra
     // reduce-scatter: a fourth channel set.
     const pipelined = hier && scn.hierarchical.slices > 1;
-    const sets = this.concurrent ? Math.max(...this.streams) + 1 : hier ? (pipelined ? 4 : 3) : 1;
+    // Sets per stream (the main one, and a hierarchical op's levels); a stream's sets follow the
+    // previous stream's. Concurrent streams share the engines, so one stream's sets take them all.
+    this.perStream = hier ? (pipelined ? 4 : 3) : 1;
+    const sets = this.perStream * this.streams.length;
     this.sets = sets;
-    check((this.concurrent ? 1 : sets) * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${sets > 1 ? ` x ${sets} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
+    this.engineSets = this.perStream;
+    check(this.engineSets * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${this.engineSets > 1 ? ` x ${this.engineSets} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
     // Ring channels' semaphores, then the mesh-tape programs' (the families' needs for the largest
     // group), the proxy triggers (one per slot), the device barrier's three.
-    const ringSemas = 3 * foldN * this.slotsPerTopsp * sets;
+    const ringSemas = 3 * foldN * this.slotsPerTopsp * this.perStream;
     const meshSemas = tapeSemaphores(Math.max(...scn.replicaGroups.map((g) => g.length)));
     this.meshBase = ringSemas;
     this.proxyBase = ringSemas + meshSemas;
-    this.barrierBase = this.proxyBase + sets * this.slotsPerTopsp;
+    this.barrierBase = this.proxyBase + this.perStream * this.slotsPerTopsp;
     // Then the trigger of the proxy queue of a mesh-tape program (mesh, RDH) across nodes.
     this.meshProxySema = this.barrierBase + 3;
     check(this.meshProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
@@ -181,8 +194,8 @@ export class CompileContext {
       gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
       return { set, groups: gs, pos, rings: gs.map(ringsOf) };
     };
-    this.main = makeComm(this.concurrent ? this.streams[0]! : 0, groups);
-    if (this.concurrent) for (const st of this.streams) this.streamComms.set(st, st === this.main.set ? this.main : makeComm(st, groups));
+    this.main = makeComm(0, groups);
+    this.streams.forEach((st, p) => this.streamComms.set(st, p === 0 ? this.main : makeComm(p * this.perStream, groups)));
     // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
     // the same position on every node.
     if (hier) {
@@ -195,12 +208,18 @@ export class CompileContext {
         intra.push(...perNode);
         for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
       }
-      this.hierComms = { intra: makeComm(1, intra), inter: makeComm(2, inter), ...(pipelined ? { intraAg: makeComm(3, intra) } : {}) };
+      // Each stream's own level comms, on its sets.
+      this.streams.forEach((st, p) => {
+        const b = p * this.perStream;
+        this.hierByStream.set(st, { intra: makeComm(b + 1, intra), inter: makeComm(b + 2, inter), ...(pipelined ? { intraAg: makeComm(b + 3, intra) } : {}) });
+      });
     }
 
     this.builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode }, rings);
-    const hc = this.hierComms;
-    const comms = this.concurrent ? [...this.streamComms.values()] : [this.main, ...(hc ? [hc.intra, hc.inter, ...(hc.intraAg ? [hc.intraAg] : [])] : [])];
+    const comms = this.streams.flatMap((st) => {
+      const hc = this.hierByStream.get(st);
+      return [this.streamComms.get(st)!, ...(hc ? [hc.intra, hc.inter, ...(hc.intraAg ? [hc.intraAg] : [])] : [])];
+    });
     for (const comm of comms) {
       for (const rank of this.members(comm)) {
         const ci = info[rank]!;
@@ -216,7 +235,7 @@ export class CompileContext {
               channelId: id,
               slot: p.slot,
               // Concurrent streams share the engines, each on its own queue.
-              engines: Array.from({ length: foldN }, (_, f) => ci.core * this.enginesPerRank + (this.concurrent ? c : id) * foldN + f),
+              engines: Array.from({ length: foldN }, (_, f) => ci.core * this.enginesPerRank + ((comm.set % this.perStream) * channels + c) * foldN + f),
               queue: this.streamQueue(comm.set),
               recvSema: p.recv,
               sendSema: p.send,
@@ -260,12 +279,17 @@ export class CompileContext {
     return this.concurrent ? this.streamComms.get(stream)! : this.main;
   }
 
+  /** The level comms a hierarchical op of `stream` runs its stages on. */
+  hierCommsOf(stream: number): HierComms {
+    return this.hierByStream.get(this.concurrent ? stream : 0)!;
+  }
+
   /**
    * A stream's DMA queue: the collective queue for the first, then the queues below the device
    * barrier's (collective - 2, - 3, ...).
    */
   private streamQueue(set: number): number {
-    const p = this.concurrent ? this.streams.indexOf(set) : 0;
+    const p = Math.floor(set / this.perStream);
     return p <= 0 ? this.spec.dma.collectiveQueue : this.spec.dma.collectiveQueue - 1 - p;
   }
 
@@ -277,7 +301,7 @@ export class CompileContext {
   private topspsOf(set: number): readonly number[] {
     const all = Array.from({ length: this.tsPerRank }, (_, t) => t);
     if (!this.concurrent) return all;
-    const p = this.streams.indexOf(set);
+    const p = Math.floor(set / this.perStream);
     return p > 0 ? [p] : [0, ...all.slice(this.streams.length)];
   }
 
@@ -285,7 +309,8 @@ export class CompileContext {
   place(rank: number, set: number, c: number): { topsp: number; slot: number; recv: number; send: number; compl: number } {
     const ci = this.info[rank]!;
     const ts = this.topspsOf(set);
-    const slot = set * this.slotsPerTopsp + Math.floor(c / ts.length);
+    // Streams sit on TopSPs of their own: slots (and their semaphores) count within a stream.
+    const slot = (set % this.perStream) * this.slotsPerTopsp + Math.floor(c / ts.length);
     // Per channel: foldN recv-count, foldN send-credit and foldN completion semaphores.
     const base = 3 * this.foldN * slot;
     return { topsp: ci.core * this.tsPerRank + ts[c % ts.length]!, slot, recv: base, send: base + this.foldN, compl: base + 2 * this.foldN };
@@ -331,7 +356,7 @@ export class CompileContext {
   meshProgram(comm: Comm, rank: number, alg: EncAlgType): MeshProgram {
     let m = this.meshPrograms.get(rank);
     if (!m) {
-      const { spec, channels, foldN, sets } = this;
+      const { spec, channels, foldN, engineSets: sets } = this;
       const ci = this.info[rank]!;
       const used = sets * channels * foldN;
       const first = ci.core * this.enginesPerRank + used;
@@ -390,8 +415,11 @@ export class CompileContext {
    * Device barriers: arrivals on the queue below the collective one of an engine of the TopSP's
    * own; one barrier per node (DMA writes stay inside it), one for the whole pod.
    */
-  barrier(took: readonly { device: number; topsp: number }[]): void {
+  barrier(all: readonly { device: number; topsp: number }[], stream?: number): void {
     const tsPerRank = this.tsPerRank;
+    // In a concurrent program a stream's step barrier holds its own TopSPs only.
+    const mine = this.concurrent && stream !== undefined ? new Set(this.topspsOf(this.streams.indexOf(stream) * this.perStream)) : undefined;
+    const took = mine ? all.filter((t) => mine.has(t.topsp % tsPerRank)) : all;
     const byNode = new Map<number, Map<string, { device: number; members: { topsp: number; engine: number }[] }>>();
     for (const t of [...took].sort((a, b) => a.device - b.device || a.topsp - b.topsp)) {
       const core = Math.floor(t.topsp / tsPerRank);

@@ -209,7 +209,7 @@ export function* composeHier(
   // This op's hierarchical groups: their ranks' parts of the level comms.
   const inOp = new Set(hierGroups.flat());
   const level = (comm: Comm) => ctx.subComm(comm, (g) => inOp.has(g[0]!));
-  const hc = ctx.hierComms!;
+  const hc = ctx.hierCommsOf(op.stream);
   const comms = { intra: level(hc.intra), inter: level(hc.inter), ...(hc.intraAg ? { intraAg: level(hc.intraAg) } : {}) };
   const plan = hierStages({ ...scn, replicaGroups: hierGroups }, spec, comms, info, op, opType, ctx.channels, ctx.chunkBytes, path);
   /** Other groups' flat stages run in the op's first step. */
@@ -257,7 +257,7 @@ export function* composeHier(
   };
   if (tr?.at === "first") {
     yield* transposeStep((rank) => io.get(rank)!.input, opIn, inShare, false);
-    ctx.barrier(took);
+    ctx.barrier(took, op.stream);
   }
   const inp = (s: number, j: number, rank: number): number => (s === 0 ? opIn(rank) + j * inShare(rank) : out(s - 1, j, rank));
   for (let t = 0; t < k + n - 1; t++) {
@@ -270,7 +270,7 @@ export function* composeHier(
     }
     took = builder.endOp(last);
     // Ranks meet before the next step reads this one's outputs.
-    if (!last) ctx.barrier(took);
+    if (!last) ctx.barrier(took, op.stream);
   }
   if (tr?.at === "last") yield* transposeStep(opOut, (rank) => io.get(rank)!.output, outShare, true);
   return { stages: plan.stages.map((s): StageRecord => ({ level: s.level, op: s.op.op, alg: s.alg })), selections: plan.log, took };

@@ -126,8 +126,8 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
       o["priorityClass"] = Math.floor(k() * 5);
       if (k() < 0.4) {
         scenario["ops"] = [o, { ...o, stream: 1 + Math.floor(k() * 3), priorityClass: Math.floor(k() * 5) }];
-        // Half of them also run together, each stream on its own TopSP (one node: no hierarchical op).
-        if (nodes === 1 && k() < 0.5) scenario["concurrent"] = true;
+        // Half of them also run together, each stream on its own TopSP.
+        if (k() < 0.5) scenario["concurrent"] = true;
       }
     }
     const shape = groups.length === 1 ? "1 group" : `${groups.length} groups (${groups.map((g) => g.length).join("+")})`;

@@ -8,6 +8,7 @@ import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES } from "../../src/encd/ccop.
 import { loadDevice, loadScenario } from "../../src/run/load.ts";
 import { runScenario } from "../../src/run/pipeline.ts";
 import { collectiveOp, scenario, trn1 } from "../helpers.ts";
+import { EncAlgType } from "../../src/ir/enums.ts";
 
 const log = pino({ level: "silent" });
 const trn2 = loadDevice("trn2");
@@ -63,6 +64,18 @@ describe("ops of one stream chain, streams overlap", () => {
     const [a, b, g] = out.concurrent!.opEndPs;
     expect(b!).toBeGreaterThan(a!);
     expect(g!).toBeLessThan(b!);
+  });
+
+  it("hierarchical ops run concurrently too, each stream's stages on its own TopSPs (trn1, 2 nodes; and pipelined)", () => {
+    for (const slices of [1, 2]) {
+      const scn = scenario({ ranks: 16, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring", slices }, concurrent: true, ops: [op("all-reduce", 1 << 20, 0), op("all-reduce", 1 << 19, 1), op("all-reduce", 1 << 18, 2)] });
+      const out = runScenario(scn, trn1, log);
+      if (out.kind !== "done") throw new Error("hang");
+      const c = out.concurrent!;
+      expect(c.mismatch).toBeUndefined();
+      expect(c.violations).toEqual([]);
+      expect(c.timePs).toBeLessThan(out.ops.reduce((a, o) => a + o.stats.timePs, 0));
+    }
   });
 
   it("random concurrent programs on trn1 (two streams) and trn2 (up to four) check their values", () => {
