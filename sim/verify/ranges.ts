@@ -152,8 +152,10 @@ export class RangeMap<V> {
   /** Merge piece (b, i) with its neighbours (possibly in the adjacent blocks) when they touch and are the same. */
   private mergeAround(b: number, i: number): void {
     const bs = this.blocks;
-    const p = bs[b]!;
-    if (i < 0 || i >= p.length) return;
+    // The merge at the other edge may have emptied and dropped this block (its one piece joined
+    // the previous one): then there is nothing left here to merge.
+    const p = bs[b];
+    if (!p || i < 0 || i >= p.length) return;
     const x = p[i]!;
     const nextBlock = i + 1 < p.length ? p : bs[b + 1];
     const ni = i + 1 < p.length ? i + 1 : 0;

@@ -12,6 +12,23 @@ function bytes(m: RangeMap<number>, n: number): (number | undefined)[] {
 }
 
 describe("RangeMap", () => {
+  it("a replacement whose right-edge merge empties its block (blocks of 2) leaves the map whole", () => {
+    // The shrunk counterexample of the property below (it once threw reading a dropped block).
+    const m = new RangeMap<number>((x, y) => x === y, 2);
+    const ops = [
+      { a: 523, len: 71, v: 3 },
+      { a: 0, len: 1, v: 0 },
+      { a: 2, len: 1, v: 0 },
+      { a: 594, len: 1, v: 0 },
+      { a: 3, len: 1, v: 1 },
+      { a: 594, len: 2, v: 3 },
+    ];
+    for (const { a, len, v } of ops) m.update(a, a + len, () => v);
+    const ref: (number | undefined)[] = new Array(600).fill(undefined);
+    for (const { a, len, v } of ops) for (let k = a; k < Math.min(600, a + len); k++) ref[k] = v;
+    expect(bytes(m, 600)).toEqual(ref);
+  });
+
   it.each([128, 2])("agrees with a byte array under random updates, and merges equal neighbours (blocks of %i)", (block) => {
     const N = 600;
     const op = fc.record({ a: fc.integer({ min: 0, max: N - 1 }), len: fc.integer({ min: 1, max: 80 }), v: fc.integer({ min: -1, max: 3 }), shift: fc.boolean() });
