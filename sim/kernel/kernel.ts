@@ -34,20 +34,28 @@ export class Kernel {
     if (this.size === this.times.length) this.grow();
     const times = this.times;
     const keys = this.keys;
-    const fns = this.fns;
     let i = this.size++;
     while (i > 0) {
       const parent = (i - 1) >> 1;
       const pt = times[parent]!;
       if (pt < t || (pt === t && keys[parent]! < key)) break;
-      times[i] = pt;
-      keys[i] = keys[parent]!;
-      fns[i] = fns[parent]!;
+      this.move(parent, i);
       i = parent;
     }
-    times[i] = t;
-    keys[i] = key;
-    fns[i] = fn;
+    this.put(i, t, key, fn);
+  }
+
+  /** Heap slot `from`'s event into slot `to`. */
+  private move(from: number, to: number): void {
+    this.times[to] = this.times[from]!;
+    this.keys[to] = this.keys[from]!;
+    this.fns[to] = this.fns[from]!;
+  }
+
+  private put(i: number, t: Tick, key: number, fn: () => void): void {
+    this.times[i] = t;
+    this.keys[i] = key;
+    this.fns[i] = fn;
   }
 
   after(delay: Tick, prio: Prio, fn: () => void): void {
@@ -96,14 +104,10 @@ export class Kernel {
         }
         const ct = times[c]!;
         if (t < ct || (t === ct && key < keys[c]!)) break;
-        times[i] = ct;
-        keys[i] = keys[c]!;
-        fns[i] = fns[c]!;
+        this.move(c, i);
         i = c;
       }
-      times[i] = t;
-      keys[i] = key;
-      fns[i] = f;
+      this.put(i, t, key, f);
     }
     fns[n] = NOOP;
     return fn;
