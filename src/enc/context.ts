@@ -69,12 +69,8 @@ export class CompileContext {
   private readonly streamComms = new Map<number, Comm>();
   /** A hierarchical op's level comms per stream: intra (set 1), inter (set 2), the pipelined intra all-gather's (set 3), after the stream's first set. */
   private readonly hierByStream = new Map<number, HierComms>();
-  /** Channel sets in use: per stream 1, 3 (hierarchical) or 4 (pipelined hierarchical). */
-  readonly sets: number;
-  /** Channel sets per stream. */
+  /** Channel sets per stream; their channels take engines of their own (the streams share them). */
   private readonly perStream: number;
-  /** Channel sets whose channels take engines of their own (the streams share them). */
-  private readonly engineSets: number;
   /** Stages composed so far, with their buffers (the layout reads the last receive buffers). */
   readonly stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
   readonly warnings: string[];
@@ -150,10 +146,9 @@ export class CompileContext {
     // Sets per stream (the main one, and a hierarchical op's levels); a stream's sets follow the
     // previous stream's. Concurrent streams share the engines, so one stream's sets take them all.
     this.perStream = hier ? (pipelined ? 4 : 3) : 1;
+    // Channel sets in use: per stream 1, 3 (hierarchical) or 4 (pipelined hierarchical).
     const sets = this.perStream * this.streams.length;
-    this.sets = sets;
-    this.engineSets = this.perStream;
-    check(this.engineSets * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${this.engineSets > 1 ? ` x ${this.engineSets} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
+    check(this.perStream * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${this.perStream > 1 ? ` x ${this.perStream} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
     // Ring channels' semaphores, then the mesh-tape programs' (the families' needs for the largest
     // group), the proxy triggers (one per slot), the device barrier's three.
@@ -356,7 +351,7 @@ export class CompileContext {
   meshProgram(comm: Comm, rank: number, alg: EncAlgType): MeshProgram {
     let m = this.meshPrograms.get(rank);
     if (!m) {
-      const { spec, channels, foldN, engineSets: sets } = this;
+      const { spec, channels, foldN, perStream: sets } = this;
       const ci = this.info[rank]!;
       const used = sets * channels * foldN;
       const first = ci.core * this.enginesPerRank + used;

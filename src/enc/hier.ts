@@ -14,7 +14,7 @@ import { opEntry } from "../ir/ops.ts";
 import { initComm, type Verdict } from "./algorithms.ts";
 import type { CompileContext } from "./context.ts";
 import type { CommInfo } from "./groups.ts";
-import { commContext, dispatch, kangaringLayout, meshEngines, opReduceSlice, runGates, type EncOperation } from "./post.ts";
+import { commContext, dispatch, kangaringLayout, meshEngines, meshMemberOf, opReduceSlice, runGates, type EncOperation } from "./post.ts";
 import { INTRA_RDH_RANKS, algorithmEntry } from "./registry.ts";
 
 /** The rings a group's channels follow (global ranks), and whether they follow links. */
@@ -136,9 +136,7 @@ export function hierStages(
       };
       const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, limits, esize);
       const can = (a: EncAlgType) => gates.some((x) => x.gate === algorithmEntry(a).gate && x.verdict.ok);
-      alg = list.find(can) ?? EncAlgType.INVALID;
-      // The mesh slot runs the mesh-family member its gate admitted.
-      if (alg === EncAlgType.MESH) alg = gates.find((x) => x.gate === "mesh")!.verdict.variant ?? alg;
+      alg = meshMemberOf(list.find(can) ?? EncAlgType.INVALID, gates);
     }
     return { level, comm, op: { ...op, op: name, bytes }, opType: stageType, alg, count: bytes / esize };
   };

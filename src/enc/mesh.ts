@@ -2,13 +2,14 @@
 // other; the schedule is an event tape per rank (handshake -> broadcast -> reduce -> sync), each
 // event's DMA leg a set of descriptors spread over the rank's mesh engines, one destination per engine.
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncAlgType, EncOpType } from "../ir/enums.ts";
+import { EncOpType } from "../ir/enums.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
 import type { StageComposer } from "./context.ts";
+import { algorithmEntry } from "./registry.ts";
 
 /** Semaphore ids of a rank's mesh program on its TopSP. */
 export interface MeshSemas {
@@ -202,10 +203,10 @@ export const composeMeshStage: StageComposer = (ctx, st, buffers) => {
       const place = ctx.meshPlace(rank);
       return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: place.topsp, semas: place.semas, input: b.input, output: b.output, scratch: b.scratch };
     });
-    // The single-step mesh and the switch's latency variant: one exchange of whole buffers.
-    const singleStep = st.alg === EncAlgType.SINGLE_STEP_MESH || st.alg === EncAlgType.LATENCY_OPT_MESH;
-    // The switch mesh's variants write their peers in rotation.
-    const rotate = st.alg === EncAlgType.LATENCY_OPT_MESH || st.alg === EncAlgType.BW_OPT_MESH;
+    // The family's exchange (one of whole buffers, or of blocks) and its peer order, from its registry entry.
+    const entry = algorithmEntry(st.alg);
+    const singleStep = entry.exchange === "whole-buffer";
+    const rotate = entry.rotate === true;
     g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, rotate, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
   });
   return [];

@@ -16,6 +16,7 @@
 // What a leg writes and what the next reads stay on one engine (the queue keeps their order).
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { EncOpType } from "../ir/enums.ts";
+import { InternalError } from "../ir/errors.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import type { StageComposer } from "./context.ts";
@@ -40,11 +41,6 @@ export function podGrid(group: readonly number[], nodeOf: (rank: number) => numb
   return { P, L };
 }
 
-/** Bytes of scratch a rank needs: the row step's L·P landing blocks, P partials, P column landing blocks. */
-export function podMeshScratch(blockBytes: number, P: number, L: number): number {
-  return (L * P + 2 * P) * blockBytes;
-}
-
 export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
   const { comm, op, opType, count, reduceSliceBytes } = st;
   const esize = dtypeSize(op.dtype);
@@ -52,7 +48,7 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
   const sdma = SDMA_DTYPE[op.dtype];
   for (const g of comm.groups) {
     const grid = podGrid(g, (r) => ctx.info[r]!.node);
-    if ("ok" in grid) throw new Error(`pod mesh composed on a group its gate refuses: ${grid.reason}`);
+    if ("ok" in grid) throw new InternalError(`pod mesh composed on a group its gate refuses: ${grid.reason}`);
     const { P, L } = grid;
     const n = g.length;
     // Block k of the op: the reduce-scatter's exact share, the all-reduce's rounded-up one, the all-gather's input.
@@ -68,15 +64,11 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
       const E = dma.foldN;
       const me = buffers.get(rank)!;
       const peer = new PeerWrites(dma, ctx.meshNet(rank, g).net);
+      // Every rank's tape uses the same semaphore ids (on its own mesh TopSP).
       const semas = { h: place.semas.handshake, rs1: place.semas.data, rs2: place.semas.data2, ag1: place.semas.compl + 1, ag2: place.semas.compl + 2, compl: place.semas.compl };
       const at = (q: number, l2: number) => g[q * L + l2]!;
       const dev = (r: number) => ctx.info[r]!.device;
-      const mp = (r: number) => ctx.meshPlace(r);
-      const inc = (r: number, sema: (s: typeof semas) => number) => {
-        const x = mp(r);
-        const s = { h: x.semas.handshake, rs1: x.semas.data, rs2: x.semas.data2, ag1: x.semas.compl + 1, ag2: x.semas.compl + 2, compl: x.semas.compl };
-        return semaAddr(dev(r), x.topsp, sema(s), "inc");
-      };
+      const inc = (r: number, sema: number) => semaAddr(dev(r), ctx.meshPlace(r).topsp, sema, "inc");
       const read = (sema: number) => semaAddr(dev(rank), place.topsp, sema, "read");
       const rowPeers = Array.from({ length: L }, (_, l2) => l2).filter((l2) => l2 !== l);
       const colPeers = Array.from({ length: P }, (_, q) => q).filter((q) => q !== p);
@@ -89,7 +81,7 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
 
       prog.event(MeshEventType.FUNCTION_BARRIER_FIRST_COLL);
       // Handshake: every row and column peer may write into this rank.
-      [...rowPeers.map((l2) => at(p, l2)), ...colPeers.map((q) => at(q, l))].forEach((r, j) => peer.signal(j % E, dev(r), inc(r, (s) => s.h)));
+      [...rowPeers.map((l2) => at(p, l2)), ...colPeers.map((q) => at(q, l))].forEach((r, j) => peer.signal(j % E, dev(r), inc(r, semas.h)));
       peer.flush();
       prog.event(MeshEventType.LOCAL_HNDSHK, { dma: true });
       const handshakes = { sema: read(semas.h), value: rowPeers.length + colPeers.length };
@@ -98,7 +90,7 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
         // Reduce-scatter step 1 (row): the blocks column l2 owns, to rank l2 of this node.
         rowPeers.forEach((l2, j) => {
           const r = at(p, l2);
-          for (let q = 0; q < P; q++) peer.copy(j % E, dev(r), me.input + blk(q * L + l2).off, rowSlot(buffers.get(r)!.scratch, l, q), blk(q * L + l2).len, inc(r, (s) => s.rs1));
+          for (let q = 0; q < P; q++) peer.copy(j % E, dev(r), me.input + blk(q * L + l2).off, rowSlot(buffers.get(r)!.scratch, l, q), blk(q * L + l2).len, inc(r, semas.rs1));
         });
         peer.flush();
         prog.event(MeshEventType.INTER_GRP_BRDCST, { wait: handshakes, dma: true });
@@ -114,7 +106,7 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
           }
           if (q !== p) {
             const r = at(q, l);
-            peer.copy(f, dev(r), partial(me.scratch, q), colSlot(buffers.get(r)!.scratch, p), b.len, inc(r, (s) => s.rs2));
+            peer.copy(f, dev(r), partial(me.scratch, q), colSlot(buffers.get(r)!.scratch, p), b.len, inc(r, semas.rs2));
           }
         }
         peer.flush();
@@ -135,7 +127,7 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
         // may read the block there.
         colPeers.forEach((q) => {
           const r = at(q, l);
-          peer.copy(mine, dev(r), out, buffers.get(r)!.output + own.off, own.len, inc(r, (s) => s.ag1));
+          peer.copy(mine, dev(r), out, buffers.get(r)!.output + own.off, own.len, inc(r, semas.ag1));
         });
         dma.semaIncOn(mine, semaAddr(dev(rank), place.topsp, semas.ag1, "inc"));
         peer.flush();
@@ -146,7 +138,7 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
         dma.copyOn(mine, me.input, me.output + own.off, own.len);
         colPeers.forEach((q) => {
           const r = at(q, l);
-          peer.copy(mine, dev(r), me.input, buffers.get(r)!.output + own.off, own.len, inc(r, (s) => s.ag1));
+          peer.copy(mine, dev(r), me.input, buffers.get(r)!.output + own.off, own.len, inc(r, semas.ag1));
         });
         peer.flush();
         prog.event(MeshEventType.LOCAL_AND_POD_GRP_BRDCST, { wait: handshakes, dma: true });
@@ -158,7 +150,7 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
         for (let q = 0; q < P; q++) {
           const b = blk(q * L + l);
           const src = q === p && opType === EncOpType.ALLGATHER ? me.input : me.output + b.off;
-          peer.copy(j % E, dev(r), src, buffers.get(r)!.output + b.off, b.len, inc(r, (s) => s.ag2));
+          peer.copy(j % E, dev(r), src, buffers.get(r)!.output + b.off, b.len, inc(r, semas.ag2));
         }
       });
       peer.flush();

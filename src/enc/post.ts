@@ -42,13 +42,14 @@ export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: 
   // An all-reduce's mesh leg also sends the engine's reduced share to every peer; every leg ends
   // in a few semaphore writes (SLACK covers them).
   const SLACK = 64;
-  if ((alg === EncAlgType.SINGLE_STEP_MESH || alg === EncAlgType.LATENCY_OPT_MESH) && opType === EncOpType.ALLREDUCE) {
+  const exchange = algorithmEntry(alg).exchange;
+  if (exchange === "whole-buffer" && opType === EncOpType.ALLREDUCE) {
     // Single step: the whole buffer to every peer (a peer's copy split over its S engines), then
     // each engine reduces its share of the buffer from all n copies.
     const S = Math.max(1, Math.floor(E / Math.max(1, n - 1)));
     const broadcast = Math.ceil((n - 1) / E) * Math.ceil(Math.ceil(bytes / esize / S) * esize / spec.dma.maxDescriptorBytes);
     tx = Math.max(broadcast, per(bytes, reduceSlice) * (n + 1));
-  } else if (alg !== EncAlgType.INTRA_RDH && alg !== EncAlgType.INTER_RDH) {
+  } else if (exchange !== "halving") {
     tx = reduces ? per(block, reduceSlice) * (n + 1) : Math.ceil((n - 1) / E) * Math.ceil(block / spec.dma.maxDescriptorBytes);
     if (opType === EncOpType.ALLREDUCE) tx += (n - 1) * per(block, spec.dma.maxDescriptorBytes);
   } else tx = reduces ? per(bytes / 2, reduceSlice) * 3 : per(bytes / 2, spec.dma.maxDescriptorBytes);
@@ -266,7 +267,11 @@ export function resolveAlgorithm(can: Readonly<Record<Gate, boolean>>, ringDrvAl
 /** The precedence over a battery's verdicts, the mesh slot resolved to the member its gate admitted. */
 export function resolvedAlgorithm(gates: readonly { gate: Gate; verdict: Verdict }[]): EncAlgType {
   const can = Object.fromEntries(gates.map((x) => [x.gate, x.verdict.ok])) as Record<Gate, boolean>;
-  const alg = resolveAlgorithm(can);
+  return meshMemberOf(resolveAlgorithm(can), gates);
+}
+
+/** The cascade's mesh slot stands for the mesh-family member its gate admitted; any other algorithm for itself. */
+export function meshMemberOf(alg: EncAlgType, gates: readonly { gate: Gate; verdict: Verdict }[]): EncAlgType {
   return alg === EncAlgType.MESH ? (gates.find((x) => x.gate === "mesh")!.verdict.variant ?? alg) : alg;
 }
 

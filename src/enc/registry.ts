@@ -56,6 +56,14 @@ export interface AlgorithmEntry {
   readonly tapeSemas?: (n: number) => number;
   /** enc_cc_algorithm_allowed's condition for it, once its allowed bit is set. */
   admit(c: CommContext): Verdict;
+  /**
+   * A mesh-tape program's exchange: peers' blocks (reduce-scatter then all-gather for an
+   * all-reduce), whole buffers (an all-reduce in one exchange), or the RDH halving / doubling steps.
+   * The step limit and the mesh composer read it.
+   */
+  readonly exchange?: "blocks" | "whole-buffer" | "halving";
+  /** Peers written in rotation (i + 1, i + 2, ...), every block over all the engines: through a switch each port carries one flow at a time. */
+  readonly rotate?: boolean;
   /** A mesh-family member's place among the members the mesh gate tries, first to last. */
   readonly meshOrder?: number;
   /** What a peer sends a rank, against the mesh subtype's op_max_limit (default: the bytes per rank). */
@@ -101,10 +109,10 @@ const rdhSemas = (n: number) => MESH_SEMAS + rdhStepSemas(2 ** Math.floor(Math.l
 const BASE = { meshFamily: false, stageLevels: [] as readonly Level[], pipelinedStage: false, pattern: EncPattern.RING, program: "ring" } as const;
 
 /** What the two RDH schedulers share: the mesh tape, a working copy and landing slots per rank, a semaphore per step. */
-const RDH_MEMBER = { ...BASE, ops: COLLECTIVES, pattern: EncPattern.MESH, meshType: EncAlgMeshType.FULL_MESH, program: "mesh-tape", scratch: slotScratch((n) => 2 * n), tapeSemas: rdhSemas, compose: composeRdhStage } as const;
+const RDH_MEMBER = { ...BASE, exchange: "halving", ops: COLLECTIVES, pattern: EncPattern.MESH, meshType: EncAlgMeshType.FULL_MESH, program: "mesh-tape", scratch: slotScratch((n) => 2 * n), tapeSemas: rdhSemas, compose: composeRdhStage } as const;
 
 /** What every mesh-family member on the mesh tape shares. */
-const MESH_MEMBER = { ...BASE, gate: "mesh", ops: COLLECTIVES, meshFamily: true, pattern: EncPattern.MESH, program: "mesh-tape", tapeSemas: () => MESH_SEMAS } as const;
+const MESH_MEMBER = { ...BASE, exchange: "blocks", gate: "mesh", ops: COLLECTIVES, meshFamily: true, pattern: EncPattern.MESH, program: "mesh-tape", tapeSemas: () => MESH_SEMAS } as const;
 
 /**
  * A member whose all-reduce is one exchange of whole buffers: every rank's buffer lands in a slot
@@ -112,6 +120,7 @@ const MESH_MEMBER = { ...BASE, gate: "mesh", ops: COLLECTIVES, meshFamily: true,
  * whole buffer a peer sends.
  */
 const WHOLE_BUFFER_ALLREDUCE = {
+  exchange: "whole-buffer" as const,
   scratch: (op: OpSpec, opType: EncOpType, n: number) => (opType === EncOpType.ALLREDUCE ? n * op.bytes : slotScratch((k) => k)(op, opType, n)),
   peerBlock: (opType: EncOpType, bytes: number) => (opType === EncOpType.ALLREDUCE ? { bytes, what: "per peer (each rank sends its whole buffer)" } : undefined),
 };
@@ -270,6 +279,7 @@ const entries: readonly AlgorithmEntry[] = [
     label: "latency-opt-mesh",
     meshOrder: 1,
     meshType: EncAlgMeshType.MESH_SWITCH,
+    rotate: true,
     admit: (c) => enableMesh(c, EncAlgType.LATENCY_OPT_MESH),
     groupLayout: switchLayout,
     compose: composeMeshStage,
@@ -281,6 +291,7 @@ const entries: readonly AlgorithmEntry[] = [
     label: "bw-opt-mesh",
     meshOrder: 2,
     meshType: EncAlgMeshType.MESH_SWITCH,
+    rotate: true,
     scratch: slotScratch((n) => n),
     admit: (c) => enableMesh(c, EncAlgType.BW_OPT_MESH),
     groupLayout: switchLayout,

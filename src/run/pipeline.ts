@@ -132,12 +132,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     if (i === 0) for (const r of layout.rings) if (!r.followsLinks) log.warn({ group: r.group }, "no ring over direct links for this group: non-neighbour hops are routed");
     // Each rank's input values, then the reference outputs (ranks a permute leaves alone are not checked).
     const expected = values ? referenceOutputs(scn, i, ol) : new Map<number, number[]>();
-    if (values) {
-      for (const rl of ol.ranks) {
-        const dev = image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!;
-        dev.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputValues(scn, i, rl.rank, rl.input.bytes)) });
-      }
-    }
+    if (values) loadInputs(scn, i, ol, image);
     hooks.mutateImage?.(image, i);
     log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
@@ -206,12 +201,8 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger): { kind: "d
   const expected = new Map<number, Map<number, number[]>>();
   if (values) {
     layout.ops.forEach((ol, k) => {
-      const op = scn.ops[k]!;
       expected.set(k, referenceOutputs(scn, k, ol));
-      for (const rl of ol.ranks) {
-        const dev = image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!;
-        dev.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputValues(scn, k, rl.rank, rl.input.bytes)) });
-      }
+      loadInputs(scn, k, ol, image);
     });
   }
   const res = runImage(spec, image, { storePayload: values, races: values && scn.races, ...(scn.faults ? { faults: scn.faults } : {}) });
@@ -236,6 +227,15 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger): { kind: "d
     kind: "done",
     outcome: { timePs: Math.max(...opEndPs), opEndPs, streams: [...new Set(scn.ops.map((o) => o.stream))].sort((a, b) => a - b), checked: values ? "values" : "none", ...(mismatch ? { mismatch } : {}), violations: res.violations, events: res.events },
   };
+}
+
+/** Each rank's input values of op `i` into the image's initial memory. */
+function loadInputs(scn: Scenario, i: number, ol: OpLayout, image: ProgramImage): void {
+  const op = scn.ops[i]!;
+  for (const rl of ol.ranks) {
+    const dev = image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!;
+    dev.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputValues(scn, i, rl.rank, rl.input.bytes)) });
+  }
 }
 
 /** Simulate; a fault the machine cannot apply (no such link, engine or device) is the scenario's error. */
