@@ -183,10 +183,14 @@ function familyGate(init: CommInit, alg: EncAlgType, opType: EncOpType, what: st
 
 /** The six enc_can_post_* gates for one op. All run; none short-circuits another. */
 export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opType: EncOpType, bytes: number, limits: ComposerLimits = {}, esize = 1): { gate: Gate; verdict: Verdict }[] {
+  /** A mesh-tape program runs on the DMA engines the ring channels leave free: there must be one. */
+  const engines = (): Verdict => {
+    if (limits.meshEngines === undefined || limits.meshEngines >= 1) return ok("");
+    return no(`the ring channels' folds take every DMA engine of the rank: none is left for a mesh-tape program [CMP1306]`);
+  };
   const steps = (alg: EncAlgType) => (): Verdict => {
-    if (limits.meshEngines === undefined) return ok("");
-    // A mesh-tape program runs on the DMA engines the ring channels leave free.
-    if (limits.meshEngines < 1) return no(`the ring channels' folds take every DMA engine of the rank: none is left for a mesh-tape program [CMP1306]`);
+    const e = engines();
+    if (!e.ok || limits.meshEngines === undefined) return e;
     return keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes));
   };
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
@@ -199,7 +203,7 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     if (!v.ok) return v;
     // The subtype windows are the collectives' op_max_limit, on the block each peer sends (t1's
     // limit is min(0x8000, the channel buffer per group)); all-to-all has no other home than mesh.
-    if (!COLLECTIVES.includes(opType)) return ok("all-to-all is served by mesh at any size");
+    if (!COLLECTIVES.includes(opType)) return andThen(ok("all-to-all is served by mesh at any size"), engines);
     const sent = entry.peerBlock?.(opType, bytes, c.rankN) ?? { bytes: perRank, what: "per rank" };
     const subtype = alg === EncAlgType.MESH ? "the mesh subtype's" : `the ${entry.label} subtype's`;
     if (sent.bytes > meshLimit) return no(`${sent.bytes} bytes ${sent.what} is above ${subtype} op_max_limit (${meshLimit})`);

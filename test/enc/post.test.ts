@@ -175,6 +175,14 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     expect(() => compileProgram(auto({ ranks: 8, allowedAlgorithms: algs("ring", "single-step-mesh"), ops: [op("all-to-all", 8192)] }), trn1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm/);
   });
 
+  it("all-to-all needs a DMA engine for its mesh program: ring channels that take them all leave the runtime's refusal, not a composer error", () => {
+    const lnc1 = loadDevice("trn2-lnc1");
+    const scn = { ...auto({ ranks: 16, channels: 4, ops: [op("all-to-all", 16 * 64)] }), instance: "trn2-lnc1", ranksPerDevice: 8 };
+    const e = explainScenario(scn, lnc1)[0]!;
+    expect(e.gates.find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/none is left for a mesh-tape program \[CMP1306\]/);
+    expect(() => compileProgram(scn, lnc1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm, rank_n\(16\)/);
+  });
+
   it("a handler that does not take the resolved algorithm fails with 'not supported yet' naming it, never a silent fallback", () => {
     expect(() => dispatch(EncOpType.SEND, EncAlgType.TWO_STEP_POD_MESH, 16, "p")).toThrow('algorithm 8 TWO_STEP_POD_MESH ("UltraServer Mesh") for point-to-point is not supported yet');
     expect(() => dispatch(EncOpType.PERMUTE, EncAlgType.LATENCY_OPT_MESH, 16, "p")).toThrow('algorithm 9 LATENCY_OPT_MESH ("Mesh") in the permute handler is not supported yet');
