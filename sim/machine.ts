@@ -31,7 +31,7 @@ export interface SimOptions {
    * Track payload symbolically (`--check symbolic`): these HBM ranges start as seed `id`'s bytes,
    * and `SimResult.symbolic` reads back which seeds' bytes reached a range.
    */
-  readonly symbolic?: readonly { readonly addr: number; readonly bytes: number; readonly id: number }[];
+  readonly symbolic?: readonly { readonly addr: number; readonly bytes: number; readonly id: number; readonly device?: number }[];
 }
 
 export interface HangWait {
@@ -72,10 +72,10 @@ export interface SimResult {
   readonly links: readonly LinkStat[];
   readonly engines: readonly ResourceStat[];
   readonly hbm: readonly ResourceStat[];
-  /** Read simulated memory (HBM) back. */
-  read(addr: number, len: number): Uint8Array;
+  /** Read simulated memory (HBM) back; `addr` as device `from` addresses it (default 0). */
+  read(addr: number, len: number, from?: number): Uint8Array;
   /** Symbolic runs: the pieces of HBM [addr, addr + len) (offsets from addr) and the seed terms each holds. */
-  symbolic(addr: number, len: number, fn: (start: number, end: number, terms: readonly Term[], how: number) => void): void;
+  symbolic(addr: number, len: number, fn: (start: number, end: number, terms: readonly Term[], how: number) => void, from?: number): void;
   /**
    * What the verifier saw go wrong in a run that finished: writes outside every region the image
    * declares, semaphores not back at their initial values, descriptor rings not fully consumed.
@@ -165,11 +165,11 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     faultHit: (message) => void faultNotes.push(message),
     races,
     symbolic,
-    land(addr, bytes, len, acc, sym) {
-      const a = decodeAddress(addr);
+    land(addr, from, bytes, len, acc, sym) {
+      const a = decodeAddress(addr, from);
       if (a.kind === "hbm") {
         const m = dev(a.device);
-        if (!inside(m.writable, a.offset, len)) violation("stray write", `a ${len}-byte write to ${describeAddress(addr)} at ${kernel.now} ps lands outside every buffer, scratch and slot region the image declares`);
+        if (!inside(m.writable, a.offset, len)) violation("stray write", `a ${len}-byte write to ${describeAddress(addr, from)} at ${kernel.now} ps lands outside every buffer, scratch and slot region the image declares`);
         if (races && acc) races.write(a.device, a.offset, len, acc);
         if (symbolic) {
           if (sym) symbolic.write(a.device, a.offset, len, sym.stream, sym.at);
@@ -179,15 +179,15 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
         return;
       }
       if (a.kind === "sema") {
-        if (len !== 4 || !bytes) throw new SimError("SIM1505", `a ${len}-byte write to semaphore ${describeAddress(addr)}; semaphore writes are 4 bytes`, { value: len });
-        if (a.window === "read") throw new SimError("SIM1506", `write to the read window of ${describeAddress(addr)}`, { value: addr });
+        if (len !== 4 || !bytes) throw new SimError("SIM1505", `a ${len}-byte write to semaphore ${describeAddress(addr, from)}; semaphore writes are 4 bytes`, { value: len });
+        if (a.window === "read") throw new SimError("SIM1506", `write to the read window of ${describeAddress(addr, from)}`, { value: addr });
         const v = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
         if (a.window === "inc") {
           for (const x of lost) {
             const f = x.f as Extract<Fault, { kind: "lost-increment" }>;
             if (f.device !== a.device || (f.semaphore !== undefined && f.semaphore !== a.sema)) continue;
             if (++x.seen === f.nth) {
-              faultNotes.push(`increment ${f.nth} of ${f.semaphore === undefined ? `dev${f.device}` : `dev${f.device} semaphore ${f.semaphore}`} lost (fault): ${describeAddress(addr)} at ${(kernel.now / 1e6).toFixed(3)} us`);
+              faultNotes.push(`increment ${f.nth} of ${f.semaphore === undefined ? `dev${f.device}` : `dev${f.device} semaphore ${f.semaphore}`} lost (fault): ${describeAddress(addr, from)} at ${(kernel.now / 1e6).toFixed(3)} us`);
               return;
             }
           }
@@ -197,7 +197,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
         block.write(a.sema, a.window, v);
         return;
       }
-      throw new InternalError(`DMA landing at ${describeAddress(addr)}, which the engine should have refused`);
+      throw new InternalError(`DMA landing at ${describeAddress(addr, from)}, which the engine should have refused`);
     },
   };
   const topspHost: TopspHost = {
@@ -205,8 +205,8 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     trace,
     races: races !== undefined,
     mmio(d, addr, value, mask, clock) {
-      const a = decodeAddress(addr);
-      if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr)} is not a local DMA doorbell`, { value: addr });
+      const a = decodeAddress(addr, d);
+      if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr, d)} is not a local DMA doorbell`, { value: addr });
       const engines = dev(d).engines;
       // A broadcast doorbell rings every engine of the SENG its mask names, in engine order.
       if (a.engine !== undefined) ringDoorbell(engines, d, a.engine, a.queue, a.dir, value, clock);
@@ -216,8 +216,8 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       opEnd[op] = Math.max(opEnd[op] ?? 0, t);
     },
     signal(from, addr, value, clock) {
-      const a = decodeAddress(addr);
-      if (a.kind !== "sema" || a.window === "read") throw new SimError("SIM1513", `dev${from}: core signal to ${describeAddress(addr)}, which is not a semaphore write window`, { value: addr });
+      const a = decodeAddress(addr, from);
+      if (a.kind !== "sema" || a.window === "read") throw new SimError("SIM1513", `dev${from}: core signal to ${describeAddress(addr, from)}, which is not a semaphore write window`, { value: addr });
       const apply = () => {
         const block = semaBlock(a.device, a.topsp);
         if (clock) block.release(a.sema, clock);
@@ -235,23 +235,23 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     const model: DeviceModel = { memory, writable: [], engines: new Map(), topsps: new Map(), semas: new Map() };
     devices.set(di.device, model);
     for (const p of di.payload) {
-      const a = decodeAddress(p.addr);
-      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr)} is not HBM of device ${di.device}`, { value: p.addr });
+      const a = decodeAddress(p.addr, di.device);
+      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr, di.device)} is not HBM of device ${di.device}`, { value: p.addr });
       memory.addPayload(a.offset, p.bytes);
     }
     for (const r of [...di.payload, ...(di.scratch ?? [])]) {
-      const a = decodeAddress(r.addr);
+      const a = decodeAddress(r.addr, di.device);
       if (a.kind === "hbm" && a.device === di.device) model.writable.push({ start: a.offset, end: a.offset + Math.max(r.bytes, 1) });
     }
     // The no-op descriptors' pad word is copied onto itself by every queue at once: not data.
     for (const r of di.scratch ?? []) {
-      const a = decodeAddress(r.addr);
+      const a = decodeAddress(r.addr, di.device);
       if (races && a.kind === "hbm" && a.device === di.device) races.exemptRange(di.device, a.offset, a.offset + r.bytes);
     }
     model.writable.sort((x, y) => x.start - y.start);
     for (const seg of di.memory) {
-      const a = decodeAddress(seg.addr);
-      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr)} is not HBM of device ${di.device}`, { value: seg.addr });
+      const a = decodeAddress(seg.addr, di.device);
+      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr, di.device)} is not HBM of device ${di.device}`, { value: seg.addr });
       memory.write(a.offset, seg.bytes);
     }
     for (const q of di.queues) {
@@ -283,8 +283,8 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     faultNotes.push(`dev${f.device} dma${f.engine} stalled from ${f.atUs} us for ${f.forUs} us (fault)`);
   });
   for (const sd of opts.symbolic ?? []) {
-    const a = decodeAddress(sd.addr);
-    if (a.kind !== "hbm" || !devices.has(a.device)) throw new SimError("SIM1516", `symbolic seed ${sd.id} at ${describeAddress(sd.addr)} is not HBM of a device in the program`, { value: sd.addr });
+    const a = decodeAddress(sd.addr, sd.device);
+    if (a.kind !== "hbm" || !devices.has(a.device)) throw new SimError("SIM1516", `symbolic seed ${sd.id} at ${describeAddress(sd.addr, sd.device)} is not HBM of a device in the program`, { value: sd.addr });
     symbolic!.seed(a.device, a.offset, sd.bytes, sd.id);
   }
   const proxies: ProxyQueue[] = [];
@@ -353,14 +353,14 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
     hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
     violations,
-    read(addr, len) {
-      const a = decodeAddress(addr);
-      if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr)}, which is not HBM`, { value: addr });
+    read(addr, len, from = 0) {
+      const a = decodeAddress(addr, from);
+      if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr, from)}, which is not HBM`, { value: addr });
       return dev(a.device).memory.read(a.offset, len);
     },
-    symbolic(addr, len, fn) {
-      const a = decodeAddress(addr);
-      if (a.kind !== "hbm" || !symbolic) throw new SimError("SIM1512", `symbolic read-back of ${describeAddress(addr)}, which is not HBM of a symbolic run`, { value: addr });
+    symbolic(addr, len, fn, from = 0) {
+      const a = decodeAddress(addr, from);
+      if (a.kind !== "hbm" || !symbolic) throw new SimError("SIM1512", `symbolic read-back of ${describeAddress(addr, from)}, which is not HBM of a symbolic run`, { value: addr });
       symbolic.visit(a.device, a.offset, len, fn);
     },
   };

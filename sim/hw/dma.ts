@@ -30,7 +30,8 @@ export interface DmaHost {
   /** True when these bytes are not kept (timing-only payload). */
   dropped(device: number, offset: number, len: number): boolean;
   /** Apply a write that has landed (HBM or a semaphore window); `acc` is the access, when races are tracked. */
-  land(addr: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
+  /** Write at `addr` as device `from` addresses it (its own address block). */
+  land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
   /** Race detection, when on. */
   readonly races: RaceDetector | undefined;
   /** Symbolic payload, when on. */
@@ -235,7 +236,7 @@ export class DmaEngine {
   }
 
   private local(addr: number, len: number): number {
-    const a = decodeAddress(addr);
+    const a = decodeAddress(addr, this.device);
     if (a.kind !== "hbm" || a.device !== this.device) {
       throw new SimError("SIM1309", `dev${this.device} dma${this.index} reads 0x${addr.toString(16)}, which is not its own HBM (${a.kind} of dev${a.device})`, { value: addr });
     }
@@ -291,7 +292,7 @@ export class DmaEngine {
     let engineFree = k.now;
     let o = 0;
     for (const d of p.dsts) {
-      const dst = decodeAddress(d.addr);
+      const dst = decodeAddress(d.addr, this.device);
       if (dst.kind === "unmapped" || dst.kind === "doorbell" || dst.device >= host.fabric.deviceCount) {
         throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${d.addr.toString(16)}, which is not HBM or a semaphore`, { value: d.addr });
       }
@@ -305,7 +306,7 @@ export class DmaEngine {
       if (down) {
         // The write never gets across; its engine waits for it for good.
         this.stuck = true;
-        host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${d.len}-byte write to ${describeAddress(d.addr)} and stops`);
+        host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${d.len}-byte write to ${describeAddress(d.addr, this.device)} and stops`);
         return;
       }
       const srcHbm = host.fabric.hbm[this.device]!;
@@ -329,8 +330,8 @@ export class DmaEngine {
       const sym = stream && { stream, at: o % stream.length };
       o += d.len;
       const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land };
-      k.at(land, Prio.LAND, () => host.land(d.addr, piece, d.len, wacc, sym));
-      host.trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", d.len, describeAddress(d.addr), k.now, land);
+      k.at(land, Prio.LAND, () => host.land(d.addr, this.device, piece, d.len, wacc, sym));
+      host.trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", d.len, describeAddress(d.addr, this.device), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, () => {
       this.busy = false;

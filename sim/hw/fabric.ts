@@ -9,6 +9,8 @@ export class Fabric {
   readonly links = new Map<string, Resource>();
   readonly hbm: Resource[];
   private readonly nextHop: number[][];
+  /** Devices the routing table spans: the pod's, or one node's (routes never leave a node then). */
+  private readonly hopSpan: number;
   readonly latencyPs: number;
 
   /** Devices per node; node k's device d is k * devicesPerNode + d. */
@@ -45,8 +47,10 @@ export class Fabric {
     this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
     this.latencyPs = spec.link.latencyPs;
     // nextHop[src][dst]: first hop of a shortest path, breadth first in the preset's routing order
-    // (dimension order on a torus), so the choice is deterministic.
-    this.nextHop = adj.map((_, src) => {
+    // (dimension order on a torus), so the choice is deterministic. Without a pod every node routes
+    // alike inside itself: one node's table serves all (device ids offset by the node's first).
+    this.hopSpan = this.pod ? adj.length : devicesPerNode;
+    this.nextHop = adj.slice(0, this.hopSpan).map((_, src) => {
       const first = adj.map(() => -1);
       const seen = adj.map(() => false);
       seen[src] = true;
@@ -100,12 +104,13 @@ export class Fabric {
     if (this.ports && this.nodeOf(src) === this.nodeOf(dst)) return src === dst ? [] : [this.ports.up[src]!, this.ports.down[dst]!];
     if (!this.pod && this.nodeOf(src) !== this.nodeOf(dst)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); inter-node traffic goes through the network proxy`, { value: { src, dst } });
     const out: Resource[] = [];
+    const base = src - (src % this.hopSpan);
     let at = src;
     while (at !== dst) {
-      const hop = this.nextHop[at]?.[dst];
+      const hop = this.nextHop[at - base]?.[dst - base];
       if (hop === undefined || hop < 0) throw new SimError("SIM1201", `no route from device ${src} to device ${dst}`, { value: { src, dst } });
-      out.push(this.links.get(`${at}>${hop}`)!);
-      at = hop;
+      out.push(this.links.get(`${at}>${base + hop}`)!);
+      at = base + hop;
     }
     return out;
   }

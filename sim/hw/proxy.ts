@@ -4,7 +4,7 @@
 // increments the remote semaphores (one per remote fold) when it has landed.
 import { SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
-import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
+import { ADDRESS_BLOCK, decodeAddress, describeAddress } from "../../src/encd/address.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES, type ProxyEntry } from "../../src/encd/proxy.ts";
 import { Prio, type Kernel } from "../kernel/kernel.ts";
 import { pipeline, type Fabric } from "./fabric.ts";
@@ -19,7 +19,7 @@ export interface ProxyHost {
   readonly fabric: Fabric;
   readonly network: { readonly latencyPs: number; readonly messageCostPs: number };
   read(device: number, offset: number, len: number): Uint8Array;
-  land(addr: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
+  land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
   readonly trace: TraceSink | undefined;
   readonly races: RaceDetector | undefined;
   readonly symbolic: SymbolicMemory | undefined;
@@ -52,34 +52,48 @@ export class ProxyQueue {
     this.next();
   }
 
+  /** Run the entries whose triggers have counted, in order; wait for the first that has not. */
   private next(): void {
-    if (this.k >= this.n) return;
-    const e = decodeProxyEntry(this.fifo, this.k);
-    this.target += e.trigger;
-    const k = this.k;
-    this.semas.waitGe(this.sema, this.target, () => {
-      if (this.host.races) this.clock.acquire(this.semas.published(this.sema));
-      this.run(k, e);
-    });
+    while (this.k < this.n) {
+      const k = this.k;
+      const e = decodeProxyEntry(this.fifo, k);
+      this.target += e.trigger;
+      if (this.semas.values[this.sema]! < this.target) {
+        this.semas.waitGe(this.sema, this.target, () => {
+          this.fire(k, e);
+          this.next();
+        });
+        return;
+      }
+      this.fire(k, e);
+    }
+  }
+
+  private fire(k: number, e: ProxyEntry): void {
+    if (this.host.races) this.clock.acquire(this.semas.published(this.sema));
+    this.k = k + 1;
+    this.run(k, e);
   }
 
   private run(k: number, e: ProxyEntry): void {
     const host = this.host;
     const kern = host.kernel;
-    const dst = decodeAddress(e.dst);
-    const src = decodeAddress(e.src);
+    // The entry's remote addresses name devices of its block; its source is this device's own.
+    const remote = e.block * ADDRESS_BLOCK;
+    const dst = decodeAddress(e.dst, remote);
+    const src = decodeAddress(e.src, this.device);
     let data: Uint8Array | undefined;
     let stream: SymStream | undefined;
     const races = host.races;
     const acc = (timePs: number): Access => ({ agent: this.agent, epoch: ++this.epoch, clock: this.clock.snapshot(), desc: k, timePs });
     if (e.bytes > 0) {
-      if (src.kind !== "hbm" || src.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src)}, not this device's HBM`, { value: e.src });
-      if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst)}, not HBM`, { value: e.dst });
+      if (src.kind !== "hbm" || src.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src, this.device)}, not this device's HBM`, { value: e.src });
+      if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst, remote)}, not HBM`, { value: e.dst });
       data = host.read(this.device, src.offset, e.bytes);
       if (races) races.read(this.device, src.offset, e.bytes, acc(kern.now));
       stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }]);
     }
-    const to = decodeAddress(e.sema).device;
+    const to = decodeAddress(e.sema, remote).device;
     const net = host.network;
     // Sending NIC, then the receiving one a network latency later; a credit is a 4-byte message.
     const stages = [
@@ -92,11 +106,9 @@ export class ProxyQueue {
     this.lastLand = land;
     const wacc = races ? acc(land) : undefined;
     kern.at(land, Prio.LAND, () => {
-      if (e.bytes > 0) host.land(e.dst, data, e.bytes, wacc, stream && { stream, at: 0 });
-      for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, ONE, 4, wacc);
+      if (e.bytes > 0) host.land(e.dst, remote, data, e.bytes, wacc, stream && { stream, at: 0 });
+      for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, remote, ONE, 4, wacc);
     });
-    this.k = k + 1;
-    this.next();
   }
 
   /** What the queue still waits for, for hang reports. */

@@ -141,9 +141,9 @@ export class Topsp {
   }
 
   private localSema(addr: number, what: string): number {
-    const a = decodeAddress(addr);
+    const a = decodeAddress(addr, this.device);
     if (a.kind !== "sema" || a.device !== this.device || a.topsp !== this.index || a.window !== "read") {
-      throw new SimError("SIM1402", `${this.name}: ${what} address ${describeAddress(addr)} is not a read window of this TopSP`, { value: addr });
+      throw new SimError("SIM1402", `${this.name}: ${what} address ${describeAddress(addr, this.device)} is not a read window of this TopSP`, { value: addr });
     }
     return a.sema;
   }

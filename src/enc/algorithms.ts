@@ -13,6 +13,8 @@ export interface CommContext {
   readonly nodeN: number;
   /** Ranks of the group on each node. */
   readonly localRankN: number;
+  /** Devices the group's ranks sit on. */
+  readonly deviceN: number;
   /** Physical cores per logical rank (vcore_size). */
   readonly vcoreSize: number;
   /** More than one CC stream is in use. */

@@ -8,7 +8,7 @@ import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { acrossNodes, podLinked } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
-import { MAX_DEVICES, semaAddr } from "../encd/address.ts";
+import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type RingMode } from "../encd/program.ts";
 import type { ProxyEntry } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
@@ -109,7 +109,12 @@ export class CompileContext {
     // Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used.
     const idsPerNode = spec.topology.kind === "ring" ? deviceCount : spec.devices;
     this.idsPerNode = idsPerNode;
-    check(idsPerNode * scn.nodes <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
+    // An address names a device of the sender's 64-id block: a pod must fit one, and beyond one
+    // block every block must hold whole nodes.
+    const ids = idsPerNode * scn.nodes;
+    check(ids <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
+    check(!pod || ids <= ADDRESS_BLOCK, "CMP1303", `a pod of ${scn.nodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
+    check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % idsPerNode === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a node's devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a node)`, "nodes", scn.nodes);
     const channels = scn.channels ?? spec.ring.defaultChannels;
     this.channels = channels;
     const foldN = spec.ring.foldN;
@@ -384,9 +389,12 @@ export class CompileContext {
     return { entries, proxyInc: semaAddr(ci.device, p.topsp, this.proxyBase + p.slot, "inc") };
   }
 
-  netHop(comm: Comm, rank: number, c: number, toNext: boolean, fromPrev: boolean, halfBytes: number): NetHop {
+  netHop(comm: Comm, rank: number, c: number, hop: { next: number; prev: number; toNext: boolean; fromPrev: boolean }, halfBytes: number): NetHop {
+    const { toNext, fromPrev } = hop;
     const staging = toNext ? this.builder.allocHbm(this.info[rank]!.device, this.sendSlots(comm, rank, c) * halfBytes) : 0;
-    return { toNext, fromPrev, ...this.proxyQueue(comm, rank, c), staging, foldN: this.foldN };
+    const nextBlock = blockOf(this.info[hop.next]!.device);
+    const prevBlock = blockOf(this.info[hop.prev]!.device);
+    return { toNext, fromPrev, ...this.proxyQueue(comm, rank, c), staging, foldN: this.foldN, nextBlock, prevBlock };
   }
 
   /** A rank's network proxy queue for its mesh-tape programs (mesh, RDH), made on first use. */

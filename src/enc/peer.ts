@@ -5,6 +5,7 @@
 // for all of them, the rest go with it, and landings keep their order).
 import type { EncdChannel } from "../encd/program.ts";
 import type { ProxyEntry } from "../encd/proxy.ts";
+import { blockOf } from "../encd/address.ts";
 
 /** A rank's network proxy queue and the INC address of its trigger semaphore. */
 export interface NetQueue {
@@ -34,13 +35,13 @@ export class PeerWrites {
     }
     if (bytes === 0 && signal === undefined) return;
     // The proxy addresses the peer's NIC by the semaphore field, so a data-only entry carries it too.
-    this.batch.push({ src, dst, bytes, trigger: 0, semaN: signal === undefined ? 0 : 1, sema: signal ?? dst });
+    this.batch.push({ src, dst, bytes, trigger: 0, semaN: signal === undefined ? 0 : 1, sema: signal ?? dst, block: blockOf(device) });
   }
 
   /** One increment of the peer semaphore `signal`. */
   signal(f: number, device: number, signal: number): void {
     if (!this.viaNet(device)) this.dma.semaIncOn(f, signal);
-    else this.batch.push({ src: 0, dst: 0, bytes: 0, trigger: 0, semaN: 1, sema: signal });
+    else this.batch.push({ src: 0, dst: 0, bytes: 0, trigger: 0, semaN: 1, sema: signal, block: blockOf(device) });
   }
 
   /** Hand the batch to the proxy: call before the event whose DMA leg carries it. */

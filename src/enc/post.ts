@@ -146,8 +146,11 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
   const allowed = scn.allowedAlgorithms ?? spec.collectives.supportedAlgorithms;
   const devicesPerNode = scn.ranks / scn.ranksPerDevice / scn.nodes;
   const perNode = new Map<number, number>();
+  const devices = new Set<number>();
   for (const r of group) {
-    const node = Math.floor(Math.floor(r / scn.ranksPerDevice) / devicesPerNode);
+    const device = Math.floor(r / scn.ranksPerDevice);
+    devices.add(device);
+    const node = Math.floor(device / devicesPerNode);
     perNode.set(node, (perNode.get(node) ?? 0) + 1);
   }
   return {
@@ -157,6 +160,7 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
     // The group's ranks on each node; when nodes hold different numbers, the fewest (so that
     // node_n * local_rank_n != rank_n says the group is not a node-by-position grid).
     localRankN: Math.min(...perNode.values()),
+    deviceN: devices.size,
     vcoreSize: spec.collectives.virtualCoreSize,
     multiStream: new Set(scn.ops.map((o) => o.stream)).size > 1,
     allowedBits: allowedMask(allowed.filter((a) => spec.collectives.supportedAlgorithms.includes(a))),

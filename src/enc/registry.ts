@@ -87,9 +87,15 @@ export const INTRA_RDH_RANKS: readonly number[] = [4, 8, 16, 64];
 
 const isPow2 = (n: number): boolean => n > 0 && (n & (n - 1)) === 0;
 
+/** ENC_MESH_MAX_NUM_DEVICES: the devices one mesh spans at most. */
+export const MESH_MAX_DEVICES = 128;
+/** The ranks one KangaRing holds at most. */
+export const KANGARING_MAX_RANKS = 256;
+
 /** enable_mesh_alg: what every mesh-family member needs. */
 function enableMesh(c: CommContext, variant: EncAlgType): Verdict {
   if (!c.meshSupported) return no("the instance does not support mesh");
+  if (c.deviceN > MESH_MAX_DEVICES) return no(`the group spans ${c.deviceN} devices; a mesh spans at most ${MESH_MAX_DEVICES} (ENC_MESH_MAX_NUM_DEVICES)`);
   if (c.multiStream) return no("mesh does not work with multiple streams");
   if (variant === EncAlgType.TWO_STEP_POD_MESH && !c.podEnabled) return no("needs an UltraServer pod");
   if ((variant === EncAlgType.LATENCY_OPT_MESH || variant === EncAlgType.BW_OPT_MESH) && !c.neuronSwitch) return no("needs a NeuronSwitch-v1 platform");
@@ -181,6 +187,7 @@ const entries: readonly AlgorithmEntry[] = [
       if (c.multiStream) return no("multi-stream");
       if (c.commType === CommType.INTER) return no("intra comm only");
       if (c.dbg === 2) return no("dbg == 2");
+      if (c.rankN > KANGARING_MAX_RANKS) return no(`rank_n ${c.rankN} is above the ${KANGARING_MAX_RANKS} ranks a KangaRing holds`);
       if (!((c.vcoreSize === 2 && c.rankN > 4) || (c.vcoreSize === 1 && c.rankN > 8))) return no(`needs (vcore_size 2 and rank_n > 4) or (vcore_size 1 and rank_n > 8); vcore_size ${c.vcoreSize}, rank_n ${c.rankN}`);
       return yes(`vcore_size ${c.vcoreSize}, rank_n ${c.rankN}`);
     },

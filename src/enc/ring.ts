@@ -16,7 +16,7 @@ import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
 import type { ProxyEntry } from "../encd/proxy.ts";
-import { semaAddr } from "../encd/address.ts";
+import { blockOf, semaAddr } from "../encd/address.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { ChannelGens, StageComposer } from "./context.ts";
 
@@ -55,6 +55,15 @@ export interface NetHop {
   /** Local slots the sends stage into before the proxy carries them (toNext only). */
   readonly staging: number;
   readonly foldN: number;
+  /** Address blocks of the next and previous ranks' devices (the proxy entries name them). */
+  readonly nextBlock: number;
+  readonly prevBlock: number;
+}
+
+/** Hand `n` bytes at local `src` to the channel's proxy for `dst` in address block `block`, then signal `sema` there (one per remote fold). */
+function proxySend(chan: EncdChannel, net: { readonly proxyInc: number; readonly entries: ProxyEntry[]; readonly foldN: number }, src: number, dst: number, n: number, sema: number, block: number): void {
+  chan.semaIncAll(net.proxyInc);
+  net.entries.push({ src, dst, bytes: n, trigger: net.foldN, semaN: net.foldN, sema, block });
 }
 
 export interface RingOpContext {
@@ -97,30 +106,26 @@ export function* composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCh
   }
 
   const net = v.net;
-  /** Hand `bytes` at local `src` to the proxy for remote `dst`, signalling `sema` (one per remote fold). */
-  const viaProxy = (src: number, dst: number, n: number, sema: number): void => {
-    chan.semaIncAll(net!.proxyInc);
-    net!.entries.push({ src, dst, bytes: n, trigger: net!.foldN, semaN: net!.foldN, sema });
-  };
+  const viaProxy = (src: number, dst: number, n: number, sema: number, block: number): void => proxySend(chan, net!, src, dst, n, sema, block);
   /** Deliver a piece into next's receive slot: directly, or staged for the proxy across nodes. */
   const toNextSlot = (write: (dst: number) => void, n: number): void => {
     const slotIndex = sent++;
     if (net?.toNext) {
       const stage = sendSlot(net.staging, slotIndex);
       write(stage);
-      viaProxy(stage, sendSlot(v.next.chbuf[ch]!, slotIndex), n, v.nextRecvInc);
+      viaProxy(stage, sendSlot(v.next.chbuf[ch]!, slotIndex), n, v.nextRecvInc, net.nextBlock);
     } else {
       write(sendSlot(v.next.chbuf[ch]!, slotIndex));
       chan.semaInc(v.nextRecvInc);
     }
   };
   const creditPrev = (): void => {
-    if (net?.fromPrev) viaProxy(0, 0, 0, v.prevSendInc);
+    if (net?.fromPrev) viaProxy(0, 0, 0, v.prevSendInc, net.prevBlock);
     else chan.semaInc(v.prevSendInc);
   };
   /** Copy a piece of own memory into next's output and signal it. */
   const toNextOutput = (src: number, off: number, n: number): void => {
-    if (net?.toNext) viaProxy(src, v.next.output + off, n, v.nextRecvInc);
+    if (net?.toNext) viaProxy(src, v.next.output + off, n, v.nextRecvInc, net.nextBlock);
     else {
       chan.copy(src, v.next.output + off, n, esize);
       chan.semaInc(v.nextRecvInc);
@@ -200,6 +205,8 @@ export interface PairNet {
   readonly proxyInc: number;
   readonly entries: ProxyEntry[];
   readonly foldN: number;
+  readonly targetBlock: number;
+  readonly sourceBlock: number;
 }
 
 export interface PairOpContext {
@@ -229,21 +236,17 @@ export function* composeChannelPermute(ctx: PairOpContext, ch: number, chan: Enc
   const t = v.target;
   const s = v.source;
   const net = v.net;
-  /** Hand `n` bytes at local `src` to the proxy for remote `dst`, then signal `sema` there (one per remote fold). */
-  const viaProxy = (src: number, dst: number, n: number, sema: number): void => {
-    chan.semaIncAll(net!.proxyInc);
-    net!.entries.push({ src, dst, bytes: n, trigger: net!.foldN, semaN: net!.foldN, sema });
-  };
+  const viaProxy = (src: number, dst: number, n: number, sema: number, block: number): void => proxySend(chan, net!, src, dst, n, sema, block);
   /** Write `n` bytes of own memory to the target and signal it: by DMA, or through the proxy across nodes. */
   const toTarget = (src: number, dst: number, n: number, recvInc: number): void => {
-    if (net?.toTarget) viaProxy(src, dst, n, recvInc);
+    if (net?.toTarget) viaProxy(src, dst, n, recvInc, net.targetBlock);
     else {
       chan.copy(src, dst, n, esize);
       chan.semaInc(recvInc);
     }
   };
   const creditSource = (sendInc: number): void => {
-    if (net?.fromSource) viaProxy(0, 0, 0, sendInc);
+    if (net?.fromSource) viaProxy(0, 0, 0, sendInc, net.sourceBlock);
     else chan.semaInc(sendInc);
   };
   if (!ctx.reduce) {
@@ -306,7 +309,7 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
         const ps = src === undefined ? undefined : ctx.place(src, comm.set, c);
         const toTarget = t !== undefined && ctx.viaNetwork(rank, t);
         const fromSource = src !== undefined && ctx.viaNetwork(src, rank);
-        const net = toTarget || fromSource ? { toTarget, fromSource, ...ctx.proxyQueue(comm, rank, c), foldN: ctx.foldN } : undefined;
+        const net = toTarget || fromSource ? { toTarget, fromSource, ...ctx.proxyQueue(comm, rank, c), foldN: ctx.foldN, targetBlock: blockOf(t === undefined ? 0 : info[t]!.device), sourceBlock: blockOf(src === undefined ? 0 : info[src]!.device) } : undefined;
         gens.push(
           composeChannelPermute({ op, channels, pieceBytes: plans[comm.pos.get(rank)!.group]!.halfBytes, reduceSliceBytes, reduce }, c, ctx.chan(comm, rank, c), {
             me: buffers.get(rank)!,
@@ -330,7 +333,7 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
       const pp = ctx.place(prev, comm.set, c);
       const toNext = ctx.viaNetwork(rank, next);
       const fromPrev = ctx.viaNetwork(rank, prev);
-      const net = toNext || fromPrev ? ctx.netHop(comm, rank, c, toNext, fromPrev, plans[gi]!.halfBytes) : undefined;
+      const net = toNext || fromPrev ? ctx.netHop(comm, rank, c, { next, prev, toNext, fromPrev }, plans[gi]!.halfBytes) : undefined;
       gens.push(
         composeChannelRing({ op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes }, c, ctx.chan(comm, rank, c), {
           na,

@@ -1,7 +1,11 @@
 // The device address space: every address names a device (routing bits) and an offset in it.
 //
 //  bits 52:48  destination device id bits 4:0, bit 46 its bit 5 (ccsim's routing bits; the real
-//              layout is not public)
+//              layout is not public): the device's place in the sender's 64-device address block.
+//              Device ids count node by node (a pod's nodes in a row); a block is 64 consecutive
+//              ids, whole nodes (or one whole pod), so the block is implicit: the sender's own.
+//              Traffic to another block leaves the device through the network proxy, whose
+//              entries name the remote block.
 //  bit  47     TopSP bank select (TopSP index > 7)
 //  local map   [0, 0x80_0000_0000)                 HBM
 //              0x0FFF_F000_0000 + e*0x40000        DMA engine e registers (M2S; S2M at +0x20000)
@@ -14,7 +18,10 @@ import { EncodeError } from "../ir/errors.ts";
 export const DEVICE_SHIFT = 2 ** 48;
 /** Device id bit 5 rides in address bit 46 (bits 52:48 hold bits 4:0), keeping addresses below 2^53. */
 export const DEVICE_HIGH_BIT = 2 ** 46;
-export const MAX_DEVICES = 64;
+/** Device ids an address names directly: the sender's block. */
+export const ADDRESS_BLOCK = 64;
+/** Device ids of a whole program (node-major), across every block. */
+export const MAX_DEVICES = 65536;
 export const HBM_LIMIT = 0x80_0000_0000;
 export const SP_BASE = 0x82_8000_0000;
 export const SP_TILE = 2 ** 30;
@@ -41,7 +48,13 @@ function deviceBits(device: number): number {
   if (!Number.isInteger(device) || device < 0 || device >= MAX_DEVICES) {
     throw new EncodeError("ENC1301", `device ${device} is outside 0..${MAX_DEVICES - 1}`, { path: "address.device", value: device });
   }
-  return (device & 31) * DEVICE_SHIFT + (device >= 32 ? DEVICE_HIGH_BIT : 0);
+  const local = device % ADDRESS_BLOCK;
+  return (local & 31) * DEVICE_SHIFT + (local >= 32 ? DEVICE_HIGH_BIT : 0);
+}
+
+/** The address block a device id lies in. */
+export function blockOf(device: number): number {
+  return Math.floor(device / ADDRESS_BLOCK);
 }
 
 export function hbmAddr(device: number, offset: number): number {
@@ -74,11 +87,12 @@ export type DecodedAddress =
   | { readonly kind: "doorbell"; readonly device: number; readonly engine: number | undefined; readonly seng: number; readonly queue: number; readonly dir: "m2s" | "s2m" }
   | { readonly kind: "unmapped"; readonly device: number; readonly offset: number };
 
-export function decodeAddress(addr: number): DecodedAddress {
+/** Decode an address as device `from` sees it: its device bits name a device of `from`'s block. */
+export function decodeAddress(addr: number, from = 0): DecodedAddress {
   const low = Math.floor(addr / DEVICE_SHIFT);
   const rest = addr - low * DEVICE_SHIFT;
   const high = Math.floor(rest / DEVICE_HIGH_BIT) % 2;
-  const device = low + 32 * high;
+  const device = from - (from % ADDRESS_BLOCK) + low + 32 * high;
   const local = rest - high * DEVICE_HIGH_BIT;
   const bank = local >= SP_BANK ? 1 : 0;
   const l47 = local - bank * SP_BANK;
@@ -111,8 +125,8 @@ export function decodeAddress(addr: number): DecodedAddress {
   return { kind: "unmapped", device, offset: local };
 }
 
-export function describeAddress(addr: number): string {
-  const d = decodeAddress(addr);
+export function describeAddress(addr: number, from = 0): string {
+  const d = decodeAddress(addr, from);
   switch (d.kind) {
     case "hbm":
       return `dev${d.device}:hbm+0x${d.offset.toString(16)}`;

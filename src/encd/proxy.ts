@@ -1,4 +1,4 @@
-// The host network proxy's work queue for one ring channel: 32-byte records the emitter writes at
+// The host network proxy's work queue for one ring channel: 40-byte records the emitter writes at
 // compile time (the net_src_addr / net_dest_addr FIFO analogue), consumed in order as the device
 // signals them through a semaphore.
 //
@@ -8,9 +8,11 @@
 //  +20 u16 trigger    increments of the queue's semaphore that make this entry ready (the folds)
 //  +22 u16 sema_n     remote semaphores to increment: sema, sema+1, ... (one per remote fold)
 //  +24 u64 sema       first remote semaphore INC address
+//  +32 u32 block      the remote device's 64-device address block (dst and sema name a device of it)
+//  +36 u32 reserved   0
 import { addr64, field, readAddr } from "./bits.ts";
 
-export const PROXY_ENTRY_BYTES = 32;
+export const PROXY_ENTRY_BYTES = 40;
 
 export interface ProxyEntry {
   readonly src: number;
@@ -19,6 +21,7 @@ export interface ProxyEntry {
   readonly trigger: number;
   readonly semaN: number;
   readonly sema: number;
+  readonly block: number;
 }
 
 const FORMAT = "proxy_entry";
@@ -34,11 +37,12 @@ export function packProxyEntries(entries: readonly ProxyEntry[]): Uint8Array {
     v.setUint16(o + 20, field(e.trigger, 16, "trigger", FORMAT), true);
     v.setUint16(o + 22, field(e.semaN, 16, "sema_n", FORMAT), true);
     v.setBigUint64(o + 24, addr64(e.sema, "sema", FORMAT), true);
+    v.setUint32(o + 32, field(e.block, 32, "block", FORMAT), true);
   });
   return out;
 }
 
 export function decodeProxyEntry(fifo: Uint8Array, i: number): ProxyEntry {
   const v = new DataView(fifo.buffer, fifo.byteOffset + i * PROXY_ENTRY_BYTES, PROXY_ENTRY_BYTES);
-  return { src: readAddr(v, 0), dst: readAddr(v, 8), bytes: v.getUint32(16, true), trigger: v.getUint16(20, true), semaN: v.getUint16(22, true), sema: readAddr(v, 24) };
+  return { src: readAddr(v, 0), dst: readAddr(v, 8), bytes: v.getUint32(16, true), trigger: v.getUint16(20, true), semaN: v.getUint16(22, true), sema: readAddr(v, 24), block: v.getUint32(32, true) };
 }

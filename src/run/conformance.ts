@@ -6,7 +6,7 @@ import pino from "pino";
 import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { ALGORITHMS, SCENARIO_OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
-import { MAX_RANKS, parseScenario } from "../scenario/index.ts";
+import { parseScenario } from "../scenario/index.ts";
 import { loadDevice } from "./load.ts";
 import { mismatchText, runScenario } from "./pipeline.ts";
 
@@ -52,6 +52,9 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
 
 /** How many nodes a preset can join: through its network, or its pod's NeuronLinks. */
+/** The matrix keeps to groups a case runs in seconds (scale has scenarios and the bench of its own). */
+const CASE_RANKS_MAX = 128;
+
 function maxNodes(spec: DeviceSpec): number {
   if (spec.network) return 4;
   return spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
@@ -69,7 +72,7 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const spec = specs.get(instance)!;
     const rpdMax = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
     const nodesMax = maxNodes(spec);
-    const rankMax = Math.min(MAX_RANKS, spec.devices * rpdMax * nodesMax);
+    const rankMax = Math.min(CASE_RANKS_MAX, spec.devices * rpdMax * nodesMax);
     // Ranks first (every count up to the preset's most, primes included), then a placement of them.
     // Mostly counts some placement holds; one in five drawn from every count.
     const placeable = (n: number) => placementsOf(n, spec.devices, rpdMax, nodesMax).length > 0;

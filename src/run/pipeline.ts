@@ -11,7 +11,6 @@ import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange, type SymbolicMismatch } from "../check/symbolic.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
-import { decodeAddress } from "../encd/address.ts";
 import type { ProgramImage } from "../encd/program.ts";
 import { simulate, type HangReport, type ResourceStat, type TraceSink, type Violation } from "../../sim/index.ts";
 
@@ -137,7 +136,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
     // Every rank's input starts as its own contributions (seed = rank).
-    const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank })) : undefined;
+    const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank, device: rl.device })) : undefined;
     const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
@@ -145,19 +144,19 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     let mismatch: CheckMismatch | undefined;
     const ranges = symbolic ? symbolicReference(scn, i, ol) : undefined;
     const how = reduceHow(op.reduce, op.dtype);
-    const differs = (rank: number, addr: number, bytes: number): CheckMismatch | undefined => {
+    const differs = (rank: number, device: number, addr: number, bytes: number): CheckMismatch | undefined => {
       if (values) {
         const want = expected.get(rank);
-        const m = want && compare(op.dtype, rank, want, res.read(addr, bytes));
+        const m = want && compare(op.dtype, rank, want, res.read(addr, bytes, device));
         return m && { kind: "values", ...m };
       }
       const want = ranges?.get(rank);
-      const m = want && compareSymbolic(rank, want, (fn) => res.symbolic(addr, bytes, fn), how);
+      const m = want && compareSymbolic(rank, want, (fn) => res.symbolic(addr, bytes, fn, device), how);
       return m && { kind: "symbolic", ...m };
     };
     if (values || symbolic) {
       for (const rl of ol.ranks) {
-        mismatch = differs(rl.rank, rl.output.addr, rl.output.bytes);
+        mismatch = differs(rl.rank, rl.device, rl.output.addr, rl.output.bytes);
         if (mismatch) break;
       }
     }
@@ -213,7 +212,7 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger): { kind: "d
     for (const [k, ol] of layout.ops.entries()) {
       for (const rl of ol.ranks) {
         const want = expected.get(k)!.get(rl.rank);
-        const m = want && compare(scn.ops[k]!.dtype, rl.rank, want, res.read(rl.output.addr, rl.output.bytes));
+        const m = want && compare(scn.ops[k]!.dtype, rl.rank, want, res.read(rl.output.addr, rl.output.bytes, rl.device));
         if (m) {
           mismatch = { op: k, mismatch: { kind: "values", ...m } };
           break;
@@ -233,7 +232,7 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger): { kind: "d
 function loadInputs(scn: Scenario, i: number, ol: OpLayout, image: ProgramImage): void {
   const op = scn.ops[i]!;
   for (const rl of ol.ranks) {
-    const dev = image.devices.find((d) => d.device === decodeAddress(rl.input.addr).device)!;
+    const dev = image.devices.find((d) => d.device === rl.device)!;
     dev.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputValues(scn, i, rl.rank, rl.input.bytes)) });
   }
 }

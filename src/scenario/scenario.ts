@@ -10,7 +10,8 @@ const OVERRIDE_KEYS = ["rank", "op", "bytes", "dtype", "reduce", "stream", "prio
 export const MAX_STREAMS = 4;
 export const PRIORITY_CLASSES = 5;
 
-export const MAX_RANKS = 128;
+/** Ranks of a scenario: 128 trn1 nodes of 32, or 128 trn2 nodes of 64 (logical core size 2). */
+export const MAX_RANKS = 8192;
 
 export function parseScenario(file: string, json: unknown): Scenario {
   const r = new Reader(file, "", json);

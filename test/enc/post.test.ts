@@ -23,6 +23,7 @@ const ctx = (over: Partial<CommContext> = {}): CommContext => ({
   rankN: 8,
   nodeN: 1,
   localRankN: 8,
+  deviceN: 8,
   vcoreSize: 1,
   multiStream: false,
   allowedBits: allowedMask([...Array(11).keys()] as EncAlgType[]),

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { decodeSlotEntry, packSlotEntry, StepFlag } from "../../src/encd/slot.ts";
 import { ALGO_CONFIG_RING_BYTES, CHANNEL_CONFIG_BYTES, decodeChannelConfig, packChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
-import { decodeAddress, hbmAddr, semaAddr, tailDoorbellAddr } from "../../src/encd/address.ts";
+import { blockOf, decodeAddress, describeAddress, hbmAddr, semaAddr, tailDoorbellAddr } from "../../src/encd/address.ts";
+import { decodeProxyEntry, packProxyEntries, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { hex } from "../../src/encd/bits.ts";
 
 const cfg = (over: Partial<ChannelConfig> = {}): ChannelConfig => ({
@@ -83,7 +84,7 @@ describe("address map", () => {
     expect(decodeAddress(tailDoorbellAddr(2, 17, 3, "m2s"))).toEqual({ kind: "doorbell", device: 2, engine: 17, seng: 0, queue: 3, dir: "m2s" });
     expect(decodeAddress(tailDoorbellAddr(2, 100, 15, "s2m"))).toEqual({ kind: "doorbell", device: 2, engine: 100, seng: 3, queue: 15, dir: "s2m" });
     expect(() => semaAddr(0, 0, 256, "read")).toThrow(/semaphore 256/);
-    expect(() => hbmAddr(64, 0)).toThrow(/device 64/);
+    expect(() => hbmAddr(65536, 0)).toThrow(/device 65536/);
   });
 
   it("names 64 devices: bits 52:48 carry device bits 4:0, bit 46 bit 5, every address below 2^53", () => {
@@ -95,5 +96,33 @@ describe("address map", () => {
       expect(decodeAddress(hbmAddr(d, 0x7f_ffff_fff0))).toEqual({ kind: "hbm", device: d, offset: 0x7f_ffff_fff0 });
       expect(decodeAddress(tailDoorbellAddr(d, 255, 15, "s2m"))).toEqual({ kind: "doorbell", device: d, engine: 255, seng: 7, queue: 15, dir: "s2m" });
     }
+  });
+
+  it("names a device of the sender's 64-device block: the same bits resolve in each block", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 65535 }), fc.integer({ min: 0, max: 63 }), fc.integer({ min: 0, max: 0x7f_ffff_ffff }), (from, local, off) => {
+        const block = from - (from % 64);
+        const a = hbmAddr(block + local, off);
+        expect(a).toBe(hbmAddr(local, off));
+        expect(decodeAddress(a, from)).toEqual({ kind: "hbm", device: block + local, offset: off });
+        expect(decodeAddress(semaAddr(block + local, 3, 7, "inc"), from)).toEqual({ kind: "sema", device: block + local, topsp: 3, sema: 7, window: "inc" });
+        expect(blockOf(block + local)).toBe(block / 64);
+      }),
+    );
+    expect(describeAddress(hbmAddr(70, 0x40), 100)).toBe("dev70:hbm+0x40");
+  });
+});
+
+describe("proxy entry", () => {
+  it("packs 40 bytes: src, dst, bytes, trigger, sema_n, sema, the remote block", () => {
+    const e = { src: hbmAddr(1, 0x100), dst: hbmAddr(2, 0x200), bytes: 4096, trigger: 2, semaN: 2, sema: semaAddr(2, 1, 9, "inc"), block: 3 };
+    const b = packProxyEntries([e]);
+    expect(b.length).toBe(PROXY_ENTRY_BYTES);
+    expect(PROXY_ENTRY_BYTES).toBe(40);
+    expect([...b.subarray(0, 8)]).toEqual([0x00, 0x01, 0, 0, 0, 0, 0x01, 0x00]);
+    expect([...b.subarray(16, 24)]).toEqual([0x00, 0x10, 0, 0, 2, 0, 2, 0]);
+    expect([...b.subarray(32, 40)]).toEqual([3, 0, 0, 0, 0, 0, 0, 0]);
+    expect(decodeProxyEntry(b, 0)).toEqual(e);
+    expect(() => packProxyEntries([{ ...e, block: -1 }])).toThrow(/block=-1/);
   });
 });

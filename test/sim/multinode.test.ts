@@ -10,7 +10,10 @@ import { simulate } from "../../sim/index.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { expectRunChecks, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
-import { EncAlgType } from "../../src/ir/enums.ts";
+import { CommType, EncAlgType } from "../../src/ir/enums.ts";
+import { commContext } from "../../src/enc/post.ts";
+import { ccAlgorithmAllowed } from "../../src/enc/algorithms.ts";
+import { loadDevice } from "../../src/run/load.ts";
 
 const silent = pino({ level: "silent" });
 
@@ -120,5 +123,55 @@ describe("two trn1 nodes", () => {
     // credits; its target 2 must offer that many slots.
     const op = { op: "permute-reduce" as const, bytes: 1 << 20, dtype: "fp32" as const, reduce: "sum" as const, pairs: [[3, 2]] as [number, number][] };
     expectRunChecks(scenario({ ranks: 8, nodes: 2, channels: 1, chunkBytes: 4096, ops: [op, op] }), trn1, "ring");
+  });
+});
+
+describe("beyond one 64-device address block", () => {
+  const proxyBlocks = (image: ReturnType<typeof compileProgram>["image"]) => {
+    const out: { from: number; block: number }[] = [];
+    for (const d of image.devices) for (const q of d.proxyQueues) for (let i = 0; i < q.fifo.length / PROXY_ENTRY_BYTES; i++) out.push({ from: d.device, block: decodeProxyEntry(q.fifo, i).block });
+    return out;
+  };
+
+  it("ring, mesh and hierarchical ops over 8 trn1 nodes (128 device ids, 2 blocks) check values; proxy entries name the remote block", () => {
+    fc.assert(
+      fc.property(fc.constantFrom("ring", "mesh", "hier") as fc.Arbitrary<"ring" | "mesh" | "hier">, collectiveOp, anyDtype, fc.integer({ min: 1, max: 64 }), (alg, op, dtype, elems) => {
+        const ranks = 16;
+        const allowed = alg === "ring" ? [EncAlgType.RING] : alg === "mesh" ? [EncAlgType.MESH] : [EncAlgType.HIER, EncAlgType.RING];
+        const scn = scenario({ ranks, nodes: 8, channels: 2, algorithm: alg, allowedAlgorithms: allowed, ops: [{ op, bytes: elems * ranks * dtypeSize(dtype), dtype, reduce: "sum" }] });
+        expectRunChecks(scn, trn1);
+      }),
+      { numRuns: 12, seed: 23 },
+    );
+    const scn = scenario({ ranks: 16, nodes: 8, channels: 1, check: "none", ops: [{ op: "all-reduce", bytes: 65536, dtype: "fp32", reduce: "sum" }] });
+    const { image } = compileProgram(scn, trn1, [0]);
+    // Node k's two devices are ids 16k, 16k + 1: nodes 4..7 lie in block 1.
+    expect(image.devices.map((d) => d.device)).toEqual([0, 1, 16, 17, 32, 33, 48, 49, 64, 65, 80, 81, 96, 97, 112, 113]);
+    const blocks = proxyBlocks(image);
+    // The ring crosses between blocks at node 3 -> 4 and node 7 -> 0 (and their credits back).
+    expect(blocks.some((b) => Math.floor(b.from / 64) !== b.block)).toBe(true);
+    expect(blocks.some((b) => Math.floor(b.from / 64) === b.block)).toBe(true);
+    const r = simulate(trn1, image, { storePayload: false });
+    expect(r.hang).toBeUndefined();
+    expect(r.violations).toEqual([]);
+  });
+
+  it("a mesh spans at most 128 devices (ENC_MESH_MAX_NUM_DEVICES); a KangaRing at most 256 ranks", () => {
+    const scn = scenario({ ranks: 256, ranksPerDevice: 2, nodes: 8, algorithm: "auto", allowedAlgorithms: undefined, check: "none", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
+    const c = commContext({ scn, spec: trn1, groups: scn.replicaGroups, channels: 2, chunkBytes: trn1.ring.chunkBytes }, scn.replicaGroups[0]!);
+    expect(c.deviceN).toBe(128);
+    expect(ccAlgorithmAllowed(c, EncAlgType.MESH).ok).toBe(true);
+    const wide = commContext({ scn: { ...scn, ranks: 512, nodes: 16, replicaGroups: [Array.from({ length: 512 }, (_, i) => i)] }, spec: trn1, groups: [], channels: 2, chunkBytes: trn1.ring.chunkBytes }, Array.from({ length: 512 }, (_, i) => i));
+    expect(ccAlgorithmAllowed(wide, EncAlgType.MESH).reason).toMatch(/spans 256 devices; a mesh spans at most 128/);
+    expect(ccAlgorithmAllowed({ ...c, commType: CommType.INTRA, rankN: 257 }, EncAlgType.KANGARING).reason).toMatch(/rank_n 257 is above the 256 ranks/);
+    expect(ccAlgorithmAllowed({ ...c, commType: CommType.INTRA, vcoreSize: 2, rankN: 256 }, EncAlgType.KANGARING).ok).toBe(true);
+  });
+
+  it("refuses node sizes that do not tile the address blocks, and pods over one block", () => {
+    const net = loadDevice("ideal-net");
+    const scn = scenario({ instance: "ideal-net", ranks: 66, nodes: 22, check: "none", ops: [{ op: "all-gather", bytes: 66 * 4, dtype: "fp32", reduce: "sum" }] });
+    expect(() => compileProgram(scn, net, [0])).toThrow(/beyond 64 device ids a node's devices must tile/);
+    // 64 ids or fewer: any node size.
+    expect(() => compileProgram(scenario({ instance: "ideal-net", ranks: 63, nodes: 21, check: "none", ops: [{ op: "all-gather", bytes: 63 * 4, dtype: "fp32", reduce: "sum" }] }), net, [0])).not.toThrow();
   });
 });
