@@ -1,6 +1,11 @@
-// npm run bench: ring8 all-reduce on trn1 at 64 MiB and 1 GiB (timing only), simulated events per
-// wall second, against a bare event loop (the simulator's kernel with empty events) in the same run.
-import { compileStreamed } from "../src/enc/compile.ts";
+// npm run bench: timing-only all-reduces — ring8 on trn1 at 64 MiB and 1 GiB, and 1,024 ranks on
+// 32 trn1 nodes (scenarios/trn1-32x32.json, auto: hierarchical) at 1 GiB — each in a process of
+// its own (so its wall time and peak RSS are its own), against a bare event loop (the simulator's
+// kernel with empty events) measured in this run.
+//
+//   npm run bench [-- SIZE...] [--skip-1024]     SIZEs (bytes) replace ring8's two sizes
+import { spawnSync } from "node:child_process";
+import { algorithmLabel, compileStreamed } from "../src/enc/compile.ts";
 import { loadDevice, loadScenario } from "../src/run/load.ts";
 import { busFactor, throughput } from "../src/report/table.ts";
 import { simulate } from "../sim/index.ts";
@@ -21,32 +26,64 @@ function bareLoop(n: number): number {
   k.run();
   return n / ((performance.now() - t0) / 1000);
 }
-const bare = bareLoop(10_000_000);
-console.log(`bare event loop: ${Math.round(bare)} events/s (10 M events, the simulator's kernel)`);
 
-const spec = loadDevice("trn1");
-const base = loadScenario("scenarios/ring8.json");
-const sizes = process.argv.slice(2).map(Number).filter((n) => n > 0);
-const rows: string[] = [];
-for (const bytes of sizes.length ? sizes : [64 << 20, 1 << 30]) {
+const CASES = {
+  ring8: { file: "scenarios/ring8.json", what: "8 ranks," },
+  hier1024: { file: "scenarios/trn1-32x32.json", what: "1,024 ranks on 32 trn1 nodes, auto:" },
+} as const;
+type CaseName = keyof typeof CASES;
+
+/** One case, in this process: compile (the counting pass), simulate, print, and report as JSON on the last line. */
+function runCase(name: CaseName, bytes: number): void {
+  const c = CASES[name];
+  const base = loadScenario(c.file);
+  const spec = loadDevice(base.instance);
   const scn = { ...base, check: "none" as const, ops: [{ op: "all-reduce" as const, bytes, dtype: "fp32" as const, reduce: "sum" as const, stream: 0, priorityClass: 0 }] };
   const t0 = performance.now();
   // As npm run sim does: the rings stream into the run (compile = the counting pass; the run composes them).
-  const { image } = compileStreamed(scn, spec, [0]);
+  const { image, layout } = compileStreamed(scn, spec, [0]);
   const t1 = performance.now();
   const r = simulate(spec, image, { storePayload: false });
   const t2 = performance.now();
-  if (r.hang) throw new Error(`bench run hung at ${bytes} bytes`);
+  if (r.hang) throw new Error(`bench run ${name} hung at ${bytes} bytes`);
   const tp = throughput(bytes, r.opEndPs[0]!, busFactor("all-reduce", scn.ranks));
   const descs = image.devices.reduce((n, d) => n + d.queues.reduce((k, q) => k + (q.streamed ? q.streamed.txCount + q.streamed.rxCount : (q.tx.length + q.rx.length) / 16), 0), 0);
-  rows.push(
+  const op = layout.ops[0]!;
+  const alg = algorithmLabel(op.algorithm, op.stages);
+  console.log(
     [
-      `all-reduce ${bytes} B fp32, 8 ranks, ${scn.channels} channels`,
+      `all-reduce ${bytes} B fp32, ${c.what} ${alg}`,
       `  simulated: ${tp.timeUs.toFixed(2)} us, algbw ${tp.algbwGBps.toFixed(2)} GB/s, busbw ${tp.busbwGBps.toFixed(2)} GB/s`,
       `  compile (counting pass): ${((t1 - t0) / 1000).toFixed(2)} s wall, ${descs} descriptors`,
-      `  simulate (rings composed as they stream in): ${((t2 - t1) / 1000).toFixed(2)} s wall, ${r.events} events, ${r.packets} DMA packets, ${Math.round(r.events / ((t2 - t1) / 1000))} events/s (${((100 * r.events) / ((t2 - t1) / 1000) / bare).toFixed(1)} % of the bare loop)`,
-      `  peak RSS so far: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`,
+      `  simulate (rings composed as they stream in): ${((t2 - t1) / 1000).toFixed(2)} s wall, ${r.events} events, ${r.packets} DMA packets`,
     ].join("\n"),
   );
-  console.log(rows[rows.length - 1]);
+  console.log(JSON.stringify({ events: r.events, simulateS: (t2 - t1) / 1000, peakRssMiB: process.resourceUsage().maxRSS / 1024 }));
+}
+
+const args = process.argv.slice(2);
+if (args[0] === "--case") {
+  runCase(args[1] as CaseName, Number(args[2]));
+} else {
+  const bare = bareLoop(10_000_000);
+  const bareS = 10_000_000 / bare;
+  console.log(`bare event loop: ${Math.round(bare)} events/s (10 M events in ${bareS.toFixed(2)} s, the simulator's kernel)`);
+  const sizes = args.map(Number).filter((n) => n > 0);
+  const runs: [CaseName, number][] = (sizes.length ? sizes : [64 << 20, 1 << 30]).map((b) => ["ring8", b]);
+  if (!args.includes("--skip-1024")) runs.push(["hier1024", 1 << 30]);
+  for (const [name, bytes] of runs) {
+    const t0 = performance.now();
+    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, "--case", name, String(bytes)], { encoding: "utf8", maxBuffer: 1 << 24 });
+    const wall = (performance.now() - t0) / 1000;
+    if (child.status !== 0) {
+      process.stderr.write(child.stderr);
+      throw new Error(`bench case ${name} ${bytes} B failed (exit ${child.status})`);
+    }
+    const lines = child.stdout.trimEnd().split("\n");
+    const m = JSON.parse(lines.pop()!) as { events: number; simulateS: number; peakRssMiB: number };
+    const rate = m.events / m.simulateS;
+    console.log(lines.join("\n"));
+    console.log(`  ${Math.round(rate)} events/s simulated, ${((100 * rate) / bare).toFixed(1)} % of the bare loop`);
+    console.log(`  whole process: ${wall.toFixed(2)} s wall (${(wall / bareS).toFixed(1)}x the bare loop's 10 M events), peak RSS ${m.peakRssMiB.toFixed(0)} MiB`);
+  }
 }

@@ -1,6 +1,6 @@
 // The simulated machine: devices (HBM, DMA engines, TopSPs + semaphores) joined by the link
 // fabric, built from a device spec and loaded with a program image; run it, report or hang.
-import { podLinked, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
+import { podNodesOf, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
 import { decodeAddress, describeAddress, ENGINES_PER_SENG } from "../src/encd/address.ts";
@@ -108,7 +108,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   const perNode = spec.topology.kind === "ring" ? (nodes > 1 ? image.devicesPerNode : maxDevice + 1) : spec.devices;
   const deviceCount = perNode * nodes;
   if (maxDevice >= deviceCount) throw new SimError("SIM1502", `image names device ${maxDevice}; ${spec.name} has ${deviceCount}`, { value: maxDevice });
-  if (nodes > 1 && !spec.network && !podLinked(spec.topology, nodes)) throw new SimError("SIM1514", `a ${nodes}-node image on ${spec.name}, which has no network`, { value: nodes });
+  if (nodes > 1 && !spec.network && podNodesOf(spec.topology, nodes) < nodes) throw new SimError("SIM1514", `a ${nodes}-node image on ${spec.name}, which has no network`, { value: nodes });
   const fabric = new Fabric(spec, perNode, nodes);
   const faults = opts.faults ?? [];
   const faultNotes: string[] = [];

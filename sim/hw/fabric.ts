@@ -1,6 +1,6 @@
 // Device-to-device links (one resource per direction) with hop-by-hop routing, and the
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
-import { acrossNodes, podLinked, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
+import { acrossNodes, podNodesOf, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { transferPs, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
@@ -19,15 +19,15 @@ export class Fabric {
   readonly nicTx: Resource[];
   readonly nicRx: Resource[];
   private readonly nicPerDevice: boolean;
-  /** The nodes form a NeuronLink pod: Z links join them, so routes cross nodes. */
-  readonly pod: boolean;
+  /** Nodes per NeuronLink pod (1: none): Z links join a pod's nodes, so routes cross nodes inside it. */
+  readonly podNodes: number;
   /** A switch topology: each device's port to the switch, one resource per direction. */
   private readonly ports?: { readonly up: Resource[]; readonly down: Resource[] };
 
   constructor(spec: DeviceSpec, devicesPerNode: number, nodes = 1) {
     this.devicesPerNode = devicesPerNode;
-    this.pod = podLinked(spec.topology, nodes);
-    const adj = acrossNodes(routingAdjacency(spec.topology, devicesPerNode), nodes, this.pod);
+    this.podNodes = podNodesOf(spec.topology, nodes);
+    const adj = acrossNodes(routingAdjacency(spec.topology, devicesPerNode), nodes, this.podNodes);
     this.nicPerDevice = spec.network?.nicPerDevice === 1;
     const nics = !spec.network ? 0 : this.nicPerDevice ? nodes * devicesPerNode : nodes;
     const nicName = (k: number) => (this.nicPerDevice ? `dev${k}.nic` : `nic${k}`);
@@ -47,9 +47,9 @@ export class Fabric {
     this.hbm = adj.map((_, d) => new Resource(`hbm${d}`, spec.hbm.bytesPerSecond));
     this.latencyPs = spec.link.latencyPs;
     // nextHop[src][dst]: first hop of a shortest path, breadth first in the preset's routing order
-    // (dimension order on a torus), so the choice is deterministic. Without a pod every node routes
-    // alike inside itself: one node's table serves all (device ids offset by the node's first).
-    this.hopSpan = this.pod ? adj.length : devicesPerNode;
+    // (dimension order on a torus), so the choice is deterministic. Every pod (every node, without
+    // pods) routes alike inside itself: one pod's table serves all (ids offset by the pod's first).
+    this.hopSpan = this.podNodes * devicesPerNode;
     this.nextHop = adj.slice(0, this.hopSpan).map((_, src) => {
       const first = adj.map(() => -1);
       const seen = adj.map(() => false);
@@ -102,7 +102,7 @@ export class Fabric {
 
   private walk(src: number, dst: number): Resource[] {
     if (this.ports && this.nodeOf(src) === this.nodeOf(dst)) return src === dst ? [] : [this.ports.up[src]!, this.ports.down[dst]!];
-    if (!this.pod && this.nodeOf(src) !== this.nodeOf(dst)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); inter-node traffic goes through the network proxy`, { value: { src, dst } });
+    if (Math.floor(src / this.hopSpan) !== Math.floor(dst / this.hopSpan)) throw new SimError("SIM1202", `device ${src} (node ${this.nodeOf(src)}) has no NeuronLink path to device ${dst} (node ${this.nodeOf(dst)}); ${this.podNodes > 1 ? "traffic between pods" : "inter-node traffic"} goes through the network proxy`, { value: { src, dst } });
     const out: Resource[] = [];
     const base = src - (src % this.hopSpan);
     let at = src;

@@ -15,6 +15,8 @@ export interface CommContext {
   readonly localRankN: number;
   /** Devices the group's ranks sit on. */
   readonly deviceN: number;
+  /** NeuronLink pods the group's nodes lie in (its nodes, on a preset without pods). */
+  readonly podN: number;
   /** Physical cores per logical rank (vcore_size). */
   readonly vcoreSize: number;
   /** More than one CC stream is in use. */

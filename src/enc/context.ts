@@ -6,7 +6,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgMeshType, EncAlgType, type EncOpType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { acrossNodes, podLinked } from "../ir/spec.ts";
+import { acrossNodes, podNodesOf } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type RingMode } from "../encd/program.ts";
@@ -75,7 +75,8 @@ export class CompileContext {
   readonly stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
   readonly warnings: string[];
 
-  private readonly pod: boolean;
+  /** Nodes per NeuronLink pod (1: none). */
+  private readonly podNodes: number;
   private readonly idsPerNode: number;
   private readonly enginesPerRank: number;
   private readonly tsPerRank: number;
@@ -95,10 +96,12 @@ export class CompileContext {
     readonly opIndices: readonly number[],
     rings: RingMode,
   ) {
-    // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device, no proxy needed.
-    const pod = podLinked(spec.topology, scn.nodes);
-    this.pod = pod;
-    check(scn.nodes === 1 || pod || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
+    // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device of it, no proxy
+    // needed; pods are joined by the network.
+    const podNodes = podNodesOf(spec.topology, scn.nodes);
+    this.podNodes = podNodes;
+    check(scn.nodes === podNodes || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
+    check(scn.nodes % podNodes === 0, "CMP1301", `${scn.nodes} nodes do not fill whole pods of ${podNodes} nodes`, "nodes", scn.nodes);
     // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
     const vcore = spec.collectives.virtualCoreSize;
     const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
@@ -113,8 +116,9 @@ export class CompileContext {
     // block every block must hold whole nodes.
     const ids = idsPerNode * scn.nodes;
     check(ids <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
-    check(!pod || ids <= ADDRESS_BLOCK, "CMP1303", `a pod of ${scn.nodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
-    check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % idsPerNode === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a node's devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a node)`, "nodes", scn.nodes);
+    const podIds = podNodes * idsPerNode;
+    check(podIds <= ADDRESS_BLOCK, "CMP1303", `a pod of ${podNodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
+    check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % podIds === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a ${podNodes > 1 ? "pod" : "node"}'s devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a ${podNodes > 1 ? "pod" : "node"})`, "nodes", scn.nodes);
     const channels = scn.channels ?? spec.ring.defaultChannels;
     this.channels = channels;
     const foldN = spec.ring.foldN;
@@ -166,17 +170,18 @@ export class CompileContext {
     this.meshProxySema = this.barrierBase + 3;
     check(this.meshProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
-    const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, pod);
+    const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, podNodes);
     const info = this.info;
     // Ring order per group: device cycles that follow links (two edge-disjoint ones where the
     // topology has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of
     // one device stay adjacent.
     const ringsOf = (g: readonly number[]): RingSet => {
-      const nodesOfGroup = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
-      // Across nodes: each node's cycle opened into a path, the paths joined node after node (the
-      // joins are network hops).
+      // Across the network: each node's (pod's) cycle opened into a path, the paths joined node
+      // after node (the joins are network hops).
+      const podIds = podNodes * idsPerNode;
+      const podsOfGroup = [...new Set(g.map((r) => Math.floor(info[r]!.device / podIds)))].sort((a, b) => a - b);
       const devices = [...new Set(g.map((r) => info[r]!.device))];
-      const perNode = nodesOfGroup.length > 1 && !pod ? nodesOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / idsPerNode) === k))) : [];
+      const perNode = podsOfGroup.length > 1 ? podsOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / podIds) === k))) : [];
       const cycles = perNode.length > 0 ? [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }] : deviceRings(adj, devices);
       const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
       return {
@@ -253,7 +258,8 @@ export class CompileContext {
 
   /** Traffic between these devices goes through the network proxies (different nodes, no pod links). */
   crossesNetwork(a: number, b: number): boolean {
-    return !this.pod && Math.floor(a / this.idsPerNode) !== Math.floor(b / this.idsPerNode);
+    const podIds = this.podNodes * this.idsPerNode;
+    return Math.floor(a / podIds) !== Math.floor(b / podIds);
   }
 
   viaNetwork(a: number, b: number): boolean {
@@ -426,7 +432,7 @@ export class CompileContext {
     const byNode = new Map<number, Map<string, { device: number; members: { topsp: number; engine: number }[] }>>();
     for (const t of [...took].sort((a, b) => a.device - b.device || a.topsp - b.topsp)) {
       const core = Math.floor(t.topsp / tsPerRank);
-      const node = this.pod ? 0 : Math.floor(t.device / this.idsPerNode);
+      const node = Math.floor(t.device / (this.podNodes * this.idsPerNode));
       const ranks = byNode.get(node) ?? new Map();
       byNode.set(node, ranks);
       const key = `${t.device}/${core}`;

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType, ENC_ALG_NAME, metaringTypeOf, type MetaringType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import { ALG_NAMES, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, opTypeOf, podNodesOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { allowedMask, initComm, type CommContext, type CommInit, type Verdict } from "./algorithms.ts";
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 import { commInfos } from "./groups.ts";
@@ -145,13 +145,16 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
   const { scn, spec } = inp;
   const allowed = scn.allowedAlgorithms ?? spec.collectives.supportedAlgorithms;
   const devicesPerNode = scn.ranks / scn.ranksPerDevice / scn.nodes;
+  const podNodes = podNodesOf(spec.topology, scn.nodes);
   const perNode = new Map<number, number>();
   const devices = new Set<number>();
+  const pods = new Set<number>();
   for (const r of group) {
     const device = Math.floor(r / scn.ranksPerDevice);
     devices.add(device);
     const node = Math.floor(device / devicesPerNode);
     perNode.set(node, (perNode.get(node) ?? 0) + 1);
+    pods.add(Math.floor(node / podNodes));
   }
   return {
     commType: perNode.size > 1 ? CommType.INTER : CommType.INTRA,
@@ -161,6 +164,7 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
     // node_n * local_rank_n != rank_n says the group is not a node-by-position grid).
     localRankN: Math.min(...perNode.values()),
     deviceN: devices.size,
+    podN: pods.size,
     vcoreSize: spec.collectives.virtualCoreSize,
     multiStream: new Set(scn.ops.map((o) => o.stream)).size > 1,
     allowedBits: allowedMask(allowed.filter((a) => spec.collectives.supportedAlgorithms.includes(a))),

@@ -98,6 +98,9 @@ function enableMesh(c: CommContext, variant: EncAlgType): Verdict {
   if (c.deviceN > MESH_MAX_DEVICES) return no(`the group spans ${c.deviceN} devices; a mesh spans at most ${MESH_MAX_DEVICES} (ENC_MESH_MAX_NUM_DEVICES)`);
   if (c.multiStream) return no("mesh does not work with multiple streams");
   if (variant === EncAlgType.TWO_STEP_POD_MESH && !c.podEnabled) return no("needs an UltraServer pod");
+  // The full-mesh build's invariant (node_n == 1) || (use_net XOR enable_pod): on a pod platform a
+  // mesh's other nodes are all pod peers, or all network peers — never both.
+  if (c.podEnabled && c.nodeN > 1 && c.podN > 1) return no(`the group spans ${c.podN} pods: on a pod platform a mesh's peers on other nodes must all be pod peers (node_n == 1 || use_net XOR enable_pod)`);
   if ((variant === EncAlgType.LATENCY_OPT_MESH || variant === EncAlgType.BW_OPT_MESH) && !c.neuronSwitch) return no("needs a NeuronSwitch-v1 platform");
   return yes("enable_mesh_alg");
 }

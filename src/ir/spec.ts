@@ -50,24 +50,32 @@ export function routingAdjacency(topology: Topology, deviceCount: number): numbe
 
 /**
  * One node's adjacency repeated for `nodes` nodes (node k's device d is k * (devices per node) + d);
- * with `zRing`, device d of node k also links to device d of nodes k ± 1 (listed last, so routing
- * takes the Z dimension after the node's own).
+ * in pods of `podNodes` > 1 nodes (nodes k*P .. k*P + P-1), device d of a node also links to
+ * device d of the pod's nodes on either side in a ring (listed last, so routing takes the Z
+ * dimension after the node's own).
  */
-export function acrossNodes(local: readonly (readonly number[])[], nodes: number, zRing = false): number[][] {
+export function acrossNodes(local: readonly (readonly number[])[], nodes: number, podNodes = 1): number[][] {
   const n = local.length;
+  const P = Math.min(podNodes, nodes);
   return Array.from({ length: nodes }, (_, k) =>
     local.map((row, d) => {
       const own = row.map((e) => k * n + e);
-      if (!zRing || nodes < 2) return own;
-      const z = [...new Set([((k + 1) % nodes) * n + d, ((k + nodes - 1) % nodes) * n + d])];
+      if (P < 2) return own;
+      const base = k - (k % P);
+      const z = [...new Set([(base + ((k - base + 1) % P)) * n + d, (base + ((k - base + P - 1) % P)) * n + d])];
       return [...own, ...z];
     }),
   ).flat();
 }
 
-/** Whether `nodes` nodes of this topology form a NeuronLink pod (Z rings), so DMA reaches every device. */
-export function podLinked(topology: Topology, nodes: number): boolean {
-  return nodes > 1 && topology.kind === "table" && topology.podNodes !== undefined && nodes <= topology.podNodes;
+/**
+ * Nodes per NeuronLink pod when `nodes` nodes of this topology run together: its pod size (all the
+ * nodes, when fewer), 1 without pods. Pod k is nodes k*P .. k*P + P-1; DMA reaches every device of
+ * its pod (Z rings), and only the network joins pods.
+ */
+export function podNodesOf(topology: Topology, nodes: number): number {
+  if (nodes < 2 || topology.kind !== "table" || topology.podNodes === undefined) return 1;
+  return Math.min(nodes, topology.podNodes);
 }
 
 export interface DeviceSpec {

@@ -24,6 +24,7 @@ const ctx = (over: Partial<CommContext> = {}): CommContext => ({
   nodeN: 1,
   localRankN: 8,
   deviceN: 8,
+  podN: 1,
   vcoreSize: 1,
   multiStream: false,
   allowedBits: allowedMask([...Array(11).keys()] as EncAlgType[]),
