@@ -55,9 +55,10 @@ const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
 /** The matrix keeps to groups a case runs in seconds (scale has scenarios and the bench of its own). */
 const CASE_RANKS_MAX = 128;
 
+/** Nodes a case may take: with a network, enough to cross address blocks (8 trn1 nodes are 128 device ids) and pods (two UltraServers). */
 function maxNodes(spec: DeviceSpec): number {
-  if (spec.network) return 4;
-  return spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
+  const pod = spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
+  return spec.network ? Math.max(8, 2 * pod) : pod;
 }
 
 /** Seeded random legal configurations (deterministic for a seed). */
@@ -72,13 +73,14 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const spec = specs.get(instance)!;
     const rpdMax = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
     const nodesMax = maxNodes(spec);
+    const podNodes = spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
     const rankMax = Math.min(CASE_RANKS_MAX, spec.devices * rpdMax * nodesMax);
     // Ranks first (every count up to the preset's most, primes included), then a placement of them.
     // Mostly counts some placement holds; one in five drawn from every count.
-    const placeable = (n: number) => placementsOf(n, spec.devices, rpdMax, nodesMax).length > 0;
+    const placeable = (n: number) => placementsOf(n, spec.devices, rpdMax, nodesMax, podNodes).length > 0;
     const counts = Array.from({ length: rankMax }, (_, i) => i + 1);
     const ranks = rng() < 0.2 ? int(1, rankMax) : pick(counts.filter(placeable));
-    const placements = placementsOf(ranks, spec.devices, rpdMax, nodesMax);
+    const placements = placementsOf(ranks, spec.devices, rpdMax, nodesMax, podNodes);
     // A count no placement holds is still generated: the runtime must refuse it.
     const { nodes, rpd } = placements.length > 0 ? pick(placements) : { nodes: 1, rpd: 1 };
     const groups = groupShape(ranks, int, pick);
@@ -140,9 +142,11 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
 }
 
 /** (nodes, ranks per device) pairs that place `ranks` on whole devices. */
-function placementsOf(ranks: number, devices: number, rpdMax: number, nodesMax: number): { nodes: number; rpd: number }[] {
+function placementsOf(ranks: number, devices: number, rpdMax: number, nodesMax: number, podNodes: number): { nodes: number; rpd: number }[] {
   const out: { nodes: number; rpd: number }[] = [];
   for (let nodes = 1; nodes <= nodesMax; nodes++) {
+    // More nodes than a pod holds fill whole pods.
+    if (nodes > podNodes && nodes % podNodes !== 0) continue;
     for (let rpd = 1; rpd <= rpdMax; rpd++) if (ranks % (nodes * rpd) === 0 && ranks / (nodes * rpd) <= devices) out.push({ nodes, rpd });
   }
   return out;
