@@ -75,9 +75,8 @@ export class CompileContext {
   readonly stageLog: { st: Stage; buffers: ReadonlyMap<number, StageBuffers> }[] = [];
   readonly warnings: string[];
 
-  /** Nodes per NeuronLink pod (1: none). */
-  private readonly podNodes: number;
-  private readonly idsPerNode: number;
+  /** Device ids of a NeuronLink pod (of a node, without pods): DMA reaches every device inside it. */
+  private readonly podIds: number;
   private readonly enginesPerRank: number;
   private readonly tsPerRank: number;
   private readonly slotsPerTopsp: number;
@@ -99,7 +98,6 @@ export class CompileContext {
     // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device of it, no proxy
     // needed; pods are joined by the network.
     const podNodes = podNodesOf(spec.topology, scn.nodes);
-    this.podNodes = podNodes;
     check(scn.nodes === podNodes || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
     check(scn.nodes % podNodes === 0, "CMP1301", `${scn.nodes} nodes do not fill whole pods of ${podNodes} nodes`, "nodes", scn.nodes);
     // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
@@ -111,12 +109,12 @@ export class CompileContext {
     check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
     // Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used.
     const idsPerNode = spec.topology.kind === "ring" ? deviceCount : spec.devices;
-    this.idsPerNode = idsPerNode;
     // An address names a device of the sender's 64-id block: a pod must fit one, and beyond one
     // block every block must hold whole nodes.
     const ids = idsPerNode * scn.nodes;
     check(ids <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
     const podIds = podNodes * idsPerNode;
+    this.podIds = podIds;
     check(podIds <= ADDRESS_BLOCK, "CMP1303", `a pod of ${podNodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
     check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % podIds === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a ${podNodes > 1 ? "pod" : "node"}'s devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a ${podNodes > 1 ? "pod" : "node"})`, "nodes", scn.nodes);
     const channels = scn.channels ?? spec.ring.defaultChannels;
@@ -178,7 +176,6 @@ export class CompileContext {
     const ringsOf = (g: readonly number[]): RingSet => {
       // Across the network: each node's (pod's) cycle opened into a path, the paths joined node
       // after node (the joins are network hops).
-      const podIds = podNodes * idsPerNode;
       const podsOfGroup = [...new Set(g.map((r) => Math.floor(info[r]!.device / podIds)))].sort((a, b) => a - b);
       const devices = [...new Set(g.map((r) => info[r]!.device))];
       const perNode = podsOfGroup.length > 1 ? podsOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / podIds) === k))) : [];
@@ -258,8 +255,7 @@ export class CompileContext {
 
   /** Traffic between these devices goes through the network proxies (different nodes, no pod links). */
   crossesNetwork(a: number, b: number): boolean {
-    const podIds = this.podNodes * this.idsPerNode;
-    return Math.floor(a / podIds) !== Math.floor(b / podIds);
+    return Math.floor(a / this.podIds) !== Math.floor(b / this.podIds);
   }
 
   viaNetwork(a: number, b: number): boolean {
@@ -432,7 +428,7 @@ export class CompileContext {
     const byNode = new Map<number, Map<string, { device: number; members: { topsp: number; engine: number }[] }>>();
     for (const t of [...took].sort((a, b) => a.device - b.device || a.topsp - b.topsp)) {
       const core = Math.floor(t.topsp / tsPerRank);
-      const node = Math.floor(t.device / (this.podNodes * this.idsPerNode));
+      const node = Math.floor(t.device / this.podIds);
       const ranks = byNode.get(node) ?? new Map();
       byNode.set(node, ranks);
       const key = `${t.device}/${core}`;
