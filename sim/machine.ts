@@ -237,7 +237,6 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     for (const p of di.payload) {
       const a = decodeAddress(p.addr, di.device);
       if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr, di.device)} is not HBM of device ${di.device}`, { value: p.addr });
-      memory.addPayload(a.offset, p.bytes);
     }
     for (const r of [...di.payload, ...(di.scratch ?? [])]) {
       const a = decodeAddress(r.addr, di.device);
@@ -252,7 +251,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     for (const seg of di.memory) {
       const a = decodeAddress(seg.addr, di.device);
       if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr, di.device)} is not HBM of device ${di.device}`, { value: seg.addr });
-      memory.write(a.offset, seg.bytes);
+      memory.load(a.offset, seg.bytes);
     }
     for (const q of di.queues) {
       if (q.engine >= spec.dma.enginesPerCore * spec.coresPerDevice) throw new SimError("SIM1511", `DMA engine ${q.engine} does not exist on ${spec.name}`, { value: q.engine });

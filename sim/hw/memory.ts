@@ -1,25 +1,30 @@
-// Device HBM as sparse 64 KiB pages; payload ranges can be kept without bytes (timing-only runs).
+// Device HBM as sparse 64 KiB pages. A timing-only run keeps the bytes of the ranges the image
+// loads (the constants semaphore writes copy) and nothing else: the data its DMA moves is never
+// read back, so neither kept nor computed.
 const PAGE = 65536;
 
 export class DeviceMemory {
   private readonly pages = new Map<number, Uint8Array>();
-  private readonly payload: { start: number; end: number }[] = [];
-  /** False: payload ranges hold no bytes (reads give zeros, writes are dropped). */
+  /** Timing-only runs: the loaded ranges, the only ones whose bytes are kept. */
+  private readonly loaded: { start: number; end: number }[] = [];
+  /** False: only loaded ranges hold bytes (other reads give zeros, other writes are dropped). */
   readonly storePayload: boolean;
 
   constructor(storePayload: boolean) {
     this.storePayload = storePayload;
   }
 
-  addPayload(start: number, bytes: number): void {
-    this.payload.push({ start, end: start + bytes });
+  /** The image's initial bytes at `off`. */
+  load(off: number, bytes: Uint8Array): void {
+    if (!this.storePayload) this.loaded.push({ start: off, end: off + bytes.length });
+    this.write(off, bytes);
   }
 
-  /** True when [off, off+len) lies in a payload range whose bytes are not kept. */
+  /** True when the bytes of [off, off+len) are not kept (a timing-only run, outside the loaded ranges). */
   dropped(off: number, len: number): boolean {
     if (this.storePayload) return false;
-    for (const r of this.payload) if (off < r.end && off + len > r.start) return true;
-    return false;
+    for (const r of this.loaded) if (off >= r.start && off + len <= r.end) return false;
+    return true;
   }
 
   read(off: number, len: number): Uint8Array {
