@@ -50,9 +50,10 @@ export class Fabric {
     // (dimension order on a torus), so the choice is deterministic. Every pod (every node, without
     // pods) routes alike inside itself: one pod's table serves all (ids offset by the pod's first).
     this.hopSpan = this.podNodes * devicesPerNode;
+    // The first pod's devices link only among themselves, so its table spans hopSpan ids.
     this.nextHop = adj.slice(0, this.hopSpan).map((_, src) => {
-      const first = adj.map(() => -1);
-      const seen = adj.map(() => false);
+      const first = new Array<number>(this.hopSpan).fill(-1);
+      const seen = new Array<boolean>(this.hopSpan).fill(false);
       seen[src] = true;
       const queue: number[] = [];
       for (const v of adj[src]!) {

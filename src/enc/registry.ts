@@ -100,7 +100,7 @@ function enableMesh(c: CommContext, variant: EncAlgType): Verdict {
   if (variant === EncAlgType.TWO_STEP_POD_MESH && !c.podEnabled) return no("needs an UltraServer pod");
   // The full-mesh build's invariant (node_n == 1) || (use_net XOR enable_pod): on a pod platform a
   // mesh's other nodes are all pod peers, or all network peers — never both.
-  if (c.podEnabled && c.nodeN > 1 && c.podN > 1) return no(`the group spans ${c.podN} pods: on a pod platform a mesh's peers on other nodes must all be pod peers (node_n == 1 || use_net XOR enable_pod)`);
+  if (c.podEnabled && c.podN > 1) return no(`the group spans ${c.podN} pods: on a pod platform a mesh's peers on other nodes must all be pod peers (node_n == 1 || use_net XOR enable_pod)`);
   if ((variant === EncAlgType.LATENCY_OPT_MESH || variant === EncAlgType.BW_OPT_MESH) && !c.neuronSwitch) return no("needs a NeuronSwitch-v1 platform");
   return yes("enable_mesh_alg");
 }
