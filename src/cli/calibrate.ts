@@ -26,6 +26,11 @@ export interface Series {
   readonly pairs?: readonly (readonly [number, number])[];
   readonly algorithms?: Readonly<Record<string, string>>;
   readonly points: readonly { readonly bytes: number; readonly timeUs: number }[];
+  /**
+   * The same published table's time at its smallest size, where no data movement explains the
+   * time: the run's fixed cost per collective is measured there (see `seriesSpec`).
+   */
+  readonly floor?: { readonly bytes: number; readonly timeUs: number; readonly source: string };
 }
 
 export interface PointResult {
@@ -38,6 +43,8 @@ export interface PointResult {
   readonly ratio: number | undefined;
   readonly algorithm: string | undefined;
   readonly publishedAlgorithm: string | undefined;
+  /** The runtime's fixed cost per collective the point ran with (topsp.launchPs), in us. */
+  readonly launchUs: number | undefined;
   readonly error?: string;
 }
 
@@ -67,18 +74,45 @@ export function runPoint(s: Series, bytes: number, spec?: DeviceSpec): { timeUs:
   return { timeUs: out.ops[0]!.row.timeUs, algorithm: out.ops[0]!.row.algorithm };
 }
 
-export function calibrate(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER): PointResult[] {
+const LAUNCH_STEP_PS = 10_000;
+
+/**
+ * The spec a series runs on: with a published floor, the runtime's fixed cost per collective of
+ * that run is measured there — the floor's time minus the simulated time at the floor's size with
+ * no fixed cost (10 ns steps, never below 0) — and becomes topsp.launchPs (an exact shift of the
+ * whole run); without one, the preset's launch cost.
+ */
+export function seriesSpec(s: Series, base: DeviceSpec): DeviceSpec {
+  if (!s.floor) return base;
+  const bare: DeviceSpec = { ...base, topsp: { ...base.topsp, launchPs: 0 } };
+  const devicePs = runPoint(s, s.floor.bytes, bare).timeUs * 1e6;
+  const launchPs = Math.max(0, Math.round((s.floor.timeUs * 1e6 - devicePs) / LAUNCH_STEP_PS) * LAUNCH_STEP_PS);
+  return { ...base, topsp: { ...base.topsp, launchPs } };
+}
+
+/** Run the published points up to `maxBytes`; `specOf` gives a series' device (default: its instance's preset). */
+export function calibrate(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER, specOf: (s: Series) => DeviceSpec = (s) => loadDevice(s.instance)): PointResult[] {
   const out: PointResult[] = [];
   for (const s of series) {
-    for (const p of s.points) {
-      if (p.bytes > maxBytes) continue;
-      const base = { series: s.id, role: s.role, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: s.algorithms?.[String(p.bytes)] };
+    const wanted = s.points.filter((p) => p.bytes <= maxBytes);
+    if (wanted.length === 0) continue;
+    let spec: DeviceSpec | undefined;
+    let failure: string | undefined;
+    try {
+      spec = seriesSpec(s, specOf(s));
+    } catch (e) {
+      if (!(e instanceof CcsimError)) throw e;
+      failure = `the floor point: ${e.render()}`;
+    }
+    for (const p of wanted) {
+      const base = { series: s.id, role: s.role, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: s.algorithms?.[String(p.bytes)], launchUs: spec && spec.topsp.launchPs / 1e6 };
       try {
-        const r = runPoint(s, p.bytes);
+        if (!spec) throw new Error(failure);
+        const r = runPoint(s, p.bytes, spec);
         out.push({ ...base, simulatedUs: r.timeUs, ratio: r.timeUs / p.timeUs, algorithm: r.algorithm });
       } catch (e) {
-        if (!(e instanceof CcsimError)) throw e;
-        out.push({ ...base, simulatedUs: undefined, ratio: undefined, algorithm: undefined, error: e.render() });
+        if (spec && !(e instanceof CcsimError)) throw e;
+        out.push({ ...base, simulatedUs: undefined, ratio: undefined, algorithm: undefined, error: e instanceof CcsimError ? e.render() : (failure ?? String(e)) });
       }
     }
   }
@@ -98,53 +132,83 @@ export function summarize(points: readonly PointResult[]): Summary {
   };
 }
 
+/** Per instance family: the fit's choices the published facts leave open. */
+export interface FamilyFit {
+  /** The series whose measured fixed cost the preset records as topsp.launchPs (the newest runtime published). */
+  readonly launchSeries: string;
+  readonly launchWhy: string;
+  /** The link rates per direction the facts allow (their per-link figure is direction-unknown). */
+  readonly linkBytesPerSecond: readonly number[];
+  readonly linkWhy: string;
+}
+
+export function loadFamilies(file = POINTS_FILE): Readonly<Record<string, FamilyFit>> {
+  return (JSON.parse(readFileSync(file, "utf8")) as { families?: Record<string, FamilyFit> }).families ?? {};
+}
+
 /** The fitted parameters of one instance family. */
 export interface PresetFit {
   readonly instance: string;
   readonly series: readonly string[];
   readonly points: number;
-  /** The fitted topsp.launchPs (10 ns steps). */
+  /** topsp.launchPs: the fixed cost measured at the launch series' floor (10 ns steps). */
   readonly launchPs: number;
   /** The fitted collectives.meshFolds (a whole number of DMA engines). */
   readonly meshFolds: number;
   /** The mesh-fold values tried. */
   readonly foldsTried: readonly number[];
-  /** Geometric-mean error factor of the fit points with the preset's defaults (launch 0, 1 fold), and fitted. */
+  /** The fitted link.bytesPerSecond, and the readings tried. */
+  readonly linkBytesPerSecond: number;
+  readonly linksTried: readonly number[];
+  /** The fixed cost each series with a floor ran with (us), at the fitted values. */
+  readonly seriesLaunchUs: Readonly<Record<string, number>>;
+  /** Geometric-mean error factor of the fit points with the first reading and one fold, and fitted. */
   readonly before: number;
   readonly after: number;
 }
 
-const LAUNCH_STEP_PS = 10_000;
-
 /**
- * Fit topsp.launchPs and collectives.meshFolds per instance family on the fit series: least
- * squares on log time. The launch cost shifts the whole run (every TopSP starts that much later),
- * so for each mesh-fold count the points run once with launchPs 0 and the sum of squared log
- * errors is searched over the cost (10 ns steps, up to the largest published time or 1 ms); the
- * fold count is a whole number of engines, searched from 1 up to the engines the ring channels
- * leave a rank.
+ * Fit an instance family's open parameters on its fit series (validation series never take part):
+ * least squares on log time over collectives.meshFolds (a whole number of engines, 1 up to what the
+ * ring channels leave a rank) and link.bytesPerSecond (the readings the facts allow). The fixed
+ * cost per collective is not fitted: each series with a floor measures its own (`seriesSpec`), and
+ * the preset records the launch series' (used by series without a floor).
  */
-export function fitPreset(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER): PresetFit[] {
+export function fitPreset(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER, families = loadFamilies()): PresetFit[] {
   const fits: PresetFit[] = [];
   for (const instance of [...new Set(series.filter((s) => s.role === "fit").map((s) => s.instance))].sort()) {
     const mine = series.filter((s) => s.role === "fit" && s.instance === instance);
     const preset = loadDevice(instance);
+    const family = families[instance];
+    const launchSeries = family && series.find((s) => s.id === family.launchSeries);
+    const links = family?.linkBytesPerSecond.length ? family.linkBytesPerSecond : [preset.link.bytesPerSecond];
     const tried = Array.from({ length: Math.max(1, meshEngines(preset, preset.ring.defaultChannels, 1)) }, (_, k) => k + 1);
-    let best: { cost: number; launchPs: number; meshFolds: number; factor: number } | undefined;
+    const evaluate = (spec: DeviceSpec) => {
+      const base = launchSeries ? seriesSpec(launchSeries, spec) : spec;
+      const launches: Record<string, number> = {};
+      const logs = mine.flatMap((s) => {
+        const sp = seriesSpec(s, base);
+        if (s.floor) launches[s.id] = sp.topsp.launchPs / 1e6;
+        return s.points.filter((p) => p.bytes <= maxBytes).map((p) => Math.log(runPoint(s, p.bytes, sp).timeUs / p.timeUs));
+      });
+      return {
+        cost: logs.reduce((a, l) => a + l * l, 0),
+        factor: Math.exp(logs.reduce((a, l) => a + Math.abs(l), 0) / logs.length),
+        launchPs: base.topsp.launchPs,
+        launches,
+      };
+    };
     let before = Number.NaN;
-    for (const meshFolds of tried) {
-      const spec: DeviceSpec = { ...preset, topsp: { ...preset.topsp, launchPs: 0 }, collectives: { ...preset.collectives, meshFolds } };
-      const pts = mine.flatMap((s) => s.points.filter((p) => p.bytes <= maxBytes).map((p) => ({ base: runPoint(s, p.bytes, spec).timeUs * 1e6, published: p.timeUs * 1e6 })));
-      const cost = (l: number) => pts.reduce((a, p) => a + Math.log((p.base + l) / p.published) ** 2, 0);
-      const factor = (l: number) => Math.exp(pts.reduce((a, p) => a + Math.abs(Math.log((p.base + l) / p.published)), 0) / pts.length);
-      if (meshFolds === 1) before = factor(0);
-      const top = Math.min(1e9, Math.max(...pts.map((p) => p.published)));
-      let l = 0;
-      for (let x = 0; x <= top; x += LAUNCH_STEP_PS) if (cost(x) < cost(l)) l = x;
-      if (!best || cost(l) < best.cost) best = { cost: cost(l), launchPs: l, meshFolds, factor: factor(l) };
+    let best: (ReturnType<typeof evaluate> & { meshFolds: number; link: number }) | undefined;
+    for (const link of links) {
+      for (const meshFolds of tried) {
+        const r = evaluate({ ...preset, link: { ...preset.link, bytesPerSecond: link }, collectives: { ...preset.collectives, meshFolds } });
+        if (Number.isNaN(before)) before = r.factor;
+        if (!best || r.cost < best.cost) best = { ...r, meshFolds, link };
+      }
     }
     const points = mine.reduce((n, s) => n + s.points.filter((p) => p.bytes <= maxBytes).length, 0);
-    fits.push({ instance, series: mine.map((s) => s.id), points, launchPs: best!.launchPs, meshFolds: best!.meshFolds, foldsTried: tried, before, after: best!.factor });
+    fits.push({ instance, series: mine.map((s) => s.id), points, launchPs: best!.launchPs, meshFolds: best!.meshFolds, foldsTried: tried, linkBytesPerSecond: best!.link, linksTried: links, seriesLaunchUs: best!.launches, before, after: best!.factor });
   }
   return fits;
 }
@@ -155,6 +219,8 @@ function formatReport(series: readonly Series[], points: readonly PointResult[])
     const ps = points.filter((p) => p.series === s.id);
     if (ps.length === 0) continue;
     lines.push(`${s.id} (${s.role}): ${s.command}`);
+    const launch = ps[0]!.launchUs;
+    if (launch !== undefined) lines.push(s.floor ? `  fixed cost per collective ${launch.toFixed(2)} us: measured at the published floor (${s.floor.bytes} B in ${s.floor.timeUs} us)` : `  fixed cost per collective ${launch.toFixed(2)} us: the preset's topsp.launchPs (no published floor)`);
     lines.push(`  ${"size(B)".padStart(10)}  ${"published(us)".padStart(13)}  ${"simulated(us)".padStart(13)}  ${"sim/pub".padStart(7)}  algorithm`);
     for (const p of ps) {
       const alg = p.algorithm === undefined ? "" : `${p.algorithm}${p.publishedAlgorithm ? ` (published: ${p.publishedAlgorithm})` : ""}`;
@@ -180,11 +246,15 @@ ratio, the algorithm chosen (and the published one where --show-algorithm printe
 the fit series, the validation series and all: points within ±10 % and ±25 %, and the
 geometric-mean error factor exp(mean |ln(simulated / published)|).
   --max-bytes SIZE  skip larger points (the 2-node 1 GiB point takes minutes)
-  --fit             fit topsp.launchPs (the runtime's fixed cost per collective) and
-                    collectives.meshFolds (the engines a mesh-tape program spreads over) per
-                    instance family on the fit series (least squares on log time; validation series
-                    are never fitted) and print them with the error before and after; record them in
-                    the preset with a source note naming the series
+  --fit             fit collectives.meshFolds (the engines a mesh-tape program spreads over)
+                    and link.bytesPerSecond (among the readings calibration/points.json allows)
+                    per instance family on the fit series (least squares on log time; validation
+                    series are never fitted) and print them with the error before and after, and
+                    the fixed cost per collective each series measures at its floor; record them
+                    in the preset with a source note naming the series
+
+A series with a published floor (its table's smallest size) runs with the runtime's fixed cost
+per collective measured there: the floor's time minus the simulated device time at that size.
 `;
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
@@ -220,7 +290,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     if (json) out(JSON.stringify({ fits }, null, 2) + "\n");
     else {
       for (const f of fits) {
-        out(`${f.instance}: topsp.launchPs = ${f.launchPs} (${(f.launchPs / 1e6).toFixed(2)} us), collectives.meshFolds = ${f.meshFolds} (of ${f.foldsTried.join(", ")}), least squares on log time over ${f.points} points of ${f.series.join(", ")}; geometric-mean error factor ${f.before.toFixed(3)} with launch 0 and 1 fold, ${f.after.toFixed(3)} fitted\n`);
+        out(`${f.instance}: collectives.meshFolds = ${f.meshFolds} (of ${f.foldsTried.join(", ")}), link.bytesPerSecond = ${f.linkBytesPerSecond} (of ${f.linksTried.join(", ")}), least squares on log time over ${f.points} points of ${f.series.join(", ")}; geometric-mean error factor ${f.before.toFixed(3)} with one fold and ${f.linksTried[0]} B/s, ${f.after.toFixed(3)} fitted\n`);
+        out(`  fixed cost per collective measured at each floor: ${Object.entries(f.seriesLaunchUs).map(([id, us]) => `${id} ${us.toFixed(2)} us`).join(", ")}; topsp.launchPs = ${f.launchPs} (${(f.launchPs / 1e6).toFixed(2)} us, the launch series')\n`);
       }
     }
     return 0;

@@ -2,7 +2,7 @@
 // them, and the summary may not get worse than the figures recorded in calibration/summary.json.
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { calibrate, fitPreset, loadSeries, summarize } from "../../src/cli/calibrate.ts";
+import { calibrate, fitPreset, loadSeries, runPoint, seriesSpec, summarize } from "../../src/cli/calibrate.ts";
 import { loadDevice } from "../../src/run/load.ts";
 
 const recorded = JSON.parse(readFileSync("calibration/summary.json", "utf8"));
@@ -30,18 +30,31 @@ describe("calibration against the published nccom-test points", () => {
       expect(["fit", "validation"]).toContain(s.role);
     }
     expect(new Set(series.map((s) => s.role))).toEqual(new Set(["fit", "validation"]));
-    expect(series.reduce((n, s) => n + s.points.length, 0)).toBe(25);
+    expect(series.reduce((n, s) => n + s.points.length, 0)).toBe(23);
+    for (const s of series) if (s.floor) expect(s.floor.source).toMatch(/hardware-facts\.md §6\.3/);
   });
 
-  it("trn1's topsp.launchPs and collectives.meshFolds are what the documented fit gives (npm run calibrate -- --fit --max-bytes 64M), and they lower the fit error", () => {
+  it("trn1's collectives.meshFolds and link.bytesPerSecond are what the documented fit gives, and topsp.launchPs the fixed cost it measures at the newest runtime's floor (npm run calibrate -- --fit --max-bytes 64M)", () => {
     const [fit] = fitPreset(series, 64 << 20);
     expect(fit!.instance).toBe("trn1");
-    expect(fit!.points).toBe(14);
+    expect(fit!.points).toBe(12);
     expect(fit!.foldsTried).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(fit!.linksTried).toEqual([48e9, 96e9]);
     const trn1 = loadDevice("trn1");
     expect(trn1.topsp.launchPs).toBe(fit!.launchPs);
+    expect(fit!.launchPs / 1e6).toBe(fit!.seriesLaunchUs["trn1-r32-allg-fp32"]);
     expect(trn1.collectives.meshFolds).toBe(fit!.meshFolds);
-    for (const k of ["topsp.launchPs", "collectives.meshFolds"]) expect(trn1.sources[k]).toMatch(/npm run calibrate -- --fit --max-bytes 64M/);
+    expect(trn1.link.bytesPerSecond).toBe(fit!.linkBytesPerSecond);
+    for (const k of ["topsp.launchPs", "collectives.meshFolds", "link.bytesPerSecond"]) expect(trn1.sources[k]).toMatch(/npm run calibrate -- --fit --max-bytes 64M/);
     expect(fit!.after).toBeLessThan(fit!.before);
+  });
+
+  it("a series' fixed cost is measured at its floor: the floor point itself comes out at the published time (to 10 ns), and it is never negative", () => {
+    for (const s of series.filter((x) => x.floor)) {
+      const spec = seriesSpec(s, loadDevice(s.instance));
+      expect(spec.topsp.launchPs).toBeGreaterThanOrEqual(0);
+      const t = runPoint(s, s.floor!.bytes, spec).timeUs;
+      expect(Math.abs(t - s.floor!.timeUs)).toBeLessThanOrEqual(0.006);
+    }
   });
 });

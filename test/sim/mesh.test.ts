@@ -189,13 +189,13 @@ describe("mesh folds: fewer peers than engines", () => {
   const two = (op: OpName, bytes: number, dtype: "fp32" | "bf16" = "fp32") =>
     scenario({ ranks: 2, ranksPerDevice: 2, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], ops: [{ op, bytes, dtype, reduce: "sum" }] });
 
-  it.each(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"] as OpName[])("a 2-rank %s spread over trn1's 3 folds checks its values, on 3 engines a rank", (op) => {
-    expect(trn1.collectives.meshFolds).toBe(3);
-    expectRunChecks(two(op, 3 * 2 * 1000 * 4 + 8), trn1, "mesh");
+  it.each(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"] as OpName[])("a 2-rank %s spread over trn1's 4 folds checks its values, on 4 engines a rank", (op) => {
+    expect(trn1.collectives.meshFolds).toBe(4);
+    expectRunChecks(two(op, 4 * 2 * 1000 * 4 + 8), trn1, "mesh");
     const { image } = compileProgram(two(op, 1 << 20), trn1, [0]);
-    // Each rank's mesh program: its 3 engines, after the 4 of its two ring channels.
+    // Each rank's mesh program: its 4 engines, after the 4 of its two ring channels.
     const meshQueues = image.devices[0]!.queues.filter((q) => q.tx.length > 0 && (q.engine % 16) >= 4);
-    expect(new Set(meshQueues.map((q) => q.engine)).size).toBe(6);
+    expect(new Set(meshQueues.map((q) => q.engine)).size).toBe(8);
   });
 
   it("three folds move a 2-rank all-reduce about three times as fast as one engine per peer", () => {
@@ -210,7 +210,7 @@ describe("mesh folds: fewer peers than engines", () => {
     expect(ratio).toBeLessThan(3.1);
   });
 
-  it("more peers than folds: one engine per peer as before (8 ranks keep 7 engines with 3 folds)", () => {
+  it("more peers than folds: one engine per peer as before (8 ranks keep 7 engines with 4 folds)", () => {
     const scn = scenario({ ranks: 8, algorithm: "mesh", allowedAlgorithms: [EncAlgType.MESH], check: "none", ops: [{ op: "all-gather", bytes: 8 << 10, dtype: "fp32", reduce: "sum" }] });
     const a = simulate(trn1, compileProgram(scn, trn1, [0]).image, { storePayload: false });
     const b = simulate(withFolds(1), compileProgram(scn, withFolds(1), [0]).image, { storePayload: false });
