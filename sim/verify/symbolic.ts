@@ -126,7 +126,11 @@ export class SymbolicMemory {
       const terms: { id: number; base: number }[] = [];
       a.shape.ids.forEach((id, k) => terms.push({ id, base: a.shape.rels[k]! }));
       b.shape.ids.forEach((id, k) => terms.push({ id, base: b.shape.rels[k]! + b.shift - a.shift }));
-      const sym = this.intern(terms, combined(a.shape.how, b.shape.how, how));
+      // Bytes of no known value poison a result once: counting them again says nothing more (and
+      // scratch bytes a schedule reduces into themselves step after step would double every step).
+      const poison = terms.findIndex((t) => t.id === UNKNOWN);
+      const kept = poison < 0 ? terms : terms.filter((t, k) => t.id !== UNKNOWN || k === poison);
+      const sym = this.intern(kept, combined(a.shape.how, b.shape.how, how));
       u = { shape: sym.shape, offset: sym.shift };
       this.unions.set(key, u);
     }

@@ -4,6 +4,9 @@ import { describe, expect, it } from "vitest";
 import { runSim } from "../run-sim.ts";
 import { EXIT } from "../../src/cli/sim.ts";
 import pino from "pino";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { runScenario, type PipelineHooks } from "../../src/run/pipeline.ts";
 import { loadDevice, loadScenario } from "../../src/run/load.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange } from "../../src/check/symbolic.ts";
@@ -75,6 +78,16 @@ describe("--check symbolic end to end", () => {
     expect(s.code).toBe(EXIT.CHECK_FAILED);
     expect(s.err).toMatch(/check failed for all-reduce 4194304 B fp32: rank \d+, output bytes \[\d+, \d+\) of 8 expected contribution\(s\): missing rank \d input \[\d+, \d+\)( \+ .+)?; extra (rank \d input|bytes of no known value)/);
   });
+});
+
+it("bytes of no known value count once: a ring that reduces its scratch into itself step after step (12 ranks on 6 trn1 devices, 96 B uint16) checks symbolically in bounded memory", () => {
+  // Before, the unknown term doubled at every step of the scratch chain and the run ran out of memory.
+  const dir = mkdtempSync(join(tmpdir(), "ccsim-sym-"));
+  const file = join(dir, "ring12.json");
+  writeFileSync(file, JSON.stringify({ name: "ring12", instance: "trn1", ranks: 12, ranksPerDevice: 2, algorithm: "ring", check: "symbolic", races: false, ops: [{ op: "all-reduce", bytes: 96, dtype: "uint16", reduce: "sum" }] }));
+  const s = run([file]);
+  expect(s.code, s.err).toBe(EXIT.OK);
+  expect(s.out).toMatch(/\b96 +48 +uint16 .* ring +pass/);
 });
 
 it("a reduce by the wrong op: the values check and the symbolic check both fail (exit 3)", () => {
