@@ -30,14 +30,14 @@ describe("calibration against the published nccom-test points", () => {
       expect(["fit", "validation"]).toContain(s.role);
     }
     expect(new Set(series.map((s) => s.role))).toEqual(new Set(["fit", "validation"]));
-    expect(series.reduce((n, s) => n + s.points.length, 0)).toBe(23);
+    expect(series.reduce((n, s) => n + s.points.length, 0)).toBe(34);
     for (const s of series) if (s.floor) expect(s.floor.source).toMatch(/hardware-facts\.md §6\.3/);
   });
 
   it("trn1's collectives.meshFolds and link.bytesPerSecond are what the documented fit gives, and topsp.launchPs the fixed cost it measures at the newest runtime's floor (npm run calibrate -- --fit --max-bytes 64M)", () => {
     const [fit] = fitPreset(series, 64 << 20);
     expect(fit!.instance).toBe("trn1");
-    expect(fit!.points).toBe(12);
+    expect(fit!.points).toBe(13);
     expect(fit!.foldsTried).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect(fit!.linksTried).toEqual([48e9, 96e9]);
     const trn1 = loadDevice("trn1");
