@@ -3,9 +3,9 @@
 // finite ring in place; the simulator keeps what is in flight, not the whole op).
 import { DESC_BYTES, type DescSlot } from "./udma.ts";
 
-/** Descriptors per page: 64 KiB pages. */
-export const PAGE_DESCS = 4096;
-const PAGE_SHIFT = 12;
+/** Descriptors per page: 8 KiB pages. */
+export const PAGE_DESCS = 512;
+const PAGE_SHIFT = 9;
 const EMPTY = new Uint8Array(0);
 
 export class DescPages implements DescSlot {
