@@ -106,13 +106,17 @@ export function calibrate(series: readonly Series[], maxBytes = Number.MAX_SAFE_
     }
     for (const p of wanted) {
       const base = { series: s.id, role: s.role, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: s.algorithms?.[String(p.bytes)], launchUs: spec && spec.topsp.launchPs / 1e6 };
+      const failed = (error: string) => out.push({ ...base, simulatedUs: undefined, ratio: undefined, algorithm: undefined, error });
+      if (!spec) {
+        failed(failure!);
+        continue;
+      }
       try {
-        if (!spec) throw new Error(failure);
         const r = runPoint(s, p.bytes, spec);
         out.push({ ...base, simulatedUs: r.timeUs, ratio: r.timeUs / p.timeUs, algorithm: r.algorithm });
       } catch (e) {
-        if (spec && !(e instanceof CcsimError)) throw e;
-        out.push({ ...base, simulatedUs: undefined, ratio: undefined, algorithm: undefined, error: e instanceof CcsimError ? e.render() : (failure ?? String(e)) });
+        if (!(e instanceof CcsimError)) throw e;
+        failed(e.render());
       }
     }
   }

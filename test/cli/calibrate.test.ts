@@ -57,4 +57,13 @@ describe("calibration against the published nccom-test points", () => {
       expect(Math.abs(t - s.floor!.timeUs)).toBeLessThanOrEqual(0.006);
     }
   });
+
+  it("a floor that cannot run fails every point of its series, saying so (the others still run)", () => {
+    const s = series.find((x) => x.id === "trn1-r8-allg-fp32")!;
+    const bad = { ...s, floor: { ...s.floor!, bytes: 6 } };
+    const pts = calibrate([bad, series.find((x) => x.id === "trn1-r2-allr-uint8")!], 64 << 20);
+    expect(pts.filter((p) => p.series === bad.id).map((p) => p.error)).toEqual(Array(3).fill(expect.stringMatching(/^the floor point: .*size 6: ops\[0\]\.bytes: must be a multiple .*\[SCN1006\]$/)));
+    expect(pts.find((p) => p.series === "trn1-r2-allr-uint8")!.ratio).toBeDefined();
+    expect(summarize(pts).failed).toBe(3);
+  });
 });
