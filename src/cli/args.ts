@@ -36,6 +36,8 @@ export interface Args {
   stats: boolean;
   /** Worker threads for independent runs (sweep sizes); 1 runs them on this thread. */
   jobs: number;
+  /** --launch-us: the runtime's fixed cost per collective (topsp.launchPs) in ps, instead of the preset's. */
+  launchPs: number | undefined;
 }
 
 export const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -51,6 +53,15 @@ export function flagValue(argv: readonly string[], i: number, flag: string): str
 export function intFlag(v: string, flag: string, lo: number): number {
   if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < lo) throw new UsageError(`${flag} must be an integer >= ${lo}, not "${v}"`);
   return Number(v);
+}
+
+/** The longest fixed cost a preset may give (1 ms, in us). */
+const LAUNCH_US_MAX = 1000;
+
+/** A time in microseconds (decimals allowed, to the picosecond), 0 to `max`: returned in picoseconds. */
+export function usFlag(v: string, flag: string, max: number): number {
+  if (!/^\d+(\.\d{1,6})?$/.test(v) || Number(v) > max) throw new UsageError(`${flag} must be a time in microseconds from 0 to ${max} (up to 6 decimals), not "${v}"`);
+  return Math.round(Number(v) * 1e6);
 }
 
 export function oneOfFlag<T extends string>(v: string, flag: string, allowed: readonly T[]): T {
@@ -76,7 +87,7 @@ export interface RangeFlags {
 
 /**
  * The flags both command lines share: output (--json, --explain, --stats, --trace, --plot,
- * --show-algorithm, --report-to-json-file), --check, --seed, --devices, --log-level, the size range
+ * --show-algorithm, --report-to-json-file), --check, --seed, --devices, --launch-us, --log-level, the size range
  * (-b, -e, -f, -i) and -d. Returns how many values it consumed after `argv[i]`, or -1 when it is not
  * one of them.
  */
@@ -111,6 +122,9 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
       return 1;
     case "--devices":
       a.devices = value();
+      return 1;
+    case "--launch-us":
+      a.launchPs = usFlag(value(), t, LAUNCH_US_MAX);
       return 1;
     case "--log-level":
       a.logLevel = oneOfFlag(value(), t, LEVELS);
@@ -167,7 +181,7 @@ export function sweepOf(range: RangeFlags): SweepArgs {
 
 /** Every flag unset: what a run does by default. */
 export function defaultArgs(): Args {
-  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs() };
+  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs(), launchPs: undefined };
 }
 
 export function parseArgs(argv: readonly string[]): Args | "help" {

@@ -48,6 +48,11 @@ options:
   --trace FILE         write a Chrome / Perfetto trace (open in ui.perfetto.dev): TopSP cores
                        (cc_op entries, waits), DMA queues (packets), link directions, semaphores
   --devices DIR        directory of device presets (default: the project's devices/)
+  --launch-us US       the runtime's fixed cost per collective in microseconds (the preset's
+                       topsp.launchPs otherwise): every TopSP starts that long after the run, so
+                       each op's time moves by the difference. It depends on the runtime version
+                       (1 us to 146 us on trn1's published tables; docs/device-model.md §6):
+                       nccom-test's time at its smallest size minus the simulated one measures it
   --log-level LEVEL    pino log level on stderr: fatal, error, warn (default), info, debug, trace, silent
   -h, --help           this text
 
@@ -134,6 +139,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
+    if (args.launchPs !== undefined) spec = { ...spec, topsp: { ...spec.topsp, launchPs: args.launchPs } };
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector() : undefined;
     const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}) };

@@ -13,6 +13,8 @@ export interface SweepTask {
   readonly scenario: Scenario;
   readonly devicesDir: string;
   readonly logLevel: string;
+  /** The fixed cost per collective the sweep runs with (the preset's, or --launch-us). */
+  readonly launchPs: number;
 }
 
 export type SweepTaskResult =
@@ -23,7 +25,8 @@ export type SweepTaskResult =
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
-  return runPoint(t.scenario, loadDevice(t.scenario.instance, t.devicesDir), log);
+  const spec = loadDevice(t.scenario.instance, t.devicesDir);
+  return runPoint(t.scenario, { ...spec, topsp: { ...spec.topsp, launchPs: t.launchPs } }, log);
 }
 
 /** Run one point's scenario; a CcsimError comes back as data (it crosses threads), the sweep goes on. */
