@@ -159,7 +159,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
       // --explain: postOperation's reasoning for every size, before the table.
-      if (args.explain && !args.json) text = res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}`).join("") + "\n" + text;
+      if (args.explain && !args.json) text = launchLine(spec, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}`).join("") + "\n" + text;
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
       violated = res.points.flatMap((p) => (p.outcome && p.outcome.violations.length > 0 ? [{ row: p.outcome.row, violations: p.outcome.violations }] : []));
       if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
@@ -189,7 +189,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
-      else text = (args.explain ? explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
+      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });
@@ -237,4 +237,10 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}
+
+/** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */
+function launchLine(spec: DeviceSpec, args: Args): string {
+  const us = String(spec.topsp.launchPs / 1e6);
+  return `fixed cost per collective: ${us} us before the first entry (${args.launchPs !== undefined ? "--launch-us" : `${spec.name}'s topsp.launchPs; --launch-us sets it`})\n`;
 }

@@ -38,6 +38,11 @@ describe("--launch-us", () => {
     expect(runNccom(["allr", "-r", "8", "-b", "1K", "-e", "1K", "-d", "fp32"]).out).not.toBe(runNccom(["allr", "-r", "8", "-b", "1K", "-e", "1K", "-d", "fp32", "--launch-us", "25"]).out);
   });
 
+  it("--explain says the fixed cost the run starts after, and where it comes from", () => {
+    expect(runSim(["scenarios/ring8.json", "--check", "none", "--explain"]).out).toMatch(/^fixed cost per collective: 1\.07 us before the first entry \(trn1's topsp\.launchPs; --launch-us sets it\)\nop 0: /);
+    expect(runNccom(["allr", "-r", "8", "-b", "1K", "-e", "2K", "--explain", "--launch-us", "12.5"]).out).toMatch(/^fixed cost per collective: 12\.5 us before the first entry \(--launch-us\)\nsize 1024 B:\n/);
+  });
+
   it.each(["abc", "-1", "1000.5", "1.1234567", ""])("%j is refused, naming the flag (exit 1)", (v) => {
     const r = runSim(["scenarios/ring8.json", "--launch-us", v]);
     expect(r.code).toBe(EXIT.BAD_INPUT);
