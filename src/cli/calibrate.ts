@@ -6,7 +6,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { CcsimError } from "../ir/errors.ts";
-import type { DeviceSpec } from "../ir/spec.ts";
+import { withLaunch, type DeviceSpec } from "../ir/spec.ts";
 import { loadDevice } from "../run/load.ts";
 import { meshEngines } from "../enc/post.ts";
 import { sweepPoint } from "../run/overrides.ts";
@@ -84,10 +84,9 @@ const LAUNCH_STEP_PS = 10_000;
  */
 export function seriesSpec(s: Series, base: DeviceSpec): DeviceSpec {
   if (!s.floor) return base;
-  const bare: DeviceSpec = { ...base, topsp: { ...base.topsp, launchPs: 0 } };
-  const devicePs = runPoint(s, s.floor.bytes, bare).timeUs * 1e6;
+  const devicePs = runPoint(s, s.floor.bytes, withLaunch(base, 0)).timeUs * 1e6;
   const launchPs = Math.max(0, Math.round((s.floor.timeUs * 1e6 - devicePs) / LAUNCH_STEP_PS) * LAUNCH_STEP_PS);
-  return { ...base, topsp: { ...base.topsp, launchPs } };
+  return withLaunch(base, launchPs);
 }
 
 /** Run the published points up to `maxBytes`; `specOf` gives a series' device (default: its instance's preset). */
@@ -191,7 +190,8 @@ export function fitPreset(series: readonly Series[], maxBytes = Number.MAX_SAFE_
       const base = launchSeries ? seriesSpec(launchSeries, spec) : spec;
       const launches: Record<string, number> = {};
       const logs = mine.flatMap((s) => {
-        const sp = seriesSpec(s, base);
+        // The launch series measured its fixed cost already.
+        const sp = s === launchSeries ? base : seriesSpec(s, base);
         if (s.floor) launches[s.id] = sp.topsp.launchPs / 1e6;
         return s.points.filter((p) => p.bytes <= maxBytes).map((p) => Math.log(runPoint(s, p.bytes, sp).timeUs / p.timeUs));
       });

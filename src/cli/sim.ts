@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
-import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { explainScenario } from "../enc/compile.ts";
 import { formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
@@ -139,7 +139,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
-    if (args.launchPs !== undefined) spec = { ...spec, topsp: { ...spec.topsp, launchPs: args.launchPs } };
+    if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector() : undefined;
     const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}) };

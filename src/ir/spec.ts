@@ -304,3 +304,8 @@ export interface Scenario {
   /** Faults injected into every op's run (empty: none). */
   readonly faults?: readonly Fault[];
 }
+
+/** The same device with another fixed cost per collective (topsp.launchPs: every TopSP starts that long after the run). */
+export function withLaunch(spec: DeviceSpec, launchPs: number): DeviceSpec {
+  return { ...spec, topsp: { ...spec.topsp, launchPs } };
+}

@@ -56,9 +56,8 @@ const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
 const CASE_RANKS_MAX = 128;
 
 /** Nodes a case may take: with a network, enough to cross address blocks (8 trn1 nodes are 128 device ids) and pods (two UltraServers). */
-function maxNodes(spec: DeviceSpec): number {
-  const pod = spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
-  return spec.network ? Math.max(8, 2 * pod) : pod;
+function maxNodes(spec: DeviceSpec, podNodes: number): number {
+  return spec.network ? Math.max(8, 2 * podNodes) : podNodes;
 }
 
 /** Seeded random legal configurations (deterministic for a seed). */
@@ -72,8 +71,8 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const instance = pick(presets);
     const spec = specs.get(instance)!;
     const rpdMax = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
-    const nodesMax = maxNodes(spec);
     const podNodes = spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
+    const nodesMax = maxNodes(spec, podNodes);
     const rankMax = Math.min(CASE_RANKS_MAX, spec.devices * rpdMax * nodesMax);
     // Ranks first (every count up to the preset's most, primes included), then a placement of them.
     // Mostly counts some placement holds; one in five drawn from every count.

@@ -2,7 +2,7 @@
 // hand back what the sweep reports.
 import pino from "pino";
 import type { Logger } from "pino";
-import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { HangReport } from "../../sim/index.ts";
@@ -25,8 +25,7 @@ export type SweepTaskResult =
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
-  const spec = loadDevice(t.scenario.instance, t.devicesDir);
-  return runPoint(t.scenario, { ...spec, topsp: { ...spec.topsp, launchPs: t.launchPs } }, log);
+  return runPoint(t.scenario, withLaunch(loadDevice(t.scenario.instance, t.devicesDir), t.launchPs), log);
 }
 
 /** Run one point's scenario; a CcsimError comes back as data (it crosses threads), the sweep goes on. */
