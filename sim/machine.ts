@@ -3,7 +3,7 @@
 import { podNodesOf, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
-import { decodeAddress, describeAddress, ENGINES_PER_SENG } from "../src/encd/address.ts";
+import { decodeAddress, describeAddress, ENGINES_PER_SENG, type DecodedAddress } from "../src/encd/address.ts";
 import type { DeviceImage, ProgramImage } from "../src/encd/image.ts";
 import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
 import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
@@ -110,6 +110,10 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   if (maxDevice >= deviceCount) throw new SimError("SIM1502", `image names device ${maxDevice}; ${spec.name} has ${deviceCount}`, { value: maxDevice });
   if (nodes > 1 && !spec.network && podNodesOf(spec.topology, nodes) < nodes) throw new SimError("SIM1514", `a ${nodes}-node image on ${spec.name}, which has no network`, { value: nodes });
   const fabric = new Fabric(spec, perNode, nodes);
+  // A folded image holds pod 0: traffic to another pod's device lands on pod 0's device in its place.
+  const podDevices = fabric.podNodes * perNode;
+  if (image.foldedPods !== undefined && (image.foldedPods < 2 || image.foldedPods * fabric.podNodes !== nodes || maxDevice >= podDevices)) throw new SimError("SIM1517", `a folded image of ${image.foldedPods} pods must hold pod 0 of ${nodes} nodes in pods of ${fabric.podNodes}`, { value: image.foldedPods });
+  const home = image.foldedPods ? (d: number) => d % podDevices : (d: number) => d;
   const faults = opts.faults ?? [];
   const faultNotes: string[] = [];
   const faultError = (i: number, message: string): never => {
@@ -146,6 +150,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     return b;
   };
 
+  const homeOf = (a: DecodedAddress): DecodedAddress => (a.device === home(a.device) ? a : { ...a, device: home(a.device) });
   const trace = opts.trace;
   const violations: Violation[] = [];
   const seen = new Map<Violation["kind"], number>();
@@ -166,7 +171,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     races,
     symbolic,
     land(addr, from, bytes, len, acc, sym) {
-      const a = decodeAddress(addr, from);
+      const a = homeOf(decodeAddress(addr, from));
       if (a.kind === "hbm") {
         const m = dev(a.device);
         if (!inside(m.writable, a.offset, len)) violation("stray write", `a ${len}-byte write to ${describeAddress(addr, from)} at ${kernel.now} ps lands outside every buffer, scratch and slot region the image declares`);
@@ -289,7 +294,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   const proxies: ProxyQueue[] = [];
   for (const di of image.devices) {
     for (const q of di.proxyQueues ?? []) {
-      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo));
+      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo));
     }
   }
   for (const p of proxies) p.start();

@@ -19,6 +19,8 @@ export interface ProxyHost {
   readonly fabric: Fabric;
   readonly network: { readonly latencyPs: number; readonly messageCostPs: number };
   read(device: number, offset: number, len: number): Uint8Array;
+  /** The device that stands for `device` in this run: itself, or its place in the one pod a folded image simulates. */
+  home(device: number): number;
   land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
   readonly trace: TraceSink | undefined;
   readonly races: RaceDetector | undefined;
@@ -93,7 +95,7 @@ export class ProxyQueue {
       if (races) races.read(this.device, src.offset, e.bytes, acc(kern.now));
       stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }]);
     }
-    const to = decodeAddress(e.sema, remote).device;
+    const to = host.home(decodeAddress(e.sema, remote).device);
     const net = host.network;
     // Sending NIC, then the receiving one a network latency later; a credit is a 4-byte message.
     const stages = [

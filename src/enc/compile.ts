@@ -9,12 +9,16 @@ import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
 import { ALG_NAMES } from "../ir/spec.ts";
 import { HBM_LIMIT } from "../encd/address.ts";
 import type { ProgramImage, RingMode } from "../encd/program.ts";
+import type { DescriptorFeed } from "../encd/image.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { postOperations, type EncOperation, type Explanation } from "./post.ts";
 import { parseReplicaGroups } from "./groups.ts";
-import { CompileContext } from "./context.ts";
+import { CompileContext, idsPerNodeOf } from "./context.ts";
+import { podNodesOf } from "../ir/spec.ts";
+import type { Signature } from "../encd/signature.ts";
+import { whyNotFold } from "../encd/fold.ts";
 import { composeHier, type RingSet, type StageRecord } from "./hier.ts";
 
 export interface BufferRef {
@@ -63,7 +67,12 @@ export interface CompiledProgram {
   readonly explain: readonly Explanation[];
   /** Things comm init logs (e.g. RDH skipped for want of mesh). */
   readonly warnings: readonly string[];
+  /** A streamed compile asked to fold: the pods the image stands for, or why it holds them all. */
+  readonly folding?: Folding;
 }
+
+/** The outcome of folding a program of several pods (see encd/fold.ts). */
+export type Folding = { readonly folded: true; readonly pods: number; readonly podDevices: number } | { readonly folded: false; readonly pods: number; readonly reason: string };
 
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
   if (!cond) throw new CompileError(code, message, { path, value });
@@ -85,20 +94,42 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
  * The same program with streamed rings: the image holds every byte stream but the descriptor
  * rings, whose counts it knows (a first pass counts them); its feed composes the program again,
  * chunk group by chunk group, as the simulator's engines reach descriptors not yet emitted — so a
- * run holds the descriptors in flight, not the whole op's.
+ * run holds the descriptors in flight, not the whole op's. With `fold` (a timing-only run), a
+ * program of several pods whose pods are alike (encd/fold.ts) holds pod 0 alone.
  */
-export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
+export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], opts: { readonly fold?: boolean } = {}): CompiledProgram {
+  const pods = scn.nodes / podNodesOf(spec.topology, scn.nodes);
+  if (!opts.fold || pods < 2 || !Number.isInteger(pods)) return streamed(scn, spec, opIndices);
+  // Fold: compose pod 0's rings only (the others counted and hashed), if every pod's program is pod 0's.
+  const podDevices = podNodesOf(spec.topology, scn.nodes) * idsPerNodeOf(scn, spec);
+  const fold = { podDevices, signatures: new Map<string, Signature>() };
+  const stores = new Map<string, VringStore>();
+  const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
+  const reason = whyNotFold(counted.image, podDevices, fold.signatures);
+  if (reason !== undefined) return { ...streamed(scn, spec, opIndices), folding: { folded: false, pods, reason } };
+  const image = { ...counted.image, devices: counted.image.devices.filter((d) => d.device < podDevices), foldedPods: pods };
+  validateCcops(image);
+  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores, fold: { podDevices, signatures: new Map() } }), image);
+  return { ...counted, image: { ...image, feed }, folding: { folded: true, pods, podDevices } };
+}
+
+/** The program with streamed rings (every device's). */
+function streamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
   const stores = new Map<string, VringStore>();
   const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores }))!;
-  const again = composeProgram(scn, spec, opIndices, { kind: "stream", stores });
+  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores }), counted.image);
+  return { ...counted, image: { ...counted.image, feed } };
+}
+
+/** The feed of a streamed image: the second composition, run on demand; it must emit exactly what the first counted. */
+function feedOf(again: Generator<void, CompiledProgram | undefined>, counted: ProgramImage): DescriptorFeed {
   let done = false;
-  const feed = {
+  return {
     pull(): boolean {
       if (done) return false;
       done = again.next().done === true;
       if (done) {
-        // The second composition must emit exactly what the first counted.
-        for (const d of counted.image.devices) {
+        for (const d of counted.devices) {
           for (const q of d.queues) {
             const st = q.streamed!;
             if (st.tx.count !== st.txCount || st.rx.count !== st.rxCount) throw new InternalError(`dev${d.device} dma${q.engine} q${q.queue}: the streamed composition emitted ${st.tx.count}/${st.rx.count} descriptors, the counting one ${st.txCount}/${st.rxCount}`);
@@ -108,7 +139,6 @@ export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: read
       return true;
     },
   };
-  return { ...counted, image: { ...counted.image, feed } };
 }
 
 function drain<T>(g: Generator<void, T>): T {
@@ -133,7 +163,8 @@ function* composeProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly nu
   }
   if (rings.kind === "stream") return undefined;
   const image = ctx.builder.build();
-  validateCcops(image);
+  // A folded count's image is validated once it holds pod 0 alone (the others' rings are tallies).
+  if (!(rings.kind === "count" && rings.fold)) validateCcops(image);
   return { image, layout: { channels: ctx.channels, foldN: ctx.foldN, rings: ctx.main.rings, ops }, explain: ctx.posted.explain, warnings: ctx.warnings };
 }
 

@@ -32,6 +32,11 @@ export type ChannelGens = Generator<void, unknown>[];
 /** What a family composes for one stage: ring-type channels return their generators; mesh-tape programs emit at once. */
 export type StageComposer = (ctx: CompileContext, st: Stage, buffers: ReadonlyMap<number, StageBuffers>, plans: readonly ChunkPlan[], path: string) => ChannelGens;
 
+/** Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used. */
+export function idsPerNodeOf(scn: Scenario, spec: DeviceSpec): number {
+  return spec.topology.kind === "ring" ? scn.ranks / scn.ranksPerDevice / scn.nodes : spec.devices;
+}
+
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
   if (!cond) throw new CompileError(code, message, { path, value });
 }
@@ -107,8 +112,7 @@ export class CompileContext {
     const deviceCount = scn.ranks / scn.ranksPerDevice / scn.nodes;
     check(Number.isInteger(deviceCount), "CMP1303", `${scn.ranks} ranks do not fill whole devices of ${scn.ranksPerDevice} on each of ${scn.nodes} nodes`, "ranks", scn.ranks);
     check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
-    // Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used.
-    const idsPerNode = spec.topology.kind === "ring" ? deviceCount : spec.devices;
+    const idsPerNode = idsPerNodeOf(scn, spec);
     // An address names a device of the sender's 64-id block: a pod must fit one, and beyond one
     // block every block must hold whole nodes.
     const ids = idsPerNode * scn.nodes;

@@ -86,6 +86,12 @@ export interface ProgramImage {
   readonly nodes: number;
   readonly devicesPerNode: number;
   readonly devices: readonly DeviceImage[];
+  /**
+   * A folded image: the program of `pods` pods whose programs are alike up to the pod's place
+   * (the emitter checked it), holding pod 0's devices only. Network traffic to another pod lands on
+   * pod 0's device in the same place, as the pod that sends to pod 0 at that moment would have it.
+   */
+  readonly foldedPods?: number;
   /** Present when queues are streamed: the producer of their descriptors. */
   readonly feed?: DescriptorFeed;
 }

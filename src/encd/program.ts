@@ -13,6 +13,7 @@ import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } f
 import { ENGINES_PER_SENG, hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
 import { packSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "./slot.ts";
 import { dumpToPringPadded, Vring, VRING_DESC_LIMIT, WORD_BYTES, type VringStore } from "./vring.ts";
+import { Signature } from "./signature.ts";
 import { DescPages } from "./pages.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
 import { packProxyEntries, type ProxyEntry } from "./proxy.ts";
@@ -103,7 +104,17 @@ interface DeviceState {
  * rings to be streamed into `stores` (`count`); or into `stores` while the program runs (`stream`,
  * the same composition run again on demand).
  */
-export type RingMode = { readonly kind: "keep" } | { readonly kind: "count" | "stream"; readonly stores: Map<string, VringStore> };
+export type RingMode = { readonly kind: "keep" } | { readonly kind: "count" | "stream"; readonly stores: Map<string, VringStore>; readonly fold?: RingFold };
+
+/**
+ * A folded composition: only devices below `podDevices` (pod 0) get descriptors; the others' are
+ * counted (tallied, not packed). The counting pass hashes every device's descriptor runs into
+ * `signatures` (by "device/engine/queue"), so pods can be compared.
+ */
+export interface RingFold {
+  readonly podDevices: number;
+  readonly signatures: Map<string, Signature>;
+}
 
 export class ProgramBuilder {
   readonly params: EmitterParams;
@@ -228,7 +239,7 @@ export class ProgramBuilder {
         throw new EncodeError("ENC1605", `DMA engine ${engine} is not in SENG ${seng}: one broadcast mask names engines of one SENG`, { path: "channel.engines", value: engine });
       }
       const name = `dev${device}_eng${engine}_q${queue}`;
-      const entry = { engine, queue, ...this.newVring(name, `${device}/${key}`) };
+      const entry = { engine, queue, ...this.newVring(name, `${device}/${key}`, device) };
       d.vrings.set(key, entry);
       mask = (mask | (1 << (engine % ENGINES_PER_SENG))) >>> 0;
       return entry.vring;
@@ -237,9 +248,23 @@ export class ProgramBuilder {
   }
 
   /** A vring as the ring mode has it, and the streamed rings it stands for (count mode). */
-  private newVring(name: string, key: string): { vring: Vring; stream?: VringStore } {
+  private newVring(name: string, key: string, device: number): { vring: Vring; stream?: VringStore } {
     const m = this.rings;
     if (m.kind === "keep") return { vring: new Vring(name) };
+    const fold = m.fold;
+    if (fold) {
+      // A folded program: pod 0's rings as usual; the other pods' tallied; every one hashed when counting.
+      const tally = device >= fold.podDevices;
+      let sig: Signature | undefined;
+      if (m.kind === "count") fold.signatures.set(key, (sig = new Signature()));
+      const vf = { tally, device, podDevices: fold.podDevices, ...(sig ? { sig } : {}) };
+      if (tally) return { vring: new Vring(name, VRING_DESC_LIMIT, { tx: new DescPages(false), rx: new DescPages(false) }, vf) };
+      if (m.kind === "count") {
+        const stream = { tx: new DescPages(), rx: new DescPages() };
+        m.stores.set(key, stream);
+        return { vring: new Vring(name, VRING_DESC_LIMIT, { tx: new DescPages(false), rx: new DescPages(false) }, vf), stream };
+      }
+    }
     if (m.kind === "count") {
       const stream = { tx: new DescPages(), rx: new DescPages() };
       m.stores.set(key, stream);
@@ -430,6 +455,8 @@ export class ProgramBuilder {
       const queues: QueueImage[] = [...d.vrings.values()]
         .sort((a, b) => a.engine - b.engine || a.queue - b.queue)
         .map(({ engine, queue, vring, stream }): QueueImage => {
+          // A tallied ring (another pod's, in a folded program): its counts only.
+          if (!stream && this.rings.kind !== "keep") return { engine, queue, tx: NO_BYTES, rx: NO_BYTES, streamed: { txCount: vring.txCount, rxCount: vring.rxCount, tx: new DescPages(false), rx: new DescPages(false), rxPins: vring.rxPins } };
           if (!stream) return { engine, queue, ...dumpToPringPadded(vring, vring.txCount, vring.rxCount, d.padAddr) };
           return { engine, queue, tx: NO_BYTES, rx: NO_BYTES, streamed: { txCount: vring.txCount, rxCount: vring.rxCount, tx: stream.tx, rx: stream.rx, rxPins: vring.rxPins } };
         });

@@ -3,6 +3,7 @@ import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
 import { DESC_BYTES, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot } from "./udma.ts";
 import { DescPages } from "./pages.ts";
+import { addPodAddress, Signature } from "./signature.ts";
 
 /** Hard cap per half, as the runtime's vring allocator has it. */
 export const VRING_DESC_LIMIT = 0xfffff0;
@@ -24,6 +25,18 @@ export interface VringStore {
   readonly rx: DescPages;
 }
 
+/**
+ * How a vring of a folded program's device is composed: `tally` counts its descriptors without
+ * packing them (a device the run does not hold); `sig`, when set, hashes every descriptor run it is
+ * handed with pod-relative addresses (device `device` of pods of `podDevices` ids).
+ */
+export interface VringFold {
+  readonly tally: boolean;
+  readonly sig?: Signature;
+  readonly device: number;
+  readonly podDevices: number;
+}
+
 export class Vring {
   readonly name: string;
   private readonly txList: DescPages;
@@ -34,11 +47,32 @@ export class Vring {
   /** The last RX descriptor of each op (index -> bytes), pinned at its end for the validate pass. */
   readonly rxPins = new Map<number, Uint8Array>();
   /** `limit`: descriptors per half (the runtime's cap unless a test lowers it); `store`: where they go (default: kept here). */
-  constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }) {
+  private readonly fold: VringFold | undefined;
+  constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }, fold?: VringFold) {
     this.name = name;
     this.limit = limit;
     this.txList = store.tx;
     this.rxList = store.rx;
+    this.fold = fold;
+  }
+
+  /** Hash one descriptor run: its kind, sizes and pod-relative addresses. */
+  private sign(kind: number, nums: readonly number[], addrs: readonly number[]): void {
+    const f = this.fold!;
+    const sig = f.sig!;
+    sig.add(kind);
+    for (const x of nums) sig.add(x);
+    for (const a of addrs) addPodAddress(sig, a, f.device, f.podDevices);
+  }
+
+  /** Count `tx` / `rx` descriptors without packing them (a tallied vring). */
+  private tally(tx: number, rx: number): void {
+    for (const [list, n] of [[this.txList, tx], [this.rxList, rx]] as const) {
+      if (list.count + n > this.limit) {
+        throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${this.name}, Max allowed ${this.limit}`, { path: `vring.${this.name}`, value: list.count });
+      }
+      list.count += n;
+    }
   }
   get txCount(): number {
     return this.txList.count;
@@ -56,6 +90,7 @@ export class Vring {
   /** Keep a copy of the last RX descriptor (the end of an op): what validate reads of a ring it does not hold. */
   pinLastRx(): void {
     const i = this.rxList.count - 1;
+    if (this.fold?.tally) return;
     // A ring that keeps its descriptors (whole, or streamed into the run) is read where it is.
     if (i < 0 || this.rxList.keeps) return;
     const at = this.rxList.offsetOf(i);
@@ -80,6 +115,14 @@ export class Vring {
 
   /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
   addCopy(src: number, dst: number, bytes: number): DescCounts {
+    if (this.fold?.sig) this.sign(1, [bytes], [src, dst]);
+    if (this.fold?.tally) {
+      const n = Math.ceil(bytes / MAX_DESC_BYTES);
+      this.tally(n, n);
+      this.totalTxBytes += bytes;
+      this.totalRxBytes += bytes;
+      return { tx: n, rx: n };
+    }
     let done = 0;
     let n = 0;
     while (done < bytes) {
@@ -106,6 +149,15 @@ export class Vring {
   addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number | readonly number[], bytes: number, packetBytes: number): DescCounts {
     const dsts = typeof dst === "number" ? [dst] : dst;
     if (srcs.length < (dsts.length > 1 ? 1 : 2)) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
+    if (this.fold?.sig) this.sign(2, [op, sdmaDtype, bytes, packetBytes, srcs.length, dsts.length], [...srcs, ...dsts]);
+    if (this.fold?.tally) {
+      const packets = Math.ceil(bytes / packetBytes);
+      const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
+      this.tally(c.tx, c.rx);
+      this.totalTxBytes += bytes * srcs.length;
+      this.totalRxBytes += bytes * dsts.length;
+      return c;
+    }
     let done = 0;
     const c = { tx: 0, rx: 0 };
     while (done < bytes) {

@@ -127,5 +127,6 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   SIM1514: "a multi-node image on a preset without a network",
   SIM1515: "a proxy entry that reads another device or writes something that is not HBM",
   SIM1516: "a symbolic seed that is not HBM of a device in the program",
+  SIM1517: "a folded image that does not hold pod 0 of whole pods",
   SIM1601: "a fault the machine or program does not have (reported as SCN1010)",
 };

@@ -1,0 +1,52 @@
+// A running 64-bit hash of what a program does, for comparing programs that should be alike.
+import { decodeAddress } from "./address.ts";
+
+/** Two 32-bit FNV-1a-style lanes over a stream of numbers (integers below 2^53). */
+export class Signature {
+  private a = 0x811c9dc5;
+  private b = 0x9e3779b9;
+
+  add(x: number): void {
+    const lo = x >>> 0;
+    const hi = Math.floor(x / 4294967296) >>> 0;
+    this.a = Math.imul(this.a ^ lo, 0x01000193);
+    this.a = Math.imul(this.a ^ hi, 0x01000193);
+    this.b = Math.imul(this.b ^ hi, 0x5bd1e995) ^ (this.b >>> 13);
+    this.b = Math.imul(this.b ^ lo, 0x5bd1e995) ^ (this.b >>> 15);
+  }
+
+  get value(): string {
+    return (this.a >>> 0).toString(16).padStart(8, "0") + (this.b >>> 0).toString(16).padStart(8, "0");
+  }
+}
+
+const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
+
+/**
+ * An address as a pod-relative thing, decoded as device `from` sees it (`own`, the device whose
+ * program holds it, is `from` but for a proxy's remote addresses), for a program whose pods hold `podDevices`
+ * device ids each: its kind, the addressed device's place in its pod, whether that pod is `from`'s,
+ * and what it names there (semaphore, doorbell) — not an HBM offset, which no timing depends on.
+ */
+export function addPodAddress(sig: Signature, addr: number, from: number, podDevices: number, own = from): void {
+  const a = decodeAddress(addr, from);
+  sig.add(KIND[a.kind]);
+  sig.add(a.device % podDevices);
+  sig.add(Math.floor(a.device / podDevices) === Math.floor(own / podDevices) ? 0 : 1);
+  if (a.kind === "sema") {
+    sig.add(a.topsp);
+    sig.add(a.sema);
+    sig.add(["read", "set", "inc", "dec"].indexOf(a.window));
+  } else if (a.kind === "doorbell") {
+    sig.add(a.engine ?? 999);
+    sig.add(a.seng);
+    sig.add(a.queue);
+    sig.add(a.dir === "m2s" ? 0 : 1);
+  }
+}
+
+/** A field that holds an address or 0 for none (a device's HBM offset 0 is never one of them). */
+export function addPodAddressOrNone(sig: Signature, addr: number, from: number, podDevices: number, own = from): void {
+  if (addr === 0) return sig.add(0);
+  addPodAddress(sig, addr, from, podDevices, own);
+}
