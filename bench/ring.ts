@@ -40,8 +40,9 @@ function runCase(name: CaseName, bytes: number): void {
   const spec = loadDevice(base.instance);
   const scn = { ...base, check: "none" as const, ops: [{ op: "all-reduce" as const, bytes, dtype: "fp32" as const, reduce: "sum" as const, stream: 0, priorityClass: 0 }] };
   const t0 = performance.now();
-  // As npm run sim does: the rings stream into the run (compile = the counting pass; the run composes them).
-  const { image, layout } = compileStreamed(scn, spec, [0]);
+  // As npm run sim does: the rings stream into the run (compile = the counting pass; the run composes
+  // them), and a program of alike pods runs pod 0 alone (src/encd/fold.ts).
+  const { image, layout, folding } = compileStreamed(scn, spec, [0], { fold: true });
   const t1 = performance.now();
   const r = simulate(spec, image, { storePayload: false });
   const t2 = performance.now();
@@ -54,7 +55,8 @@ function runCase(name: CaseName, bytes: number): void {
     [
       `all-reduce ${bytes} B fp32, ${c.what} ${alg}`,
       `  simulated: ${tp.timeUs.toFixed(2)} us, algbw ${tp.algbwGBps.toFixed(2)} GB/s, busbw ${tp.busbwGBps.toFixed(2)} GB/s`,
-      `  compile (counting pass): ${((t1 - t0) / 1000).toFixed(2)} s wall, ${descs} descriptors`,
+      ...(folding ? [folding.folded ? `  folded: pod 0 of ${folding.pods} alike pods simulated (${folding.podDevices} device ids each)` : `  not folded (${folding.reason})`] : []),
+      `  compile (counting pass): ${((t1 - t0) / 1000).toFixed(2)} s wall, ${descs} descriptors of the devices simulated`,
       `  simulate (rings composed as they stream in): ${((t2 - t1) / 1000).toFixed(2)} s wall, ${r.events} events, ${r.packets} DMA packets`,
     ].join("\n"),
   );

@@ -38,6 +38,8 @@ export interface Args {
   jobs: number;
   /** --launch-us: the runtime's fixed cost per collective (topsp.launchPs) in ps, instead of the preset's. */
   launchPs: number | undefined;
+  /** --no-fold: simulate every pod of a timing-only run even when the pods' programs are alike. */
+  noFold: boolean;
 }
 
 export const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -103,6 +105,9 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
       return 0;
     case "--stats":
       a.stats = true;
+      return 0;
+    case "--no-fold":
+      a.noFold = true;
       return 0;
     case "--show-algorithm":
       a.showAlgorithm = true;
@@ -181,7 +186,7 @@ export function sweepOf(range: RangeFlags): SweepArgs {
 
 /** Every flag unset: what a run does by default. */
 export function defaultArgs(): Args {
-  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs(), launchPs: undefined };
+  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs(), launchPs: undefined, noFold: false };
 }
 
 export function parseArgs(argv: readonly string[]): Args | "help" {

@@ -11,7 +11,7 @@ import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
 import { loadDevice, loadScenarioSource } from "../run/load.ts";
-import { mismatchText, runScenario, type CheckMismatch, type PipelineHooks } from "../run/pipeline.ts";
+import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "./sweep.ts";
@@ -53,6 +53,9 @@ options:
                        each op's time moves by the difference. It depends on the runtime version
                        (1 us to 146 us on trn1's published tables; docs/device-model.md §6):
                        nccom-test's time at its smallest size minus the simulated one measures it
+  --no-fold            simulate every pod of a timing-only run (by default a program of several
+                       nodes — pods on UltraServers — whose pods run alike programs simulates pod 0
+                       alone, the same times; --explain says which ran and why; --stats implies it)
   --log-level LEVEL    pino log level on stderr: fatal, error, warn (default), info, debug, trace, silent
   -h, --help           this text
 
@@ -142,7 +145,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector() : undefined;
-    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}) };
+    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold || args.stats ? { unfolded: true } : {}) };
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";
@@ -159,7 +162,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
       // --explain: postOperation's reasoning for every size, before the table.
-      if (args.explain && !args.json) text = launchLine(spec, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}`).join("") + "\n" + text;
+      if (args.explain && !args.json) text = launchLine(spec, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}${foldLines(p.outcome ? [p.outcome] : [])}`).join("") + "\n" + text;
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
       violated = res.points.flatMap((p) => (p.outcome && p.outcome.violations.length > 0 ? [{ row: p.outcome.row, violations: p.outcome.violations }] : []));
       if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
@@ -189,7 +192,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
-      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
+      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });
@@ -237,6 +240,18 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}
+
+/** --explain: for each op of several pods, whether one pod stood for all and why (see src/encd/fold.ts). */
+function foldLines(ops: readonly OpOutcome[]): string {
+  return ops
+    .map((o, i) => {
+      const f = o.folding;
+      if (!f) return "";
+      if (f.folded) return `op ${i}: simulated pod 0 of ${f.pods} alike pods (${f.podDevices} device ids each; traffic to another pod lands on pod 0's device in its place): the same times as every pod (--no-fold runs them all)\n`;
+      return `op ${i}: simulated all ${f.pods} pods: their programs are not alike (${f.reason})\n`;
+    })
+    .join("");
 }
 
 /** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */

@@ -69,7 +69,7 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   const results: SweepTaskResult[] = parallel
     ? runParallel<SweepTask, SweepTaskResult>(
         SWEEP_TASK,
-        points0.map((p) => ({ scenario: p.one, devicesDir: args.devices, logLevel: args.logLevel, launchPs: spec.topsp.launchPs })),
+        points0.map((p) => ({ scenario: p.one, devicesDir: args.devices, logLevel: args.logLevel, launchPs: spec.topsp.launchPs, unfolded: hooks.unfolded === true })),
         args.jobs!,
         (k, r) => {
           if (r.kind === "done") events += r.outcome.events;

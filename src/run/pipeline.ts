@@ -6,7 +6,7 @@ import { EncAlgType } from "../ir/enums.ts";
 import { opEntry } from "../ir/ops.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
-import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type OpLayout } from "../enc/compile.ts";
+import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type Folding, type OpLayout } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange, type SymbolicMismatch } from "../check/symbolic.ts";
@@ -68,7 +68,10 @@ export interface OpOutcome {
   readonly violations: readonly Violation[];
   readonly events: number;
   readonly wallMs: number;
+  /** Stats of the devices simulated: pod 0's alone when folded. */
   readonly stats: OpStats;
+  /** A timing-only run of several pods: whether pod 0 stood for all, or why not. */
+  readonly folding?: Folding;
 }
 
 /** The scenario's ops run together in one program ("concurrent": each stream on its own TopSP and queues). */
@@ -94,6 +97,8 @@ export interface PipelineHooks {
   readonly mutateImage?: (image: ProgramImage, op: number) => void;
   /** Tests: the memory a values check may use, instead of half of this machine's. */
   readonly valuesBudget?: number;
+  /** Simulate every pod even when a timing-only run's pods are alike (--no-fold; --stats, which reports every device). */
+  readonly unfolded?: boolean;
   /** A trace sink for the run of op `op` (labelled for the trace). */
   readonly trace?: (label: string) => TraceSink;
 }
@@ -118,7 +123,10 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       }
     }
     // Descriptor rings stream into the run (it holds what is in flight), unless a test edits the image's rings.
-    const { image, layout, explain: why, warnings } = (hooks.mutateImage ? compileProgram : compileStreamed)(scn, spec, [i]);
+    // A timing-only run of alike pods simulates pod 0 alone (src/encd/fold.ts says when and why it is the same).
+    const fold = mode === "none" && !hooks.unfolded && !hooks.trace && !(scn.faults && scn.faults.length > 0);
+    const { image, layout, explain: why, warnings, folding } = hooks.mutateImage ? compileProgram(scn, spec, [i]) : compileStreamed(scn, spec, [i], { fold });
+    if (folding) log.info({ op: i, ...folding }, folding.folded ? "folded: pod 0 stands for every pod" : "not folded");
     if (i === 0) {
       explain = why;
       for (const w of warnings) log.warn(w);
@@ -178,7 +186,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
       check: res.violations.length > 0 || mismatch ? "fail" : mode === "none" ? "skipped" : "pass",
     };
-    done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm } });
+    done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}) });
   }
   if (scn.concurrent && scn.ops.length > 1) {
     const c = runConcurrent(scn, spec, log);

@@ -15,6 +15,8 @@ export interface SweepTask {
   readonly logLevel: string;
   /** The fixed cost per collective the sweep runs with (the preset's, or --launch-us). */
   readonly launchPs: number;
+  /** Simulate every pod (--no-fold, --stats). */
+  readonly unfolded: boolean;
 }
 
 export type SweepTaskResult =
@@ -25,7 +27,7 @@ export type SweepTaskResult =
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
-  return runPoint(t.scenario, withLaunch(loadDevice(t.scenario.instance, t.devicesDir), t.launchPs), log);
+  return runPoint(t.scenario, withLaunch(loadDevice(t.scenario.instance, t.devicesDir), t.launchPs), log, t.unfolded ? { unfolded: true } : {});
 }
 
 /** Run one point's scenario; a CcsimError comes back as data (it crosses threads), the sweep goes on. */

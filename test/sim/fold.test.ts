@@ -1,0 +1,137 @@
+// Folding: a timing-only program of several pods whose pods run alike programs simulates pod 0
+// alone (src/encd/fold.ts). Over generated multi-node configurations, a folded run gives exactly
+// the unfolded run's time, and programs whose pods differ are refused with the reason.
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { parseScenario } from "../../src/scenario/index.ts";
+import { loadDevice } from "../../src/run/load.ts";
+import { compileStreamed } from "../../src/enc/compile.ts";
+import { CompileError, SimError } from "../../src/ir/errors.ts";
+import { simulate } from "../../sim/index.ts";
+import { runSim } from "../run-sim.ts";
+import { EXIT } from "../../src/cli/sim.ts";
+
+interface Case {
+  readonly instance: string;
+  readonly ranksPerNode: number;
+  readonly rpd: number;
+  readonly nodes: number;
+  readonly algorithm: string;
+  readonly op: string;
+  readonly kib: number;
+}
+
+function scenarioOf(c: Case) {
+  const reduces = c.op === "all-reduce" || c.op === "reduce-scatter";
+  return parseScenario("fold.json", {
+    name: "fold",
+    instance: c.instance,
+    ranks: c.ranksPerNode * c.nodes,
+    nodes: c.nodes,
+    ranksPerDevice: c.rpd,
+    algorithm: c.algorithm,
+    check: "none",
+    ops: [{ op: c.op, bytes: c.kib * 1024 * c.ranksPerNode * c.nodes, dtype: "fp32", ...(reduces ? { reduce: "sum" } : {}) }],
+  });
+}
+
+/** Both runs of a case, or undefined when the composer refuses it. */
+function both(c: Case): { full: number; folded: number | undefined; reason: string | undefined } | undefined {
+  const spec = loadDevice(c.instance);
+  const scn = scenarioOf(c);
+  let plain;
+  try {
+    plain = compileStreamed(scn, spec, [0]);
+  } catch (e) {
+    if (e instanceof CompileError) return undefined;
+    throw e;
+  }
+  const full = simulate(spec, plain.image, { storePayload: false });
+  expect(full.hang).toBeUndefined();
+  const f = compileStreamed(scn, spec, [0], { fold: true });
+  expect(f.folding).toBeDefined();
+  if (!f.folding!.folded) return { full: full.opEndPs[0]!, folded: undefined, reason: f.folding!.reason };
+  const podDevices = f.folding!.podDevices;
+  expect(f.image.devices.every((d) => d.device < podDevices)).toBe(true);
+  const folded = simulate(spec, f.image, { storePayload: false });
+  expect(folded.hang).toBeUndefined();
+  expect(folded.events).toBeLessThan(full.events);
+  return { full: full.opEndPs[0]!, folded: folded.opEndPs[0]!, reason: undefined };
+}
+
+describe("folding alike pods", () => {
+  it("a folded run takes exactly the time of the run of every pod, over generated configurations", () => {
+    let folded = 0;
+    let refused = 0;
+    fc.assert(
+      fc.property(
+        fc.record({
+          shape: fc.constantFrom(
+            { instance: "trn1", ranksPerNode: 32, rpd: 2 },
+            { instance: "trn1", ranksPerNode: 16, rpd: 1 },
+            { instance: "trn1", ranksPerNode: 8, rpd: 1 },
+            { instance: "ideal-net", ranksPerNode: 1, rpd: 1 },
+            { instance: "trn2", ranksPerNode: 16, rpd: 1 },
+          ),
+          nodes: fc.constantFrom(2, 3, 4, 8),
+          algorithm: fc.constantFrom("auto", "ring", "hier", "inter-rdh", "mesh"),
+          op: fc.constantFrom("all-reduce", "all-gather", "reduce-scatter"),
+          kib: fc.constantFrom(1, 4, 32, 96),
+        }),
+        (r) => {
+          const out = both({ ...r.shape, nodes: r.nodes, algorithm: r.algorithm, op: r.op, kib: r.kib });
+          if (!out) return;
+          if (out.folded === undefined) {
+            refused++;
+            expect(out.reason).toMatch(/differs|receives it twice/);
+            return;
+          }
+          folded++;
+          expect(out.folded).toBe(out.full);
+        },
+      ),
+      { numRuns: 24, seed: 13 },
+    );
+    // The property ran on folded programs (and saw refusals), not on a vacuous set.
+    expect(folded).toBeGreaterThanOrEqual(8);
+    expect(refused).toBeGreaterThanOrEqual(1);
+  }, 240_000);
+
+  it("the bench's shape (hierarchical: kangaring, inter-node RDH, kangaring) folds, exactly", () => {
+    const out = both({ instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 4, algorithm: "hier", op: "all-reduce", kib: 512 });
+    expect(out?.folded).toBe(out?.full);
+  });
+
+  it("a mesh across nodes, where every pod sends to pod 0 first, is not folded, and says why", () => {
+    const out = both({ instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 4, algorithm: "mesh", op: "all-gather", kib: 1 });
+    expect(out?.folded).toBeUndefined();
+    expect(out?.reason).toMatch(/device 16's program differs from device 0's|receives it twice/);
+  });
+
+  it("the simulator refuses a folded image that does not hold pod 0 of whole pods (SIM1517)", () => {
+    const c: Case = { instance: "ideal-net", ranksPerNode: 1, rpd: 1, nodes: 4, algorithm: "inter-rdh", op: "all-reduce", kib: 1 };
+    const spec = loadDevice(c.instance);
+    const f = compileStreamed(scenarioOf(c), spec, [0], { fold: true });
+    expect(f.folding?.folded).toBe(true);
+    const bad = { ...f.image, foldedPods: 3 };
+    expect(() => simulate(spec, bad, { storePayload: false })).toThrow(SimError);
+    try {
+      simulate(spec, bad, { storePayload: false });
+    } catch (e) {
+      expect((e as SimError).code).toBe("SIM1517");
+    }
+  });
+
+  it("the command line folds timing-only runs, says so in --explain, and --no-fold prints the same table", () => {
+    const args = ["scenarios/inter-rdh8.json", "--check", "none"];
+    const explained = runSim([...args, "--explain"]);
+    expect(explained.code, explained.err).toBe(EXIT.OK);
+    expect(explained.out).toMatch(/op 0: simulated pod 0 of 8 alike pods/);
+    const folded = runSim([...args, "--json"]);
+    const all = runSim([...args, "--json", "--no-fold"]);
+    expect(all.code).toBe(EXIT.OK);
+    expect(folded.out).toBe(all.out);
+    // A values check simulates every pod.
+    expect(runSim(["scenarios/inter-rdh8.json", "--explain"]).out).not.toMatch(/alike pods/);
+  });
+});
