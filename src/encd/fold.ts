@@ -1,6 +1,7 @@
 // Folding a program of identical pods: when every pod's program is pod 0's up to the pod's place,
 // a timing-only run needs pod 0 alone — traffic to another pod lands on pod 0's device in the same
-// place, as the pod that sends to pod 0 at that moment would have it (ARCHITECTURE.md, "Folding").
+// place, as the pod that sends to pod 0 at that moment would have it (docs/device-model.md §1,
+// "Folded images").
 //
 // What "alike" means, checked here over the counting pass's image of every pod:
 //  - each device of pod p has a device of pod 0 in the same place whose program is the same: its
