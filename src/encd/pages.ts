@@ -49,6 +49,14 @@ export class DescPages implements DescSlot {
     return this;
   }
 
+  /** A counting list: the slot that holds its last descriptor, to pack it there (a tally's last RX). */
+  lastSlot(): DescSlot {
+    if (!this.scratch) throw new RangeError("lastSlot of a list that keeps its descriptors");
+    this.bytes = this.scratch;
+    this.offset = 0;
+    return this;
+  }
+
   /** The page holding descriptor `i` (read it at `offsetOf(i)`); `i` must be held. */
   page(i: number): Uint8Array {
     if (this.scratch) {

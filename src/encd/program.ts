@@ -252,24 +252,20 @@ export class ProgramBuilder {
     const m = this.rings;
     if (m.kind === "keep") return { vring: new Vring(name) };
     const fold = m.fold;
-    if (fold) {
-      // A folded program: pod 0's rings as usual; the other pods' tallied; every one hashed when counting.
-      const tally = device >= fold.podDevices;
-      let sig: Signature | undefined;
-      if (m.kind === "count") fold.signatures.set(key, (sig = new Signature()));
-      const vf = { tally, device, podDevices: fold.podDevices, ...(sig ? { sig } : {}) };
-      if (tally) return { vring: new Vring(name, VRING_DESC_LIMIT, { tx: new DescPages(false), rx: new DescPages(false) }, vf) };
-      if (m.kind === "count") {
-        const stream = { tx: new DescPages(), rx: new DescPages() };
-        m.stores.set(key, stream);
-        return { vring: new Vring(name, VRING_DESC_LIMIT, { tx: new DescPages(false), rx: new DescPages(false) }, vf), stream };
-      }
-    }
+    // A folded program: pod 0's rings as usual, the other pods' only tallied; every one hashed when counting.
+    const other = fold !== undefined && device >= fold.podDevices;
+    const counting = () => ({ tx: new DescPages(false), rx: new DescPages(false) });
     if (m.kind === "count") {
+      let sig: Signature | undefined;
+      if (fold) fold.signatures.set(key, (sig = new Signature()));
+      const tally = { tally: true, ...(sig && fold ? { sig: { sig, device, podDevices: fold.podDevices } } : {}) };
+      const vring = new Vring(name, VRING_DESC_LIMIT, counting(), tally);
+      if (other) return { vring };
       const stream = { tx: new DescPages(), rx: new DescPages() };
       m.stores.set(key, stream);
-      return { vring: new Vring(name, VRING_DESC_LIMIT, { tx: new DescPages(false), rx: new DescPages(false) }), stream };
+      return { vring, stream };
     }
+    if (other) return { vring: new Vring(name, VRING_DESC_LIMIT, counting(), { tally: true }) };
     const store = m.stores.get(key);
     if (!store) throw new InternalError(`streamed composition binds ${name}, which the counting pass did not`);
     return { vring: new Vring(name, VRING_DESC_LIMIT, store) };

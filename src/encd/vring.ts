@@ -26,15 +26,14 @@ export interface VringStore {
 }
 
 /**
- * How a vring of a folded program's device is composed: `tally` counts its descriptors without
- * packing them (a device the run does not hold); `sig`, when set, hashes every descriptor run it is
+ * How a vring that keeps no descriptors composes: `tally` counts them without packing them (a
+ * counting pass, or a device a folded run does not hold; the last RX descriptor of each call is
+ * still packed, for the pin at an op's end); `sig`, when set, hashes every descriptor run it is
  * handed with pod-relative addresses (device `device` of pods of `podDevices` ids).
  */
-export interface VringFold {
+export interface VringTally {
   readonly tally: boolean;
-  readonly sig?: Signature;
-  readonly device: number;
-  readonly podDevices: number;
+  readonly sig?: { readonly sig: Signature; readonly device: number; readonly podDevices: number };
 }
 
 export class Vring {
@@ -47,8 +46,8 @@ export class Vring {
   /** The last RX descriptor of each op (index -> bytes), pinned at its end for the validate pass. */
   readonly rxPins = new Map<number, Uint8Array>();
   /** `limit`: descriptors per half (the runtime's cap unless a test lowers it); `store`: where they go (default: kept here). */
-  private readonly fold: VringFold | undefined;
-  constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }, fold?: VringFold) {
+  private readonly fold: VringTally | undefined;
+  constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }, fold?: VringTally) {
     this.name = name;
     this.limit = limit;
     this.txList = store.tx;
@@ -58,8 +57,8 @@ export class Vring {
 
   /** Hash one descriptor run: its kind, sizes and pod-relative addresses. */
   private sign(kind: number, nums: readonly number[], addrs: readonly number[]): void {
-    const f = this.fold!;
-    const sig = f.sig!;
+    const f = this.fold!.sig!;
+    const sig = f.sig;
     sig.add(kind);
     for (const x of nums) sig.add(x);
     for (const a of addrs) addPodAddress(sig, a, f.device, f.podDevices);
@@ -90,7 +89,6 @@ export class Vring {
   /** Keep a copy of the last RX descriptor (the end of an op): what validate reads of a ring it does not hold. */
   pinLastRx(): void {
     const i = this.rxList.count - 1;
-    if (this.fold?.tally) return;
     // A ring that keeps its descriptors (whole, or streamed into the run) is read where it is.
     if (i < 0 || this.rxList.keeps) return;
     const at = this.rxList.offsetOf(i);
@@ -119,6 +117,7 @@ export class Vring {
     if (this.fold?.tally) {
       const n = Math.ceil(bytes / MAX_DESC_BYTES);
       this.tally(n, n);
+      if (n > 0) packRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES, INITIAL_RING_ID, {}, this.rxList.lastSlot());
       this.totalTxBytes += bytes;
       this.totalRxBytes += bytes;
       return { tx: n, rx: n };
@@ -154,6 +153,7 @@ export class Vring {
       const packets = Math.ceil(bytes / packetBytes);
       const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
       this.tally(c.tx, c.rx);
+      if (packets > 0) packRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes, INITIAL_RING_ID, {}, this.rxList.lastSlot());
       this.totalTxBytes += bytes * srcs.length;
       this.totalRxBytes += bytes * dsts.length;
       return c;
