@@ -5,7 +5,7 @@
 //
 //   npm run bench [-- SIZE...] [--skip-1024]     SIZEs (bytes) replace ring8's two sizes
 import { spawnSync } from "node:child_process";
-import { algorithmLabel, compileStreamed } from "../src/enc/compile.ts";
+import { algorithmLabel, compileStreamed, describeFolding } from "../src/enc/compile.ts";
 import { loadDevice, loadScenario } from "../src/run/load.ts";
 import { busFactor, throughput } from "../src/report/table.ts";
 import { simulate } from "../sim/index.ts";
@@ -55,7 +55,7 @@ function runCase(name: CaseName, bytes: number): void {
     [
       `all-reduce ${bytes} B fp32, ${c.what} ${alg}`,
       `  simulated: ${tp.timeUs.toFixed(2)} us, algbw ${tp.algbwGBps.toFixed(2)} GB/s, busbw ${tp.busbwGBps.toFixed(2)} GB/s`,
-      ...(folding ? [folding.folded ? `  folded: pod 0 of ${folding.pods} alike pods simulated (${folding.podDevices} device ids each)` : `  not folded (${folding.reason})`] : []),
+      ...(folding ? [`  ${describeFolding(folding)}`] : []),
       `  compile (counting pass): ${((t1 - t0) / 1000).toFixed(2)} s wall, ${descs} descriptors of the devices simulated`,
       `  simulate (rings composed as they stream in): ${((t2 - t1) / 1000).toFixed(2)} s wall, ${r.events} events, ${r.packets} DMA packets`,
     ].join("\n"),

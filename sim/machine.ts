@@ -105,15 +105,17 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   const kernel = new Kernel();
   const maxDevice = Math.max(0, ...image.devices.map((d) => d.device));
   const nodes = image.nodes ?? 1;
-  const perNode = spec.topology.kind === "ring" ? (nodes > 1 ? image.devicesPerNode : maxDevice + 1) : spec.devices;
+  const perNode = spec.topology.kind === "ring" ? (nodes > 1 || image.fold ? image.devicesPerNode : maxDevice + 1) : spec.devices;
   const deviceCount = perNode * nodes;
   if (maxDevice >= deviceCount) throw new SimError("SIM1502", `image names device ${maxDevice}; ${spec.name} has ${deviceCount}`, { value: maxDevice });
   if (nodes > 1 && !spec.network && podNodesOf(spec.topology, nodes) < nodes) throw new SimError("SIM1514", `a ${nodes}-node image on ${spec.name}, which has no network`, { value: nodes });
   const fabric = new Fabric(spec, perNode, nodes);
-  // A folded image holds pod 0: traffic to another pod's device lands on pod 0's device in its place.
-  const podDevices = fabric.podNodes * perNode;
-  if (image.foldedPods !== undefined && (image.foldedPods < 2 || image.foldedPods * fabric.podNodes !== nodes || maxDevice >= podDevices)) throw new SimError("SIM1517", `a folded image of ${image.foldedPods} pods must hold pod 0 of ${nodes} nodes in pods of ${fabric.podNodes}`, { value: image.foldedPods });
-  const home = image.foldedPods ? (d: number) => d % podDevices : (d: number) => d;
+  // A folded image holds unit 0: traffic to another unit's device lands on unit 0's device in its place.
+  const fold = image.fold;
+  if (fold && (!Number.isInteger(fold.units) || fold.units < 2 || !Number.isInteger(fold.unitDevices) || fold.unitDevices < 1 || fold.units * fold.unitDevices > deviceCount || maxDevice >= fold.unitDevices)) {
+    throw new SimError("SIM1517", `a folded image must hold unit 0 of at least 2 units of ${fold.unitDevices} device ids within the ${deviceCount} devices (it names ${fold.units} units and device ${maxDevice})`, { value: fold });
+  }
+  const home = fold ? (d: number) => d % fold.unitDevices : (d: number) => d;
   const faults = opts.faults ?? [];
   const faultNotes: string[] = [];
   const faultError = (i: number, message: string): never => {
@@ -168,6 +170,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     read: (d, off, len) => dev(d).memory.read(off, len),
     dropped: (d, off, len) => dev(d).memory.dropped(off, len),
     faultHit: (message) => void faultNotes.push(message),
+    home,
     races,
     symbolic,
     land(addr, from, bytes, len, acc, sym) {
@@ -221,14 +224,15 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       opEnd[op] = Math.max(opEnd[op] ?? 0, t);
     },
     signal(from, addr, value, clock) {
-      const a = decodeAddress(addr, from);
+      const a = homeOf(decodeAddress(addr, from));
       if (a.kind !== "sema" || a.window === "read") throw new SimError("SIM1513", `dev${from}: core signal to ${describeAddress(addr, from)}, which is not a semaphore write window`, { value: addr });
       const apply = () => {
         const block = semaBlock(a.device, a.topsp);
         if (clock) block.release(a.sema, clock);
         block.write(a.sema, a.window as "set" | "inc" | "dec", value);
       };
-      const hops = a.device === from ? 0 : fabric.route(from, a.device).length;
+      const to = decodeAddress(addr, from).device;
+      const hops = to === from ? 0 : fabric.route(from, to).length;
       if (hops === 0) apply();
       else kernel.after(hops * fabric.latencyPs, Prio.LAND, apply);
     },

@@ -29,6 +29,8 @@ export interface DmaHost {
   read(device: number, offset: number, len: number): Uint8Array;
   /** True when these bytes are not kept (timing-only payload). */
   dropped(device: number, offset: number, len: number): boolean;
+  /** The device that stands for `device` in this run: itself, or its place in the unit a folded image holds. */
+  home(device: number): number;
   /** Apply a write that has landed (HBM or a semaphore window); `acc` is the access, when races are tracked. */
   /** Write at `addr` as device `from` addresses it (its own address block). */
   land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
@@ -318,7 +320,7 @@ export class DmaEngine {
       for (const l of links) this.stage(n++, l, d.len, 0, host.fabric.latencyPs);
       // The engine is free once its data is on the first link; later hops buffer and forward.
       const sourceStages = links.length > 0 ? n - links.length + 1 : n;
-      if (!sameHbm && dst.kind === "hbm") this.stage(n++, host.fabric.hbm[dst.device], d.len, 0, 0);
+      if (!sameHbm && dst.kind === "hbm") this.stage(n++, host.fabric.hbm[host.home(dst.device)], d.len, 0, 0);
       const trace = host.trace;
       const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined, n);
       engineFree = Math.max(engineFree, t.engineFree);

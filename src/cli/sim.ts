@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
-import { explainScenario } from "../enc/compile.ts";
+import { describeFolding, explainScenario } from "../enc/compile.ts";
 import { formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
@@ -244,14 +244,7 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
 
 /** --explain: for each op of several pods, whether one pod stood for all and why (see src/encd/fold.ts). */
 function foldLines(ops: readonly OpOutcome[]): string {
-  return ops
-    .map((o, i) => {
-      const f = o.folding;
-      if (!f) return "";
-      if (f.folded) return `op ${i}: simulated pod 0 of ${f.pods} alike pods (${f.podDevices} device ids each; traffic to another pod lands on pod 0's device in its place): the same times as every pod (--no-fold runs them all)\n`;
-      return `op ${i}: simulated all ${f.pods} pods: their programs are not alike (${f.reason})\n`;
-    })
-    .join("");
+  return ops.map((o, i) => (o.folding ? `op ${i}: ${describeFolding(o.folding)}\n` : "")).join("");
 }
 
 /** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */

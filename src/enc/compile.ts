@@ -74,6 +74,12 @@ export interface CompiledProgram {
 /** The outcome of folding a program of several pods (see encd/fold.ts). */
 export type Folding = { readonly folded: true; readonly pods: number; readonly podDevices: number } | { readonly folded: false; readonly pods: number; readonly reason: string };
 
+/** A folding outcome in words (--explain, the bench). */
+export function describeFolding(f: Folding): string {
+  if (!f.folded) return `simulated all ${f.pods} pods: their programs are not alike (${f.reason})`;
+  return `simulated pod 0 of ${f.pods} alike pods of ${f.podDevices} device ids (traffic to another pod lands on pod 0's device in its place): the times of the run of every pod (--no-fold runs them all)`;
+}
+
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
   if (!cond) throw new CompileError(code, message, { path, value });
 }
@@ -98,19 +104,20 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
  * program of several pods whose pods are alike (encd/fold.ts) holds pod 0 alone.
  */
 export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], opts: { readonly fold?: boolean } = {}): CompiledProgram {
-  const pods = scn.nodes / podNodesOf(spec.topology, scn.nodes);
-  if (!opts.fold || pods < 2 || !Number.isInteger(pods)) return streamed(scn, spec, opIndices);
-  // Fold: compose pod 0's rings only (the others counted and hashed), if every pod's program is pod 0's.
-  const podDevices = podNodesOf(spec.topology, scn.nodes) * idsPerNodeOf(scn, spec);
-  const fold = { podDevices, signatures: new Map<string, Signature>() };
+  const podNodes = podNodesOf(spec.topology, scn.nodes);
+  const pods = scn.nodes / podNodes;
+  if (!opts.fold || pods < 2) return streamed(scn, spec, opIndices);
+  // Compose pod 0's rings only (the others counted and hashed), if every pod's program is pod 0's.
+  const unitDevices = podNodes * idsPerNodeOf(scn, spec);
+  const fold = { unitDevices, signatures: new Map<string, Signature>() };
   const stores = new Map<string, VringStore>();
   const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
-  const reason = whyNotFold(counted.image, podDevices, fold.signatures);
+  const reason = whyNotFold(counted.image, unitDevices, fold.signatures);
   if (reason !== undefined) return { ...streamed(scn, spec, opIndices), folding: { folded: false, pods, reason } };
-  const image = { ...counted.image, devices: counted.image.devices.filter((d) => d.device < podDevices), foldedPods: pods };
+  const image = { ...counted.image, devices: counted.image.devices.filter((d) => d.device < unitDevices), fold: { units: pods, unitDevices } };
   validateCcops(image);
-  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores, fold: { podDevices, signatures: new Map() } }), image);
-  return { ...counted, image: { ...image, feed }, folding: { folded: true, pods, podDevices } };
+  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores, fold: { unitDevices, signatures: new Map() } }), image);
+  return { ...counted, image: { ...image, feed }, folding: { folded: true, pods, podDevices: unitDevices } };
 }
 
 /** The program with streamed rings (every device's). */

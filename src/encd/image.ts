@@ -87,11 +87,12 @@ export interface ProgramImage {
   readonly devicesPerNode: number;
   readonly devices: readonly DeviceImage[];
   /**
-   * A folded image: the program of `pods` pods whose programs are alike up to the pod's place
-   * (the emitter checked it), holding pod 0's devices only. Network traffic to another pod lands on
-   * pod 0's device in the same place, as the pod that sends to pod 0 at that moment would have it.
+   * A folded image: the program of `units` units of `unitDevices` device ids each (pods, or single
+   * devices) whose programs are alike up to the unit's place (the emitter checked it), holding unit
+   * 0's devices only. Traffic to another unit's device lands on unit 0's device in the same place,
+   * as the unit that sends to unit 0 at that moment would have it.
    */
-  readonly foldedPods?: number;
+  readonly fold?: { readonly units: number; readonly unitDevices: number };
   /** Present when queues are streamed: the producer of their descriptors. */
   readonly feed?: DescriptorFeed;
 }

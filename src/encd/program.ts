@@ -107,12 +107,12 @@ interface DeviceState {
 export type RingMode = { readonly kind: "keep" } | { readonly kind: "count" | "stream"; readonly stores: Map<string, VringStore>; readonly fold?: RingFold };
 
 /**
- * A folded composition: only devices below `podDevices` (pod 0) get descriptors; the others' are
- * counted (tallied, not packed). The counting pass hashes every device's descriptor runs into
- * `signatures` (by "device/engine/queue"), so pods can be compared.
+ * A folded composition: only devices below `unitDevices` (unit 0: a pod, or device 0) get
+ * descriptors; the others' are counted (tallied, not packed). The counting pass hashes every
+ * device's descriptor runs into `signatures` (by "device/engine/queue"), so units can be compared.
  */
 export interface RingFold {
-  readonly podDevices: number;
+  readonly unitDevices: number;
   readonly signatures: Map<string, Signature>;
 }
 
@@ -253,12 +253,12 @@ export class ProgramBuilder {
     if (m.kind === "keep") return { vring: new Vring(name) };
     const fold = m.fold;
     // A folded program: pod 0's rings as usual, the other pods' only tallied; every one hashed when counting.
-    const other = fold !== undefined && device >= fold.podDevices;
+    const other = fold !== undefined && device >= fold.unitDevices;
     const counting = () => ({ tx: new DescPages(false), rx: new DescPages(false) });
     if (m.kind === "count") {
       let sig: Signature | undefined;
       if (fold) fold.signatures.set(key, (sig = new Signature()));
-      const tally = { tally: true, ...(sig && fold ? { sig: { sig, device, podDevices: fold.podDevices } } : {}) };
+      const tally = { tally: true, ...(sig && fold ? { sig: { sig, device, unitDevices: fold.unitDevices } } : {}) };
       const vring = new Vring(name, VRING_DESC_LIMIT, counting(), tally);
       if (other) return { vring };
       const stream = { tx: new DescPages(), rx: new DescPages() };

@@ -5,6 +5,8 @@ import { decodeAddress } from "./address.ts";
 export class Signature {
   private a = 0x811c9dc5;
   private b = 0x9e3779b9;
+  /** Devices of other units (pods) the hashed addresses named, in order: where the program sends. */
+  readonly cross: number[] = [];
 
   add(x: number): void {
     const lo = x >>> 0;
@@ -23,16 +25,19 @@ export class Signature {
 const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
 
 /**
- * An address as a pod-relative thing, decoded as device `from` sees it (`own`, the device whose
- * program holds it, is `from` but for a proxy's remote addresses), for a program whose pods hold `podDevices`
- * device ids each: its kind, the addressed device's place in its pod, whether that pod is `from`'s,
- * and what it names there (semaphore, doorbell) — not an HBM offset, which no timing depends on.
+ * An address as a unit-relative thing, for a program cut into units (pods, or single devices) of
+ * `unitDevices` device ids each: decoded as device `from` sees it (`own`, the device whose program
+ * holds it, is `from` but for a proxy's remote addresses), its kind, the addressed device's place in
+ * its unit, whether that unit is `own`'s (the device itself goes to `sig.cross` when it is not), and
+ * what it names there (semaphore, doorbell) — not an HBM offset, which no timing depends on.
  */
-export function addPodAddress(sig: Signature, addr: number, from: number, podDevices: number, own = from): void {
+export function addUnitAddress(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {
   const a = decodeAddress(addr, from);
   sig.add(KIND[a.kind]);
-  sig.add(a.device % podDevices);
-  sig.add(Math.floor(a.device / podDevices) === Math.floor(own / podDevices) ? 0 : 1);
+  sig.add(a.device % unitDevices);
+  const other = Math.floor(a.device / unitDevices) !== Math.floor(own / unitDevices);
+  sig.add(other ? 1 : 0);
+  if (other) sig.cross.push(a.device);
   if (a.kind === "sema") {
     sig.add(a.topsp);
     sig.add(a.sema);
@@ -46,7 +51,7 @@ export function addPodAddress(sig: Signature, addr: number, from: number, podDev
 }
 
 /** A field that holds an address or 0 for none (a device's HBM offset 0 is never one of them). */
-export function addPodAddressOrNone(sig: Signature, addr: number, from: number, podDevices: number, own = from): void {
+export function addUnitAddressOrNone(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {
   if (addr === 0) return sig.add(0);
-  addPodAddress(sig, addr, from, podDevices, own);
+  addUnitAddress(sig, addr, from, unitDevices, own);
 }

@@ -3,7 +3,7 @@ import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
 import { DESC_BYTES, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot } from "./udma.ts";
 import { DescPages } from "./pages.ts";
-import { addPodAddress, Signature } from "./signature.ts";
+import { addUnitAddress, Signature } from "./signature.ts";
 
 /** Hard cap per half, as the runtime's vring allocator has it. */
 export const VRING_DESC_LIMIT = 0xfffff0;
@@ -29,11 +29,11 @@ export interface VringStore {
  * How a vring that keeps no descriptors composes: `tally` counts them without packing them (a
  * counting pass, or a device a folded run does not hold; the last RX descriptor of each call is
  * still packed, for the pin at an op's end); `sig`, when set, hashes every descriptor run it is
- * handed with pod-relative addresses (device `device` of pods of `podDevices` ids).
+ * handed with pod-relative addresses (device `device` of units of `unitDevices` ids).
  */
 export interface VringTally {
   readonly tally: boolean;
-  readonly sig?: { readonly sig: Signature; readonly device: number; readonly podDevices: number };
+  readonly sig?: { readonly sig: Signature; readonly device: number; readonly unitDevices: number };
 }
 
 export class Vring {
@@ -61,7 +61,7 @@ export class Vring {
     const sig = f.sig;
     sig.add(kind);
     for (const x of nums) sig.add(x);
-    for (const a of addrs) addPodAddress(sig, a, f.device, f.podDevices);
+    for (const a of addrs) addUnitAddress(sig, a, f.device, f.unitDevices);
   }
 
   /** Count `tx` / `rx` descriptors without packing them (a tallied vring). */
