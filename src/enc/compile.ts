@@ -116,7 +116,13 @@ export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: read
   if (reason !== undefined) return { ...streamed(scn, spec, opIndices), folding: { folded: false, pods, reason } };
   const image = { ...counted.image, devices: counted.image.devices.filter((d) => d.device < unitDevices), fold: { units: pods, unitDevices } };
   validateCcops(image);
-  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores, fold: { unitDevices, signatures: new Map() } }), image);
+  // The streaming pass composes pod 0's ring-type channels only; its rings must hash as counted.
+  const hashed = new Map<string, Signature>();
+  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores, fold: { unitDevices, signatures: hashed } }), image, () => {
+    for (const [key, sig] of hashed) {
+      if (sig.value !== fold.signatures.get(key)?.value) throw new InternalError(`ring ${key}: the streamed composition emitted other descriptors than the counting one`);
+    }
+  });
   return { ...counted, image: { ...image, feed }, folding: { folded: true, pods, podDevices: unitDevices } };
 }
 
@@ -129,7 +135,7 @@ function streamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[])
 }
 
 /** The feed of a streamed image: the second composition, run on demand; it must emit exactly what the first counted. */
-function feedOf(again: Generator<void, CompiledProgram | undefined>, counted: ProgramImage): DescriptorFeed {
+function feedOf(again: Generator<void, CompiledProgram | undefined>, counted: ProgramImage, atEnd?: () => void): DescriptorFeed {
   let done = false;
   return {
     pull(): boolean {
@@ -142,6 +148,7 @@ function feedOf(again: Generator<void, CompiledProgram | undefined>, counted: Pr
             if (st.tx.count !== st.txCount || st.rx.count !== st.rxCount) throw new InternalError(`dev${d.device} dma${q.engine} q${q.queue}: the streamed composition emitted ${st.tx.count}/${st.rx.count} descriptors, the counting one ${st.txCount}/${st.rxCount}`);
           }
         }
+        atEnd?.();
       }
       return true;
     },

@@ -26,8 +26,8 @@ export interface StageBuffers extends RankBuffers {
   readonly scratch: number;
 }
 
-/** Ring-type channel programs of a stage, composed side by side (one chunk group each per round). */
-export type ChannelGens = Generator<void, unknown>[];
+/** Ring-type channel programs of a stage, composed side by side (one chunk group each per round), each with the device it emits for. */
+export type ChannelGens = { readonly device: number; readonly gen: Generator<void, unknown> }[];
 
 /** What a family composes for one stage: ring-type channels return their generators; mesh-tape programs emit at once. */
 export type StageComposer = (ctx: CompileContext, st: Stage, buffers: ReadonlyMap<number, StageBuffers>, plans: readonly ChunkPlan[], path: string) => ChannelGens;
@@ -62,6 +62,8 @@ export class CompileContext {
   readonly posted: Posted;
   readonly info: readonly CommInfo[];
   readonly builder: ProgramBuilder;
+  /** Whether this composition emits a device's ring-type channels (all but in a folded streaming pass). */
+  readonly emits: (device: number) => boolean;
   /** The replica groups' own comm (channel set 0). */
   readonly main: Comm;
   /**
@@ -100,6 +102,8 @@ export class CompileContext {
     readonly opIndices: readonly number[],
     rings: RingMode,
   ) {
+    const fold = rings.kind === "stream" ? rings.fold : undefined;
+    this.emits = fold ? (device) => device < fold.unitDevices : () => true;
     // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device of it, no proxy
     // needed; pods are joined by the network.
     const podNodes = podNodesOf(spec.topology, scn.nodes);
@@ -476,7 +480,10 @@ export class CompileContext {
     const pairSource = st.op.pairs ? new Map(st.op.pairs.map(([a, b]) => [b, a])) : undefined;
     const buffers = this.stageBuffers(st, io, half, pairSource);
     if (!entry.compose) throw new CompileError("CMP1203", `algorithm ${st.alg} is not supported yet`, { path, value: st.alg });
-    yield* rounds(entry.compose(this, st, buffers, p, path));
+    // A folded program's streaming pass composes pod 0's channels only: nothing else is simulated
+    // (the feed checks that pod 0's descriptors hash as the counting pass's did).
+    const gens = entry.compose(this, st, buffers, p, path);
+    yield* rounds(gens.filter((g) => this.emits(g.device)).map((g) => g.gen));
     this.stageLog.push({ st, buffers });
   }
 }

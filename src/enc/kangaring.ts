@@ -277,8 +277,9 @@ export const composeKangaringStage: StageComposer = (ctx, st, buffers) => {
           },
         );
         // A secondary only waits for its primary's writes into its output.
-        gens.push(
-          (function* () {
+        gens.push({
+          device: info[primary]!.device,
+          gen: (function* () {
             const signals = yield* primaryGen;
             for (const r of secondaries) {
               const ch = ctx.chan(comm, r, c);
@@ -286,7 +287,7 @@ export const composeKangaringStage: StageComposer = (ctx, st, buffers) => {
               ch.markEnd();
             }
           })(),
-        );
+        });
       });
     }
   });

@@ -310,8 +310,9 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
         const toTarget = t !== undefined && ctx.viaNetwork(rank, t);
         const fromSource = src !== undefined && ctx.viaNetwork(src, rank);
         const net = toTarget || fromSource ? { toTarget, fromSource, ...ctx.proxyQueue(comm, rank, c), foldN: ctx.foldN, targetBlock: blockOf(t === undefined ? 0 : info[t]!.device), sourceBlock: blockOf(src === undefined ? 0 : info[src]!.device) } : undefined;
-        gens.push(
-          composeChannelPermute({ op, channels, pieceBytes: plans[comm.pos.get(rank)!.group]!.halfBytes, reduceSliceBytes, reduce }, c, ctx.chan(comm, rank, c), {
+        gens.push({
+          device: info[rank]!.device,
+          gen: composeChannelPermute({ op, channels, pieceBytes: plans[comm.pos.get(rank)!.group]!.halfBytes, reduceSliceBytes, reduce }, c, ctx.chan(comm, rank, c), {
             me: buffers.get(rank)!,
             target: t === undefined ? undefined : { buffers: buffers.get(t)!, recvInc: semaAddr(info[t]!.device, pt!.topsp, pt!.recv, "inc"), self: t === rank },
             source: src === undefined ? undefined : { sendInc: semaAddr(info[src]!.device, ps!.topsp, ps!.send, "inc"), self: src === rank },
@@ -319,7 +320,7 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
             recvSlots: src === undefined ? 0 : ctx.sendSlots(comm, src, c),
             ...(net ? { net } : {}),
           }),
-        );
+        });
       }
     }
     return gens;
@@ -334,8 +335,9 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
       const toNext = ctx.viaNetwork(rank, next);
       const fromPrev = ctx.viaNetwork(rank, prev);
       const net = toNext || fromPrev ? ctx.netHop(comm, rank, c, { next, prev, toNext, fromPrev }, plans[gi]!.halfBytes) : undefined;
-      gens.push(
-        composeChannelRing({ op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes }, c, ctx.chan(comm, rank, c), {
+      gens.push({
+        device: info[rank]!.device,
+        gen: composeChannelRing({ op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes }, c, ctx.chan(comm, rank, c), {
           na,
           me: buffers.get(rank)!,
           next: buffers.get(next)!,
@@ -345,7 +347,7 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
           recvSlots: ctx.recvSlots(comm, rank, c),
           ...(net ? { net } : {}),
         }),
-      );
+      });
     }
   }
   return gens;

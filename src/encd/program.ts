@@ -7,7 +7,7 @@
 // merge into one entry with a repeat count). markEnd appends, per fold, the completion-semaphore
 // write, then a LAST_SYNC step. endOp writes one cc_op_entry per TopSP naming its channels.
 import { EncAlgMeshType, EncPattern, SdmaCceType } from "../ir/enums.ts";
-import { EncodeError, InternalError, assert } from "../ir/errors.ts";
+import { EncodeError, InternalError } from "../ir/errors.ts";
 import { packChannelConfig, ALGO_CONFIG_RING_BYTES, MAX_CHANNELS, type RingNeighbor } from "./channel.ts";
 import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } from "./ccop.ts";
 import { ENGINES_PER_SENG, hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
@@ -268,7 +268,11 @@ export class ProgramBuilder {
     if (other) return { vring: new Vring(name, VRING_DESC_LIMIT, counting(), { tally: true }) };
     const store = m.stores.get(key);
     if (!store) throw new InternalError(`streamed composition binds ${name}, which the counting pass did not`);
-    return { vring: new Vring(name, VRING_DESC_LIMIT, store) };
+    if (!fold) return { vring: new Vring(name, VRING_DESC_LIMIT, store) };
+    // A folded streaming pass hashes pod 0's rings too: they must hash as the counting pass's did.
+    const sig = new Signature();
+    fold.signatures.set(key, sig);
+    return { vring: new Vring(name, VRING_DESC_LIMIT, store, { tally: false, sig: { sig, device, unitDevices: fold.unitDevices } }) };
   }
 
   /**
@@ -506,16 +510,34 @@ class StepStream {
 }
 
 /** Split `bytes` of whole `esize`-byte elements into `parts` contiguous shares (the last ones may be short or empty). */
-export function splitWhole(bytes: number, esize: number, parts: number): { off: number; len: number }[] {
-  assert(bytes % esize === 0, `transfer of ${bytes} bytes is not whole ${esize}-byte elements`);
+export function splitWhole(bytes: number, esize: number, parts: number): readonly Share[] {
+  if (bytes % esize !== 0) throw new InternalError(`transfer of ${bytes} bytes is not whole ${esize}-byte elements`);
+  // A composition asks for the same few splits again and again: they are kept (read-only).
+  const key = `${bytes}/${esize}/${parts}`;
+  const known = SPLITS.get(key);
+  if (known) return known;
   const elems = bytes / esize;
   const per = Math.ceil(elems / parts);
-  return Array.from({ length: parts }, (_, f) => {
-    const start = Math.min(f * per, elems);
-    const end = Math.min(start + per, elems);
-    return { off: start * esize, len: (end - start) * esize };
-  });
+  const out = Object.freeze(
+    Array.from({ length: parts }, (_, f) => {
+      const start = Math.min(f * per, elems);
+      const end = Math.min(start + per, elems);
+      return Object.freeze({ off: start * esize, len: (end - start) * esize });
+    }),
+  );
+  if (SPLITS.size >= SPLITS_KEPT) SPLITS.clear();
+  SPLITS.set(key, out);
+  return out;
 }
+
+/** One fold's (or one part's) share of a transfer: an offset into it and a length. */
+export interface Share {
+  readonly off: number;
+  readonly len: number;
+}
+
+const SPLITS = new Map<string, readonly Share[]>();
+const SPLITS_KEPT = 4096;
 
 /** One ring channel of one rank, as the emitter sees it (the encd_dma_channel analogue). */
 export class EncdChannel {
@@ -551,7 +573,7 @@ export class EncdChannel {
   }
 
   /** Split `bytes` (whole elements of `esize`) into one contiguous share per fold. */
-  private shares(bytes: number, esize: number): { off: number; len: number }[] {
+  private shares(bytes: number, esize: number): readonly Share[] {
     return splitWhole(bytes, esize, this.folds.length);
   }
 
@@ -607,9 +629,11 @@ export class EncdChannel {
     const maxRx = Math.max(...this.rx);
     // A fold short of TX but not of RX (the others reduce many sources) cannot be padded to the
     // longest as it is: raise every fold by t no-op pairs until all can be (t = 0 almost always).
+    // (Folds already even, as they almost always are, need no padding.)
+    const even = this.tx.every((x) => x === maxTx) && this.rx.every((x) => x === maxRx);
     let t = 0;
-    while (t < 4 && this.folds.some((_, f) => !padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0)))) t++;
-    this.folds.forEach((v, f) => {
+    while (!even && t < 4 && this.folds.some((_, f) => !padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0)))) t++;
+    if (!even) this.folds.forEach((v, f) => {
       const dTx = maxTx + t - (this.tx[f] ?? 0);
       const dRx = maxRx + t - (this.rx[f] ?? 0);
       const plan = padPlan(dTx, dRx);
