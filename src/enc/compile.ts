@@ -77,7 +77,7 @@ export type Folding = { readonly folded: true; readonly pods: number; readonly p
 /** A folding outcome in words (--explain, the bench). */
 export function describeFolding(f: Folding): string {
   if (!f.folded) return `simulated all ${f.pods} pods: their programs are not alike (${f.reason})`;
-  return `simulated pod 0 of ${f.pods} alike pods of ${f.podDevices} device ids (traffic to another pod lands on pod 0's device in its place): the times of the run of every pod (--no-fold runs them all)`;
+  return `simulated pod 0 of ${f.pods} alike pods of ${f.podDevices} device id${f.podDevices === 1 ? "" : "s"} (traffic to another pod lands on pod 0's device in its place): the times of the run of every pod (--no-fold runs them all)`;
 }
 
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
