@@ -224,15 +224,16 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
       opEnd[op] = Math.max(opEnd[op] ?? 0, t);
     },
     signal(from, addr, value, clock) {
-      const a = homeOf(decodeAddress(addr, from));
+      const to = decodeAddress(addr, from);
+      const a = homeOf(to);
       if (a.kind !== "sema" || a.window === "read") throw new SimError("SIM1513", `dev${from}: core signal to ${describeAddress(addr, from)}, which is not a semaphore write window`, { value: addr });
       const apply = () => {
         const block = semaBlock(a.device, a.topsp);
         if (clock) block.release(a.sema, clock);
         block.write(a.sema, a.window as "set" | "inc" | "dec", value);
       };
-      const to = decodeAddress(addr, from).device;
-      const hops = to === from ? 0 : fabric.route(from, to).length;
+      // The route is the real one; the semaphore is its stand-in's in a folded run.
+      const hops = to.device === from ? 0 : fabric.route(from, to.device).length;
       if (hops === 0) apply();
       else kernel.after(hops * fabric.latencyPs, Prio.LAND, apply);
     },

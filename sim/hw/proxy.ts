@@ -19,7 +19,7 @@ export interface ProxyHost {
   readonly fabric: Fabric;
   readonly network: { readonly latencyPs: number; readonly messageCostPs: number };
   read(device: number, offset: number, len: number): Uint8Array;
-  /** The device that stands for `device` in this run: itself, or its place in the one pod a folded image simulates. */
+  /** The device that stands for `device` in this run: itself, or its place in the unit (pod) a folded image holds. */
   home(device: number): number;
   land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
   readonly trace: TraceSink | undefined;
