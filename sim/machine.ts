@@ -299,7 +299,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   const proxies: ProxyQueue[] = [];
   for (const di of image.devices) {
     for (const q of di.proxyQueues ?? []) {
-      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo));
+      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
     }
   }
   for (const p of proxies) p.start();

@@ -45,6 +45,8 @@ export class ProxyQueue {
     private readonly topsp: number,
     private readonly sema: number,
     private readonly fifo: Uint8Array,
+    /** Trigger semaphores: `sema` .. `sema + folds - 1`, one per DMA fold, each counting to the sum of the triggers. */
+    private readonly folds = 1,
   ) {
     this.n = fifo.length / PROXY_ENTRY_BYTES;
     this.agent = host.races ? host.races.agent(`proxy of dev${device} topsp${topsp}`, "entry") : -1;
@@ -54,17 +56,27 @@ export class ProxyQueue {
     this.next();
   }
 
-  /** Run the entries whose triggers have counted, in order; wait for the first that has not. */
+  /**
+   * Run the entries whose triggers have counted, in order; wait for the first that has not. With
+   * several trigger semaphores, an entry runs once every one has counted (when the last is seen).
+   */
   private next(): void {
     while (this.k < this.n) {
       const k = this.k;
       const e = decodeProxyEntry(this.fifo, k);
       this.target += e.trigger;
-      if (this.semas.values[this.sema]! < this.target) {
-        this.semas.waitGe(this.sema, this.target, () => {
-          this.fire(k, e);
-          this.next();
-        });
+      const target = this.target;
+      let pending = 0;
+      for (let f = 0; f < this.folds; f++) if (this.semas.values[this.sema + f]! < target) pending++;
+      if (pending > 0) {
+        for (let f = 0; f < this.folds; f++) {
+          if (this.semas.values[this.sema + f]! >= target) continue;
+          this.semas.waitGe(this.sema + f, target, () => {
+            if (--pending > 0) return;
+            this.fire(k, e);
+            this.next();
+          });
+        }
         return;
       }
       this.fire(k, e);
@@ -72,7 +84,7 @@ export class ProxyQueue {
   }
 
   private fire(k: number, e: ProxyEntry): void {
-    if (this.host.races) this.clock.acquire(this.semas.published(this.sema));
+    if (this.host.races) for (let f = 0; f < this.folds; f++) this.clock.acquire(this.semas.published(this.sema + f));
     this.k = k + 1;
     this.run(k, e);
   }
@@ -116,6 +128,7 @@ export class ProxyQueue {
   /** What the queue still waits for, for hang reports. */
   waiting(): string | undefined {
     if (this.k >= this.n) return undefined;
-    return `proxy of dev${this.device} topsp${this.topsp}: entry ${this.k} of ${this.n} waits for sem${this.sema} >= ${this.target} (value ${this.semas.values[this.sema]})`;
+    const semas = Array.from({ length: this.folds }, (_, f) => `sem${this.sema + f} (value ${this.semas.values[this.sema + f]})`);
+    return `proxy of dev${this.device} topsp${this.topsp}: entry ${this.k} of ${this.n} waits for ${semas.join(", ")} >= ${this.target}`;
   }
 }

@@ -171,7 +171,8 @@ export class CompileContext {
     const meshSemas = tapeSemaphores(Math.max(...scn.replicaGroups.map((g) => g.length)));
     this.meshBase = ringSemas;
     this.proxyBase = ringSemas + meshSemas;
-    this.barrierBase = this.proxyBase + this.perStream * this.slotsPerTopsp;
+    // A ring channel's proxy queue counts each fold's triggers on a semaphore of its own.
+    this.barrierBase = this.proxyBase + this.perStream * this.slotsPerTopsp * foldN;
     // Then the trigger of the proxy queue of a mesh-tape program (mesh, RDH) across nodes.
     this.meshProxySema = this.barrierBase + 3;
     check(this.meshProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
@@ -393,10 +394,10 @@ export class CompileContext {
     const key = `${comm.set}/${rank}/${c}`;
     let entries = this.proxyQueues.get(key);
     if (!entries) {
-      entries = this.builder.addProxyQueue(ci.device, p.topsp, this.proxyBase + p.slot);
+      entries = this.builder.addProxyQueue(ci.device, p.topsp, this.proxyBase + p.slot * this.foldN, this.foldN);
       this.proxyQueues.set(key, entries);
     }
-    return { entries, proxyInc: semaAddr(ci.device, p.topsp, this.proxyBase + p.slot, "inc") };
+    return { entries, proxyInc: semaAddr(ci.device, p.topsp, this.proxyBase + p.slot * this.foldN, "inc") };
   }
 
   netHop(comm: Comm, rank: number, c: number, hop: { next: number; prev: number; toNext: boolean; fromPrev: boolean }, halfBytes: number): NetHop {

@@ -48,7 +48,7 @@ export interface RingView {
 export interface NetHop {
   readonly toNext: boolean;
   readonly fromPrev: boolean;
-  /** INC address of the proxy queue's trigger semaphore (every fold increments it). */
+  /** INC address of the proxy queue's fold-0 trigger semaphore (fold f increments the f-th after it). */
   readonly proxyInc: number;
   /** The queue's entries, appended in step order. */
   readonly entries: ProxyEntry[];
@@ -62,8 +62,10 @@ export interface NetHop {
 
 /** Hand `n` bytes at local `src` to the channel's proxy for `dst` in address block `block`, then signal `sema` there (one per remote fold). */
 function proxySend(chan: EncdChannel, net: { readonly proxyInc: number; readonly entries: ProxyEntry[]; readonly foldN: number }, src: number, dst: number, n: number, sema: number, block: number): void {
-  chan.semaIncAll(net.proxyInc);
-  net.entries.push({ src, dst, bytes: n, trigger: net.foldN, semaN: net.foldN, sema, block });
+  // Each fold counts on its own trigger semaphore: a fold that runs a step ahead cannot stand in
+  // for a slower fold whose share of this entry has not landed yet.
+  chan.semaInc(net.proxyInc);
+  net.entries.push({ src, dst, bytes: n, trigger: 1, semaN: net.foldN, sema, block });
 }
 
 export interface RingOpContext {

@@ -78,7 +78,7 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
   // Constants the program copies (semaphore values); payload bytes are not the program's.
   for (const m of d.memory) addBytes(sig, m.bytes);
   for (const p of d.proxyQueues) {
-    addValue(sig, [p.topsp, p.sema], dev, unitDevices);
+    addValue(sig, [p.topsp, p.sema, p.folds ?? 1], dev, unitDevices);
     const ps = new Signature();
     for (let k = 0; k < p.fifo.length / PROXY_ENTRY_BYTES; k++) {
       const e = decodeProxyEntry(p.fifo, k);

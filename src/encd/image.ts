@@ -74,8 +74,12 @@ export interface DeviceImage {
   readonly semaphores: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
   /** Where counting semaphores end (completions, proxy triggers); every other one ends where it started. */
   readonly finalSemaphores?: readonly { readonly topsp: number; readonly sema: number; readonly value: number }[];
-  /** Network proxy work queues: the proxy runs entry k once the semaphore has reached the sum of triggers so far. */
-  readonly proxyQueues: readonly { readonly topsp: number; readonly sema: number; readonly fifo: Uint8Array }[];
+  /**
+   * Network proxy work queues: the proxy runs entry k once the semaphore has reached the sum of
+   * triggers so far — every one of `folds` consecutive semaphores from `sema` (default 1), when the
+   * DMA folds that feed the queue count on a semaphore each.
+   */
+  readonly proxyQueues: readonly { readonly topsp: number; readonly sema: number; readonly folds?: number; readonly fifo: Uint8Array }[];
 }
 
 export interface ProgramImage {

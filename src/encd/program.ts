@@ -94,7 +94,7 @@ interface DeviceState {
   semaphores: { topsp: number; sema: number; value: number }[];
   vrings: Map<string, { engine: number; queue: number; vring: Vring; stream?: VringStore }>;
   topsps: Map<number, TopspState>;
-  proxies: { topsp: number; sema: number; entries: ProxyEntry[] }[];
+  proxies: { topsp: number; sema: number; folds: number; entries: ProxyEntry[] }[];
   /** Per TopSP: the DMA queue carrying its barrier arrivals. */
   barrierQueues: Map<number, { vring: Vring; mask: number; seng: number; engine: number }>;
 }
@@ -319,7 +319,6 @@ export class ProgramBuilder {
     return prog;
   }
 
-  /** A network proxy work queue triggered by semaphore `sema` of `topsp` on `device`. */
   /** A semaphore that counts (ends `n` higher than it starts): declared in the image for the verifier. */
   countUp(device: number, topsp: number, sema: number, n: number): void {
     const d = this.dev(device);
@@ -327,8 +326,9 @@ export class ProgramBuilder {
     d.counters.set(key, (d.counters.get(key) ?? 0) + n);
   }
 
-  addProxyQueue(device: number, topsp: number, sema: number): ProxyEntry[] {
-    const q = { topsp, sema, entries: [] as ProxyEntry[] };
+  /** A network proxy work queue triggered by semaphores `sema` .. `sema + folds - 1` of `topsp` on `device` (one per DMA fold that feeds it). */
+  addProxyQueue(device: number, topsp: number, sema: number, folds = 1): ProxyEntry[] {
+    const q = { topsp, sema, folds, entries: [] as ProxyEntry[] };
     this.dev(device).proxies.push(q);
     return q.entries;
   }
@@ -474,9 +474,9 @@ export class ProgramBuilder {
           for (const [i, b] of ts.barriers) packBarrierConfig(b, barrierConfig, i);
           return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig, barrierConfig, reportOps: ts.reportOps };
         });
-      const proxyQueues = d.proxies.filter((p) => p.entries.length > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, fifo: packProxyEntries(p.entries) }));
-      // A proxy queue's trigger counts every fold's increments: it ends at the sum of the triggers.
-      for (const p of d.proxies) this.countUp(device, p.topsp, p.sema, p.entries.reduce((n, e) => n + e.trigger, 0));
+      const proxyQueues = d.proxies.filter((p) => p.entries.length > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, ...(p.folds > 1 ? { folds: p.folds } : {}), fifo: packProxyEntries(p.entries) }));
+      // A proxy queue's trigger semaphores (one per fold) each end at the sum of the triggers.
+      for (const p of d.proxies) for (let f = 0; f < p.folds; f++) this.countUp(device, p.topsp, p.sema + f, p.entries.reduce((n, e) => n + e.trigger, 0));
       const initial = new Map(d.semaphores.map((s) => [`${s.topsp}/${s.sema}`, s.value]));
       const finalSemaphores = [...d.counters].map(([key, n]) => {
         const [topsp, sema] = key.split("/").map(Number) as [number, number];
@@ -681,10 +681,6 @@ export class EncdChannel {
     this.lastEndedOp = this.builder.currentOp;
   }
 
-  /** Every fold increments the same semaphore (a proxy queue's trigger counts them all). */
-  semaIncAll(incAddr: number): void {
-    this.folds.forEach((v, f) => this.count(f, v.addSemaphoreWrite(this.constAddr, incAddr)));
-  }
 
   /** A copy on fold `f` only (mesh programs give each destination its own engine). */
   copyOn(f: number, src: number, dst: number, bytes: number): void {

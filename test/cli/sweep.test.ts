@@ -141,7 +141,7 @@ describe("disassembler", () => {
   it("shows the device barrier that closes each earlier stage of a hierarchical op", () => {
     const r = dis(["scenarios/hier-2x16.json", "--rank", "0"]);
     expect(r.code).toBe(0);
-    expect(r.out).toContain("      device barrier: queue 14 via dev0:bcast:q14.m2s mask=0x00000001\n        step 0: arrive m2s=0 s2m=0, wait dev0:topsp0:sem35.read >= 1\n        step 1: arrive m2s=15 s2m=15, wait dev0:topsp0:sem36.read >= 15\n");
+    expect(r.out).toContain("      device barrier: queue 14 via dev0:bcast:q14.m2s mask=0x00000001\n        step 0: arrive m2s=0 s2m=0, wait dev0:topsp0:sem38.read >= 1\n        step 1: arrive m2s=15 s2m=15, wait dev0:topsp0:sem39.read >= 15\n");
     const j = JSON.parse(dis(["scenarios/hier-2x16.json", "--rank", "0", "--json"]).out);
     expect(j.devices[0].topsps[0].barriers.map((b: { entry: number }) => b.entry)).toEqual([0, 1]);
   });

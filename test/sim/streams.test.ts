@@ -96,3 +96,29 @@ describe("ops of one stream chain, streams overlap", () => {
     );
   });
 });
+
+describe("a ring channel's proxy queue under concurrent streams", () => {
+  it("waits for every fold's share: a fold a step ahead (its engine idle while the other's serves another stream) does not stand in for a slower one", () => {
+    // Found by conformance (seed 51, case 35): 8-rank groups strided over 5 trn1 nodes, two tiny
+    // all-reduces on two streams. With one trigger semaphore counting every fold, the proxy read a
+    // staged share before it landed (a race); each fold now counts on a semaphore of its own.
+    const groups = Array.from({ length: 10 }, (_, g) => Array.from({ length: 8 }, (_, i) => g + 10 * i));
+    const scn = scenario({
+      ranks: 80,
+      ranksPerDevice: 2,
+      nodes: 5,
+      replicaGroups: groups,
+      ops: [
+        { op: "all-reduce", bytes: 26, dtype: "fp16", reduce: "min", priorityClass: 3 },
+        { op: "all-reduce", bytes: 26, dtype: "fp16", reduce: "min", stream: 1 },
+      ],
+      concurrent: true,
+    });
+    const out = runScenario(scn, trn1, log);
+    expect(out.kind).toBe("done");
+    if (out.kind !== "done") return;
+    expect(out.concurrent!.checked).toBe("values");
+    expect(out.concurrent!.violations).toEqual([]);
+    expect(out.concurrent!.mismatch).toBeUndefined();
+  });
+});
