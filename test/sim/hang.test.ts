@@ -36,6 +36,8 @@ describe("hang detector", () => {
     new DataView(q.fifo.buffer, q.fifo.byteOffset, q.fifo.length).setUint16(20, 100, true);
     const r = simulate(trn1, image, { storePayload: false });
     expect(r.hang).toBeDefined();
-    expect(r.hang!.pendingDma.join("\n")).toMatch(new RegExp(`proxy of dev${d.device} topsp${q.topsp}: entry 0 of \\d+ waits for sem${q.sema} >= 100`));
+    // One trigger semaphore per fold, each named with its value.
+    expect(q.folds).toBe(2);
+    expect(r.hang!.pendingDma.join("\n")).toMatch(new RegExp(`proxy of dev${d.device} topsp${q.topsp}: entry 0 of \\d+ waits for sem${q.sema} \\(value \\d+\\), sem${q.sema + 1} \\(value \\d+\\) >= 100`));
   });
 });
