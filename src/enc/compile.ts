@@ -113,7 +113,12 @@ export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: read
   const stores = new Map<string, VringStore>();
   const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
   const reason = whyNotFold(counted.image, unitDevices, fold.signatures);
-  if (reason !== undefined) return { ...streamed(scn, spec, opIndices), folding: { folded: false, pods, reason } };
+  if (reason !== undefined) {
+    // Not alike: the count stands for the whole program, streamed as usual.
+    validateCcops(counted.image);
+    const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores }), counted.image);
+    return { ...counted, image: { ...counted.image, feed }, folding: { folded: false, pods, reason } };
+  }
   const image = { ...counted.image, devices: counted.image.devices.filter((d) => d.device < unitDevices), fold: { units: pods, unitDevices } };
   validateCcops(image);
   // The streaming pass composes pod 0's ring-type channels only; its rings must hash as counted.

@@ -260,7 +260,7 @@ export class ProgramBuilder {
       if (fold) fold.signatures.set(key, (sig = new Signature()));
       const tally = { tally: true, ...(sig && fold ? { sig: { sig, device, unitDevices: fold.unitDevices } } : {}) };
       const vring = new Vring(name, VRING_DESC_LIMIT, counting(), tally);
-      if (other) return { vring };
+      // (Every ring gets its stream: a program that is not folded after all streams them all.)
       const stream = { tx: new DescPages(), rx: new DescPages() };
       m.stores.set(key, stream);
       return { vring, stream };
@@ -455,8 +455,6 @@ export class ProgramBuilder {
       const queues: QueueImage[] = [...d.vrings.values()]
         .sort((a, b) => a.engine - b.engine || a.queue - b.queue)
         .map(({ engine, queue, vring, stream }): QueueImage => {
-          // A tallied ring (another pod's, in a folded program): its counts only.
-          if (!stream && this.rings.kind !== "keep") return { engine, queue, tx: NO_BYTES, rx: NO_BYTES, streamed: { txCount: vring.txCount, rxCount: vring.rxCount, tx: new DescPages(false), rx: new DescPages(false), rxPins: vring.rxPins } };
           if (!stream) return { engine, queue, ...dumpToPringPadded(vring, vring.txCount, vring.rxCount, d.padAddr) };
           return { engine, queue, tx: NO_BYTES, rx: NO_BYTES, streamed: { txCount: vring.txCount, rxCount: vring.rxCount, tx: stream.tx, rx: stream.rx, rxPins: vring.rxPins } };
         });
