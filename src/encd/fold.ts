@@ -15,14 +15,13 @@
 import type { DeviceImage, ProgramImage } from "./image.ts";
 import { ADDRESS_BLOCK } from "./address.ts";
 import { decodeBarrierConfig, BARRIER_CONFIG_BYTES } from "./barrier.ts";
-import { decodeChannelConfig } from "./channel.ts";
+import { decodeChannelConfig, MAX_CHANNELS } from "./channel.ts";
 import { decodeMeshEvent, MESH_EVENT_BYTES } from "./mesh.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "./proxy.ts";
 import { addUnitAddress, addUnitAddressOrNone, Signature } from "./signature.ts";
 
 /** Fields of the decoded device structures that hold addresses. */
 const ADDRESS_FIELDS = new Set(["netIdxAddrs", "recvSema", "sendSema", "postSema", "dmaComplSema", "kringMine", "kringPeers", "bcastM2sTail", "bcastS2mTail", "m2sTail", "s2mTail", "directTrigger", "waitSema", "sema", "dmaSyncSemas", "ringBase"]);
-const RING_CHANNELS = 32;
 
 /** Hash a decoded structure: numbers as they are, address fields as unit-relative places. */
 function addValue(sig: Signature, v: unknown, device: number, unitDevices: number, address = false): void {
@@ -59,7 +58,7 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
     addBytes(sig, t.ctrlSpad);
     sig.add(t.slotSpad.length);
     for (const s of t.slotSpad) addBytes(sig, s);
-    for (let c = 0; c < RING_CHANNELS; c++) addValue(sig, decodeChannelConfig(t.ringConfig, c), dev, unitDevices);
+    for (let c = 0; c < MAX_CHANNELS; c++) addValue(sig, decodeChannelConfig(t.ringConfig, c), dev, unitDevices);
     for (let i = 0; i < t.meshConfig.length / MESH_EVENT_BYTES; i++) addValue(sig, decodeMeshEvent(t.meshConfig, i), dev, unitDevices);
     for (let i = 0; i < t.barrierConfig.length / BARRIER_CONFIG_BYTES; i++) addValue(sig, decodeBarrierConfig(t.barrierConfig, i), dev, unitDevices);
     addValue(sig, t.reportOps ?? [], dev, unitDevices);
@@ -68,9 +67,7 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
   for (const q of d.queues) {
     addValue(sig, [q.engine, q.queue, q.streamed?.txCount ?? q.tx.length, q.streamed?.rxCount ?? q.rx.length], dev, unitDevices);
     const qs = queueSigs.get(`${dev}/${q.engine}/${q.queue}`);
-    const v = qs?.value ?? "";
-    sig.add(Number.parseInt(v.slice(0, 8) || "0", 16));
-    sig.add(Number.parseInt(v.slice(8) || "0", 16));
+    sig.addSignature(qs);
     cross.push(qs?.cross ?? []);
   }
   // (Semaphore numbers, not addresses: plain numbers.)
@@ -96,8 +93,7 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
       }
       addUnitAddress(ps, e.sema, remote, unitDevices, dev);
     }
-    sig.add(Number.parseInt(ps.value.slice(0, 8), 16));
-    sig.add(Number.parseInt(ps.value.slice(8), 16));
+    sig.addSignature(ps);
     cross.push(ps.cross);
   }
   return { sig: sig.value, cross };

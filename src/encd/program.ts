@@ -107,7 +107,7 @@ interface DeviceState {
 export type RingMode = { readonly kind: "keep" } | { readonly kind: "count" | "stream"; readonly stores: Map<string, VringStore>; readonly fold?: RingFold };
 
 /**
- * A folded composition: only devices below `unitDevices` (unit 0: a pod, or device 0) get
+ * A folded composition: only devices below `unitDevices` (unit 0: pod 0) get
  * descriptors; the others' are counted (tallied, not packed). The counting pass hashes every
  * device's descriptor runs into `signatures` (by "device/engine/queue"), so units can be compared.
  */
@@ -625,27 +625,8 @@ export class EncdChannel {
   markStep(flags: number, drainTarget = 0): void {
     const maxTx = Math.max(...this.tx);
     const maxRx = Math.max(...this.rx);
-    // A fold short of TX but not of RX (the others reduce many sources) cannot be padded to the
-    // longest as it is: raise every fold by t no-op pairs until all can be (t = 0 almost always).
-    // (Folds already even, as they almost always are, need no padding.)
-    const even = this.tx.every((x) => x === maxTx) && this.rx.every((x) => x === maxRx);
-    let t = 0;
-    while (!even && t < 4 && this.folds.some((_, f) => !padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0)))) t++;
-    if (!even) this.folds.forEach((v, f) => {
-      const dTx = maxTx + t - (this.tx[f] ?? 0);
-      const dRx = maxRx + t - (this.rx[f] ?? 0);
-      const plan = padPlan(dTx, dRx);
-      if (!plan) {
-        throw new EncodeError("ENC1606", `fold ${f} cannot be padded: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
-          path: `channel${this.placement.channelId}.fold${f}`,
-          value: { dTx, dRx },
-        });
-      }
-      const { sources, fan } = plan;
-      for (const k of sources) this.count(f, v.addCceNoop(this.padAddr, k));
-      if (fan > 0) this.count(f, v.addReplicateNoop(this.padAddr, fan));
-      for (let i = sources.length + fan; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
-    });
+    // Folds already even, as they almost always are, need no padding.
+    if (!this.tx.every((x) => x === maxTx) || !this.rx.every((x) => x === maxRx)) this.padFolds(maxTx, maxRx);
     const m2s = this.tx[0] ?? 0;
     const s2m = this.rx[0] ?? 0;
     if (m2s > TP_INC_MAX - 1 || s2m > TP_INC_MAX - 1) {
@@ -668,6 +649,31 @@ export class EncdChannel {
     this.rx.fill(0);
   }
 
+  /**
+   * Pad short folds to the longest. A fold short of TX but not of RX (the others reduce many
+   * sources) cannot be padded to the longest as it is: raise every fold by t no-op pairs until all
+   * can be (t = 0 almost always).
+   */
+  private padFolds(maxTx: number, maxRx: number): void {
+    let t = 0;
+    while (t < 4 && this.folds.some((_, f) => !padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0)))) t++;
+    this.folds.forEach((v, f) => {
+      const dTx = maxTx + t - (this.tx[f] ?? 0);
+      const dRx = maxRx + t - (this.rx[f] ?? 0);
+      const plan = padPlan(dTx, dRx);
+      if (!plan) {
+        throw new EncodeError("ENC1606", `fold ${f} cannot be padded: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
+          path: `channel${this.placement.channelId}.fold${f}`,
+          value: { dTx, dRx },
+        });
+      }
+      const { sources, fan } = plan;
+      for (const k of sources) this.count(f, v.addCceNoop(this.padAddr, k));
+      if (fan > 0) this.count(f, v.addReplicateNoop(this.padAddr, fan));
+      for (let i = sources.length + fan; i < dRx; i++) this.count(f, v.addNoop(this.padAddr));
+    });
+  }
+
   /** mark_end: the per-fold completion-semaphore write, then the LAST_SYNC step. */
   markEnd(): void {
     this.semaInc(semaAddr(this.placement.device, this.placement.topsp, this.placement.complSema, "inc"));
@@ -678,7 +684,6 @@ export class EncdChannel {
     this.endedOps++;
     this.lastEndedOp = this.builder.currentOp;
   }
-
 
   /** A copy on fold `f` only (mesh programs give each destination its own engine). */
   copyOn(f: number, src: number, dst: number, bytes: number): void {

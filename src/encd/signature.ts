@@ -17,6 +17,12 @@ export class Signature {
     this.b = Math.imul(this.b ^ lo, 0x5bd1e995) ^ (this.b >>> 15);
   }
 
+  /** Hash in another signature's value (a part's hash into the whole's). */
+  addSignature(other: Signature | undefined): void {
+    this.add(other ? other.a >>> 0 : 0);
+    this.add(other ? other.b >>> 0 : 0);
+  }
+
   get value(): string {
     return (this.a >>> 0).toString(16).padStart(8, "0") + (this.b >>> 0).toString(16).padStart(8, "0");
   }
@@ -25,7 +31,7 @@ export class Signature {
 const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
 
 /**
- * An address as a unit-relative thing, for a program cut into units (pods, or single devices) of
+ * An address as a unit-relative thing, for a program cut into units (pods) of
  * `unitDevices` device ids each: decoded as device `from` sees it (`own`, the device whose program
  * holds it, is `from` but for a proxy's remote addresses), its kind, the addressed device's place in
  * its unit, whether that unit is `own`'s (the device itself goes to `sig.cross` when it is not), and

@@ -29,7 +29,7 @@ export interface VringStore {
  * How a vring that keeps no descriptors composes: `tally` counts them without packing them (a
  * counting pass, or a device a folded run does not hold; the last RX descriptor of each call is
  * still packed, for the pin at an op's end); `sig`, when set, hashes every descriptor run it is
- * handed with pod-relative addresses (device `device` of units of `unitDevices` ids).
+ * handed with unit-relative addresses (device `device` of units — pods — of `unitDevices` ids).
  */
 export interface VringTally {
   readonly tally: boolean;
@@ -45,19 +45,20 @@ export class Vring {
   totalRxBytes = 0;
   /** The last RX descriptor of each op (index -> bytes), pinned at its end for the validate pass. */
   readonly rxPins = new Map<number, Uint8Array>();
-  /** `limit`: descriptors per half (the runtime's cap unless a test lowers it); `store`: where they go (default: kept here). */
-  private readonly fold: VringTally | undefined;
-  constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }, fold?: VringTally) {
+  /** How it composes when it keeps no descriptors (tallied, hashed), if it is so. */
+  private readonly mode: VringTally | undefined;
+  /** `limit`: descriptors per half (the runtime's cap unless a test lowers it); `store`: where they go (default: kept here); `mode`: tallied / hashed. */
+  constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }, mode?: VringTally) {
     this.name = name;
     this.limit = limit;
     this.txList = store.tx;
     this.rxList = store.rx;
-    this.fold = fold;
+    this.mode = mode;
   }
 
-  /** Hash one descriptor run: its kind, sizes and pod-relative addresses. */
+  /** Hash one descriptor run: its kind, sizes and unit-relative addresses. */
   private sign(kind: number, nums: readonly number[], addrs: readonly number[]): void {
-    const f = this.fold!.sig!;
+    const f = this.mode!.sig!;
     const sig = f.sig;
     sig.add(kind);
     for (const x of nums) sig.add(x);
@@ -113,8 +114,8 @@ export class Vring {
 
   /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
   addCopy(src: number, dst: number, bytes: number): DescCounts {
-    if (this.fold?.sig) this.sign(1, [bytes], [src, dst]);
-    if (this.fold?.tally) {
+    if (this.mode?.sig) this.sign(1, [bytes], [src, dst]);
+    if (this.mode?.tally) {
       const n = Math.ceil(bytes / MAX_DESC_BYTES);
       this.tally(n, n);
       if (n > 0) packRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES, INITIAL_RING_ID, {}, this.rxList.lastSlot());
@@ -148,8 +149,8 @@ export class Vring {
   addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number | readonly number[], bytes: number, packetBytes: number): DescCounts {
     const dsts = typeof dst === "number" ? [dst] : dst;
     if (srcs.length < (dsts.length > 1 ? 1 : 2)) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
-    if (this.fold?.sig) this.sign(2, [op, sdmaDtype, bytes, packetBytes, srcs.length, dsts.length], [...srcs, ...dsts]);
-    if (this.fold?.tally) {
+    if (this.mode?.sig) this.sign(2, [op, sdmaDtype, bytes, packetBytes, srcs.length, dsts.length], [...srcs, ...dsts]);
+    if (this.mode?.tally) {
       const packets = Math.ceil(bytes / packetBytes);
       const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
       this.tally(c.tx, c.rx);
