@@ -173,6 +173,9 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     home,
     races,
     symbolic,
+    quiet(d, offset, len) {
+      return !races && !symbolic && inside(dev(home(d)).writable, offset, len);
+    },
     land(addr, from, bytes, len, acc, sym) {
       const a = homeOf(decodeAddress(addr, from));
       if (a.kind === "hbm") {

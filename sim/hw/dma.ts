@@ -2,9 +2,9 @@
 // round-robin at packet boundaries, one packet at a time; in-engine reduce for CCE packets.
 import { SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
-import { decodeAddress, describeAddress } from "../../src/encd/address.ts";
+import { decodeAddress, describeAddress, hbmDevice, hbmOffset } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
-import { DESC_BYTES, decodeRx, decodeTx } from "../../src/encd/udma.ts";
+import { DESC_BYTES, descFields, readRx, readTx } from "../../src/encd/udma.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
 import type { DescPages } from "../../src/encd/pages.ts";
 import type { DescriptorFeed } from "../../src/encd/image.ts";
@@ -34,6 +34,12 @@ export interface DmaHost {
   /** Apply a write that has landed (HBM or a semaphore window); `acc` is the access, when races are tracked. */
   /** Write at `addr` as device `from` addresses it (its own address block). */
   land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
+  /**
+   * True when a payload-less write of `len` bytes at `offset` of `device`'s HBM would change nothing
+   * the run observes when it lands: inside a declared region, with no race or symbolic tracking.
+   * Such a landing needs no event.
+   */
+  quiet(device: number, offset: number, len: number): boolean;
   /** Race detection, when on. */
   readonly races: RaceDetector | undefined;
   /** Symbolic payload, when on. */
@@ -107,14 +113,22 @@ export class DmaQueue {
   }
 }
 
-interface Packet {
-  readonly nTx: number;
-  readonly nRx: number;
-  readonly op: number | undefined;
-  readonly dtype: number;
-  readonly srcs: readonly { addr: number; len: number }[];
-  readonly dsts: readonly { addr: number; len: number }[];
-  readonly bytes: number;
+/** The packet an engine parsed last: its descriptors' fields, in arrays the engine reuses. */
+class Packet {
+  nTx = 0;
+  nRx = 0;
+  op: number | undefined = undefined;
+  dtype = 0;
+  /** Bytes the packet writes (a replicated CCE result counts once per destination). */
+  bytes = 0;
+  nSrc = 0;
+  nDst = 0;
+  readonly srcAddr: number[] = [];
+  readonly srcLen: number[] = [];
+  readonly dstAddr: number[] = [];
+  readonly dstLen: number[] = [];
+  /** Local HBM offsets of the sources (filled when the packet runs). */
+  readonly srcOff: number[] = [];
 }
 
 export interface EngineParams {
@@ -138,6 +152,9 @@ export class DmaEngine {
   private rr = 0;
   private readonly host: DmaHost;
   private readonly params: EngineParams;
+  /** The packet being started, and the record descriptors decode into (reused). */
+  private readonly pkt = new Packet();
+  private readonly fields = descFields();
 
   constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
     this.host = host;
@@ -169,52 +186,66 @@ export class DmaEngine {
     return `dev${this.device} dma${this.index} q${q.id} tx[${i}]`;
   }
 
-  private parse(q: DmaQueue): Packet | undefined {
-    if (q.txHead >= q.txTail) return undefined;
-    const head = decodeTx(q.tx.bytes(q.txHead), q.tx.offset(q.txHead));
-    if (head.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, q.txHead)}: ring id ${head.ringId}, expected ${INITIAL_RING_ID}`, { value: head.ringId });
-    const srcs: { addr: number; len: number }[] = [];
+  /** Parse the packet at the head of `q` into `this.pkt`; false when its descriptors are not all posted yet. */
+  private parse(q: DmaQueue): boolean {
+    if (q.txHead >= q.txTail) return false;
+    const f = this.fields;
+    const p = this.pkt;
+    readTx(q.tx.bytes(q.txHead), q.tx.offset(q.txHead), f);
+    if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, q.txHead)}: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
     let i = q.txHead;
     let op: number | undefined;
     let dtype = 0;
     let bytes = 0;
     let dests = 1;
-    if (head.kind === "cce") {
-      op = head.op;
-      dtype = head.dtype;
-      bytes = head.length;
-      dests = head.dests;
+    if (f.meta) {
+      op = f.op;
+      dtype = f.dtype;
+      bytes = f.length;
+      dests = f.dests;
       i++;
     }
+    let nSrc = 0;
+    let srcBytes = 0;
     for (;;) {
-      if (i >= q.txTail) return undefined;
-      const d = decodeTx(q.tx.bytes(i), q.tx.offset(i));
-      if (d.kind !== "data") throw new SimError("SIM1304", `${this.where(q, i)}: META descriptor inside a packet`, { value: i });
-      if (d.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, i)}: ring id ${d.ringId}, expected ${INITIAL_RING_ID}`, { value: d.ringId });
-      if (!Number.isFinite(d.src)) throw new SimError("SIM1305", `${this.where(q, i)}: source address beyond 2^53`, { value: i });
-      srcs.push({ addr: d.src, len: d.length });
+      if (i >= q.txTail) return false;
+      readTx(q.tx.bytes(i), q.tx.offset(i), f);
+      if (f.meta) throw new SimError("SIM1304", `${this.where(q, i)}: META descriptor inside a packet`, { value: i });
+      if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, i)}: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
+      if (!Number.isFinite(f.src)) throw new SimError("SIM1305", `${this.where(q, i)}: source address beyond 2^53`, { value: i });
+      p.srcAddr[nSrc] = f.src;
+      p.srcLen[nSrc++] = f.length;
+      srcBytes += f.length;
       i++;
-      if (d.last) break;
-      if (!d.concat && op === undefined) throw new SimError("SIM1306", `${this.where(q, i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
+      if (f.last) break;
+      if (!f.concat && op === undefined) throw new SimError("SIM1306", `${this.where(q, i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
     }
     const nTx = i - q.txHead;
+    if (op !== undefined) for (let k = 0; k < nSrc; k++) if (p.srcLen[k] !== bytes) throw new SimError("SIM1307", `${this.where(q, q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: p.srcLen.slice(0, nSrc) });
     // A CCE packet writes its result to each of its destinations (replication).
-    const need = op === undefined ? srcs.reduce((n, s) => n + s.len, 0) : bytes * dests;
-    if (op !== undefined && srcs.some((s) => s.len !== bytes)) throw new SimError("SIM1307", `${this.where(q, q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: srcs.map((s) => s.len) });
-    const dsts: { addr: number; len: number }[] = [];
+    const need = op === undefined ? srcBytes : bytes * dests;
+    let nDst = 0;
     let got = 0;
     let j = q.rxHead;
     while (got < need) {
-      if (j >= q.rxTail) return undefined;
-      const r = decodeRx(q.rx.bytes(j), q.rx.offset(j));
-      if (r.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${r.ringId}, expected ${INITIAL_RING_ID}`, { value: r.ringId });
-      if (dests > 1 && r.length !== bytes) throw new SimError("SIM1311", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: a replicated CCE packet of ${bytes} bytes needs ${dests} rx descriptors of that length, not ${r.length}`, { value: r.length });
-      dsts.push({ addr: r.dst, len: r.length });
-      got += r.length;
+      if (j >= q.rxTail) return false;
+      readRx(q.rx.bytes(j), q.rx.offset(j), f);
+      if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
+      if (dests > 1 && f.length !== bytes) throw new SimError("SIM1311", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: a replicated CCE packet of ${bytes} bytes needs ${dests} rx descriptors of that length, not ${f.length}`, { value: f.length });
+      p.dstAddr[nDst] = f.dst;
+      p.dstLen[nDst++] = f.length;
+      got += f.length;
       j++;
     }
     if (got !== need) throw new SimError("SIM1308", `dev${this.device} dma${this.index} q${q.id}: rx descriptors cover ${got} bytes, the packet has ${need}`, { value: got });
-    return { nTx, nRx: j - q.rxHead, op, dtype, srcs, dsts, bytes: need };
+    p.nTx = nTx;
+    p.nRx = j - q.rxHead;
+    p.op = op;
+    p.dtype = dtype;
+    p.bytes = need;
+    p.nSrc = nSrc;
+    p.nDst = nDst;
+    return true;
   }
 
   /** Start the next ready packet if the engine is idle (round-robin over queues). */
@@ -229,21 +260,22 @@ export class DmaEngine {
     const order = this.order;
     for (let k = 0; k < order.length; k++) {
       const q = order[(this.rr + k) % order.length]!;
-      const p = this.parse(q);
-      if (!p) continue;
+      if (!this.parse(q)) continue;
       this.rr = (this.rr + k + 1) % order.length;
-      this.run(q, p);
+      this.run(q, this.pkt);
       return;
     }
   }
 
+  /** The local HBM offset `addr` reads (an engine reads its own device's HBM only). */
   private local(addr: number, len: number): number {
-    const a = decodeAddress(addr, this.device);
-    if (a.kind !== "hbm" || a.device !== this.device) {
+    if (hbmDevice(addr, this.device) !== this.device) {
+      const a = decodeAddress(addr, this.device);
       throw new SimError("SIM1309", `dev${this.device} dma${this.index} reads 0x${addr.toString(16)}, which is not its own HBM (${a.kind} of dev${a.device})`, { value: addr });
     }
-    if (a.offset + len > Number.MAX_SAFE_INTEGER) throw new SimError("SIM1305", "source range overflows", { value: addr });
-    return a.offset;
+    const off = hbmOffset(addr);
+    if (off + len > Number.MAX_SAFE_INTEGER) throw new SimError("SIM1305", "source range overflows", { value: addr });
+    return off;
   }
 
   private run(q: DmaQueue, p: Packet): void {
@@ -258,21 +290,23 @@ export class DmaEngine {
     this.busy = true;
     this.packets++;
     // Read the sources now; the write lands later.
-    const offs: number[] = [];
+    const offs = p.srcOff;
     let dropped = false;
     let readBytes = 0;
-    for (const s of p.srcs) {
-      const off = this.local(s.addr, s.len);
-      offs.push(off);
-      dropped ||= host.dropped(this.device, off, s.len);
-      readBytes += s.len;
+    for (let i = 0; i < p.nSrc; i++) {
+      const len = p.srcLen[i]!;
+      const off = this.local(p.srcAddr[i]!, len);
+      offs[i] = off;
+      dropped ||= host.dropped(this.device, off, len);
+      readBytes += len;
     }
-    if (acc) p.srcs.forEach((s, i) => host.races!.read(this.device, offs[i]!, s.len, acc));
-    const stream = host.symbolic?.read(this.device, p.srcs.map((s, i) => ({ off: offs[i]!, len: s.len })), p.op === undefined ? undefined : howOf(p.op, p.dtype));
+    if (acc) for (let i = 0; i < p.nSrc; i++) host.races!.read(this.device, offs[i]!, p.srcLen[i]!, acc);
+    const stream = host.symbolic?.read(this.device, this.sources(p), p.op === undefined ? undefined : howOf(p.op, p.dtype));
     let data: Uint8Array | undefined;
     if (!dropped) {
+      const reads = this.sources(p).map((s) => host.read(this.device, s.off, s.len));
       if (p.op !== undefined) {
-        data = cceReduce(p.op, p.dtype, p.srcs.map((s, i) => host.read(this.device, offs[i]!, s.len)));
+        data = cceReduce(p.op, p.dtype, reads);
         // Replication: the one result lands at every destination.
         if (data.length < p.bytes) {
           const result = data;
@@ -282,10 +316,10 @@ export class DmaEngine {
       } else {
         data = new Uint8Array(p.bytes);
         let o = 0;
-        p.srcs.forEach((s, i) => {
-          data!.set(host.read(this.device, offs[i]!, s.len), o);
-          o += s.len;
-        });
+        for (const r of reads) {
+          data.set(r, o);
+          o += r.length;
+        }
       }
     }
     // Source reads are charged piece by piece, the extra reads of a reduce with the first one.
@@ -293,53 +327,70 @@ export class DmaEngine {
     const fixed = this.params.descriptorCostPs * (p.nTx + p.nRx);
     let engineFree = k.now;
     let o = 0;
-    for (const d of p.dsts) {
-      const dst = decodeAddress(d.addr, this.device);
-      if (dst.kind === "unmapped" || dst.kind === "doorbell" || dst.device >= host.fabric.deviceCount) {
-        throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${d.addr.toString(16)}, which is not HBM or a semaphore`, { value: d.addr });
+    for (let j = 0; j < p.nDst; j++) {
+      const addr = p.dstAddr[j]!;
+      const len = p.dstLen[j]!;
+      // HBM by the fast decode; a semaphore (or a refused kind) by the full one.
+      let dstDevice = hbmDevice(addr, this.device);
+      const toHbm = dstDevice >= 0;
+      if (!toHbm) {
+        const dst = decodeAddress(addr, this.device);
+        if (dst.kind === "unmapped" || dst.kind === "doorbell") dstDevice = host.fabric.deviceCount;
+        else dstDevice = dst.device;
       }
-      const first = d === p.dsts[0];
-      const share = Math.min(readsLeft, d.len + (first ? Math.max(0, readBytes - p.bytes) : 0));
+      if (dstDevice >= host.fabric.deviceCount) {
+        throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${addr.toString(16)}, which is not HBM or a semaphore`, { value: addr });
+      }
+      const first = j === 0;
+      const share = Math.min(readsLeft, len + (first ? Math.max(0, readBytes - p.bytes) : 0));
       readsLeft -= share;
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
-      const links = host.fabric.route(this.device, dst.device);
+      const links = host.fabric.route(this.device, dstDevice);
       let down: (typeof links)[number] | undefined;
       for (const l of links) if (l.downAt !== undefined && k.now >= l.downAt) down ??= l;
       if (down) {
         // The write never gets across; its engine waits for it for good.
         this.stuck = true;
-        host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${d.len}-byte write to ${describeAddress(d.addr, this.device)} and stops`);
+        host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${len}-byte write to ${describeAddress(addr, this.device)} and stops`);
         return;
       }
       const srcHbm = host.fabric.hbm[this.device]!;
-      const sameHbm = links.length === 0 && dst.kind === "hbm";
+      const sameHbm = links.length === 0 && toHbm;
       // The packet's stages, in the engine's reused records: engine, source HBM, links, destination HBM.
       let n = 0;
-      this.stage(n++, this.res, d.len, first ? fixed : 0, 0);
-      this.stage(n++, srcHbm, share + (sameHbm ? d.len : 0), 0, 0);
-      for (const l of links) this.stage(n++, l, d.len, 0, host.fabric.latencyPs);
+      this.stage(n++, this.res, len, first ? fixed : 0, 0);
+      this.stage(n++, srcHbm, share + (sameHbm ? len : 0), 0, 0);
+      for (const l of links) this.stage(n++, l, len, 0, host.fabric.latencyPs);
       // The engine is free once its data is on the first link; later hops buffer and forward.
       const sourceStages = links.length > 0 ? n - links.length + 1 : n;
-      if (!sameHbm && dst.kind === "hbm") this.stage(n++, host.fabric.hbm[host.home(dst.device)], d.len, 0, 0);
+      if (!sameHbm && toHbm) this.stage(n++, host.fabric.hbm[host.home(dstDevice)], len, 0, 0);
       const trace = host.trace;
       const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined, n);
       engineFree = Math.max(engineFree, t.engineFree);
       // A semaphore write lands after every earlier write of its queue (it signals their completion).
-      const land = dst.kind === "sema" ? Math.max(t.land, q.lastLand) : t.land;
+      const land = toHbm ? t.land : Math.max(t.land, q.lastLand);
       q.lastLand = Math.max(q.lastLand, land);
-      const piece = data?.subarray(o, o + d.len);
+      const piece = data?.subarray(o, o + len);
       // A replicated reduce's one result lands at each destination.
       const sym = stream && { stream, at: o % stream.length };
-      o += d.len;
+      o += len;
       const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land };
-      k.at(land, Prio.LAND, () => host.land(d.addr, this.device, piece, d.len, wacc, sym));
-      host.trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", d.len, describeAddress(d.addr, this.device), k.now, land);
+      if (piece || !toHbm || !host.quiet(dstDevice, hbmOffset(addr), len)) k.at(land, Prio.LAND, () => host.land(addr, this.device, piece, len, wacc, sym));
+      trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
     }
-    k.at(engineFree, Prio.ENGINE, () => {
-      this.busy = false;
-      this.kick();
-    });
+    k.at(engineFree, Prio.ENGINE, this.freed);
   }
+
+  /** The packet's sources as local HBM ranges (payload and symbolic runs). */
+  private sources(p: Packet): { off: number; len: number }[] {
+    return Array.from({ length: p.nSrc }, (_, i) => ({ off: p.srcOff[i]!, len: p.srcLen[i]! }));
+  }
+
+  /** The engine's packet is off its hands: take the next one. */
+  private readonly freed = (): void => {
+    this.busy = false;
+    this.kick();
+  };
 
   /** The stage records of the packet being timed, reused from packet to packet. */
   private readonly stages: Stage[] = [];

@@ -179,29 +179,29 @@ export class Topsp {
     }
   }
 
-  /** Wait until each of `n` consecutive semaphores from `base` reaches `target`, decrementing each by `dec`. */
-  private waitAll(run: ChannelRun, base: number, n: number, role: string, target: number, dec: number, then: () => void): void {
-    const one = (f: number): void => {
-      if (f === n) {
-        run.waiting = undefined;
-        then();
-        return;
-      }
-      const sema = base + f;
-      run.waiting = { sema, role, target };
-      const since = this.host.kernel.now;
-      this.semas.waitGe(sema, target, () => {
-        this.clock?.acquire(this.semas.published(sema));
-        const now = this.host.kernel.now;
-        if (now > since) this.host.trace?.wait(this.device, this.index, run.cfg.channelId, sema, role, target, since, now);
-        if (dec > 0) this.semas.write(sema, "dec", dec);
-        one(f + 1);
-      });
-    };
-    one(0);
+  /**
+   * Wait until each of `n` consecutive semaphores from `base` reaches `target`, decrementing each by
+   * `dec` (from the `f`-th on). Methods, not local closures, on this per-step path.
+   */
+  private waitAll(run: ChannelRun, base: number, n: number, role: string, target: number, dec: number, then: () => void, f = 0): void {
+    if (f === n) {
+      run.waiting = undefined;
+      then();
+      return;
+    }
+    const sema = base + f;
+    run.waiting = { sema, role, target };
+    const since = this.host.kernel.now;
+    this.semas.waitGe(sema, target, () => {
+      this.clock?.acquire(this.semas.published(sema));
+      const now = this.host.kernel.now;
+      if (now > since) this.host.trace?.wait(this.device, this.index, run.cfg.channelId, sema, role, target, since, now);
+      if (dec > 0) this.semas.write(sema, "dec", dec);
+      this.waitAll(run, base, n, role, target, dec, then, f + 1);
+    });
   }
 
-  /** Run the channel's next step: waits first, then the doorbells. */
+  /** Run the channel's next step: its waits first (credit drain, receive count, send credit), then the doorbells. */
   private step(run: ChannelRun): void {
     if (run.repeatLeft === 0) {
       const spad = this.image.slotSpad[run.cfg.spadSlotIdx]!;
@@ -212,12 +212,18 @@ export class Topsp {
       if (run.repeatLeft === 0) throw new SimError("SIM1410", `${this.name} channel ${run.cfg.channelId}: step with repeat 0`, { value: run.cursor });
     }
     const e = run.entry!;
-    const { next, prev } = run.cfg;
-    const issue = (): void => this.issue(run, e);
-    const credit = (): void => (e.flags & StepFlag.WAIT_CREDIT ? this.waitAll(run, run.send, next.foldN, "send credit", 1, 1, issue) : issue());
-    const recv = (): void => (e.flags & StepFlag.WAIT_RECV ? this.waitAll(run, run.recv, prev.foldN, "recv count", 1, 1, credit) : credit());
-    if (e.flags & StepFlag.DRAIN_CREDIT) this.waitAll(run, run.send, next.foldN, "credit drain", e.drainTarget, 0, recv);
-    else recv();
+    if (e.flags & StepFlag.DRAIN_CREDIT) this.waitAll(run, run.send, run.cfg.next.foldN, "credit drain", e.drainTarget, 0, () => this.waitRecv(run, e));
+    else this.waitRecv(run, e);
+  }
+
+  private waitRecv(run: ChannelRun, e: SlotEntry): void {
+    if (e.flags & StepFlag.WAIT_RECV) this.waitAll(run, run.recv, run.cfg.prev.foldN, "recv count", 1, 1, () => this.waitCredit(run, e));
+    else this.waitCredit(run, e);
+  }
+
+  private waitCredit(run: ChannelRun, e: SlotEntry): void {
+    if (e.flags & StepFlag.WAIT_CREDIT) this.waitAll(run, run.send, run.cfg.next.foldN, "send credit", 1, 1, () => this.issue(run, e));
+    else this.issue(run, e);
   }
 
   private issue(run: ChannelRun, e: SlotEntry): void {

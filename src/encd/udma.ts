@@ -166,39 +166,78 @@ function inRing(ring: Uint8Array, offset: number): void {
   if (!(offset >= 0 && offset + DESC_BYTES <= ring.length)) throw new RangeError(`descriptor at byte ${offset} is outside a ${ring.length}-byte ring`);
 }
 
-export function decodeTx(ring: Uint8Array, offset: number): DecodedTx {
+/**
+ * A descriptor's fields in one record the caller owns and reuses (the simulator's engines decode
+ * millions of them): what `decodeTx` / `decodeRx` return, without an object per descriptor. For a
+ * TX descriptor `meta` tells a CCE META descriptor (length, op, dtype, dests) from a data one
+ * (length, last, concat, first, dmb, src); an RX descriptor fills length, ringId, last, strongOrder, dst.
+ */
+export interface DescFields {
+  meta: boolean;
+  length: number;
+  ringId: number;
+  first: boolean;
+  last: boolean;
+  concat: boolean;
+  dmb: boolean;
+  strongOrder: boolean;
+  metaCtrl: number;
+  op: number;
+  dtype: number;
+  dests: number;
+  src: number;
+  dst: number;
+}
+
+export function descFields(): DescFields {
+  return { meta: false, length: 0, ringId: 0, first: false, last: false, concat: false, dmb: false, strongOrder: false, metaCtrl: 0, op: 0, dtype: 0, dests: 1, src: 0, dst: 0 };
+}
+
+/** Decode the TX descriptor at `offset` into `out`. */
+export function readTx(ring: Uint8Array, offset: number, out: DescFields): DescFields {
   inRing(ring, offset);
   const w0 = get32(ring, offset);
   const w1 = get32(ring, offset + 4);
-  const ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
-  if (w0 & LEN_CTRL.META) {
-    const w2 = get32(ring, offset + 8);
-    const length = w2 & 0xffffff;
-    return { kind: "cce", length, ringId, op: w1 & 7, dtype: (w1 >>> 16) & 0xf, metaCtrl: w1, dests: (get32(ring, offset + 12) & 0xff) + 1 };
+  out.ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
+  out.metaCtrl = w1;
+  out.meta = (w0 & LEN_CTRL.META) !== 0;
+  if (out.meta) {
+    out.length = get32(ring, offset + 8) & 0xffffff;
+    out.op = w1 & 7;
+    out.dtype = (w1 >>> 16) & 0xf;
+    out.dests = (get32(ring, offset + 12) & 0xff) + 1;
+    return out;
   }
-  return {
-    kind: "data",
-    length: decodeLength(w0),
-    ringId,
-    first: (w0 & LEN_CTRL.FIRST) !== 0,
-    last: (w0 & LEN_CTRL.LAST) !== 0,
-    concat: (w0 & LEN_CTRL.CONCAT) !== 0,
-    dmb: (w0 & LEN_CTRL.DMB) !== 0,
-    metaCtrl: w1,
-    src: getAddr(ring, offset + 8),
-  };
+  out.length = decodeLength(w0);
+  out.first = (w0 & LEN_CTRL.FIRST) !== 0;
+  out.last = (w0 & LEN_CTRL.LAST) !== 0;
+  out.concat = (w0 & LEN_CTRL.CONCAT) !== 0;
+  out.dmb = (w0 & LEN_CTRL.DMB) !== 0;
+  out.src = getAddr(ring, offset + 8);
+  return out;
+}
+
+/** Decode the RX descriptor at `offset` into `out`. */
+export function readRx(ring: Uint8Array, offset: number, out: DescFields): DescFields {
+  inRing(ring, offset);
+  const w0 = get32(ring, offset);
+  out.length = decodeLength(w0);
+  out.ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
+  out.last = (w0 & LEN_CTRL.LAST) !== 0;
+  out.strongOrder = (w0 & LEN_CTRL.STRONG_ORDER_WR) !== 0;
+  out.dst = getAddr(ring, offset + 8);
+  return out;
+}
+
+export function decodeTx(ring: Uint8Array, offset: number): DecodedTx {
+  const f = readTx(ring, offset, descFields());
+  if (f.meta) return { kind: "cce", length: f.length, ringId: f.ringId, op: f.op, dtype: f.dtype, metaCtrl: f.metaCtrl, dests: f.dests };
+  return { kind: "data", length: f.length, ringId: f.ringId, first: f.first, last: f.last, concat: f.concat, dmb: f.dmb, metaCtrl: f.metaCtrl, src: f.src };
 }
 
 export function decodeRx(ring: Uint8Array, offset: number): DecodedRx {
-  inRing(ring, offset);
-  const w0 = get32(ring, offset);
-  return {
-    length: decodeLength(w0),
-    ringId: (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT,
-    last: (w0 & LEN_CTRL.LAST) !== 0,
-    strongOrder: (w0 & LEN_CTRL.STRONG_ORDER_WR) !== 0,
-    dst: getAddr(ring, offset + 8),
-  };
+  const f = readRx(ring, offset, descFields());
+  return { length: f.length, ringId: f.ringId, last: f.last, strongOrder: f.strongOrder, dst: f.dst };
 }
 
 /** True when meta_ctrl marks a plain copy (ssmae_op == 0b010), the runtime's is_cme_desc test. */
