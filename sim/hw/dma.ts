@@ -10,7 +10,7 @@ import type { DescPages } from "../../src/encd/pages.ts";
 import type { DescriptorFeed } from "../../src/encd/image.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { cceReduce } from "./cce.ts";
-import { pipeline, type Fabric, type Stage } from "./fabric.ts";
+import { pipeline, type Fabric, type PacketTiming, type Stage } from "./fabric.ts";
 import type { Access, Clock, QueueClock, RaceDetector } from "../verify/races.ts";
 import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
 import { howOf } from "../../src/ir/dtypes.ts";
@@ -25,7 +25,7 @@ export interface DmaHost {
   readonly kernel: Kernel;
   readonly fabric: Fabric;
   readonly trace: TraceSink | undefined;
-  /** Read local HBM of `device`. */
+  /** Read local HBM of `device` (a copy of its bytes, the caller's to keep). */
   read(device: number, offset: number, len: number): Uint8Array;
   /** True when these bytes are not kept (timing-only payload). */
   dropped(device: number, offset: number, len: number): boolean;
@@ -154,6 +154,7 @@ export class DmaEngine {
   private readonly params: EngineParams;
   /** The packet being started, and the record descriptors decode into (reused). */
   private readonly pkt = new Packet();
+  private readonly timing: PacketTiming = { engineFree: 0, land: 0 };
   private readonly fields = descFields();
 
   constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
@@ -304,21 +305,21 @@ export class DmaEngine {
     const stream = host.symbolic?.read(this.device, this.sources(p), p.op === undefined ? undefined : howOf(p.op, p.dtype));
     let data: Uint8Array | undefined;
     if (!dropped) {
-      const reads = this.sources(p).map((s) => host.read(this.device, s.off, s.len));
       if (p.op !== undefined) {
-        data = cceReduce(p.op, p.dtype, reads);
+        data = cceReduce(p.op, p.dtype, this.sources(p).map((s) => host.read(this.device, s.off, s.len)));
         // Replication: the one result lands at every destination.
         if (data.length < p.bytes) {
           const result = data;
           data = new Uint8Array(p.bytes);
           for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
         }
-      } else {
+      } else if (p.nSrc === 1) data = host.read(this.device, offs[0]!, p.srcLen[0]!);
+      else {
         data = new Uint8Array(p.bytes);
         let o = 0;
-        for (const r of reads) {
-          data.set(r, o);
-          o += r.length;
+        for (let i = 0; i < p.nSrc; i++) {
+          data.set(host.read(this.device, offs[i]!, p.srcLen[i]!), o);
+          o += p.srcLen[i]!;
         }
       }
     }
@@ -365,7 +366,7 @@ export class DmaEngine {
       const sourceStages = links.length > 0 ? n - links.length + 1 : n;
       if (!sameHbm && toHbm) this.stage(n++, host.fabric.hbm[host.home(dstDevice)], len, 0, 0);
       const trace = host.trace;
-      const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined, n);
+      const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined, n, this.timing);
       engineFree = Math.max(engineFree, t.engineFree);
       // A semaphore write lands after every earlier write of its queue (it signals their completion).
       const land = toHbm ? t.land : Math.max(t.land, q.lastLand);

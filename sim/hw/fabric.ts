@@ -128,9 +128,9 @@ interface Stage {
 
 export interface PacketTiming {
   /** When the engine may start its next packet (the data has left the source side). */
-  readonly engineFree: Tick;
+  engineFree: Tick;
   /** When the last byte is at the destination. */
-  readonly land: Tick;
+  land: Tick;
 }
 
 /**
@@ -139,9 +139,10 @@ export interface PacketTiming {
  * previous stage began serving (cut-through), and is free for other transfers outside that slot. The data
  * timeline adds the propagation delays: a stage finishes no earlier than its own service end plus
  * the latency accumulated before it, nor before the previous stage's data has arrived. Resources
- * with no rate limit and no fixed cost never contend.
+ * with no rate limit and no fixed cost never contend. The result goes into `out` (a caller's reused
+ * record) when given.
  */
-export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void, count = stages.length): PacketTiming {
+export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void, count = stages.length, out: PacketTiming = { engineFree: 0, land: 0 }): PacketTiming {
   let cs = t0;
   let finish = t0;
   let lat = 0;
@@ -163,7 +164,9 @@ export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: numbe
     cumLat += st.latPs;
     if (i < sourceStages) engineFree = Math.max(engineFree, cf);
   }
-  return { engineFree, land: finish + lat };
+  out.engineFree = engineFree;
+  out.land = finish + lat;
+  return out;
 }
 
 export type { Stage };

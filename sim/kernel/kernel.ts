@@ -142,8 +142,12 @@ export class Resource {
   freeAt: Tick = 0;
   busyPs = 0;
   bytes = 0;
-  /** Booked intervals, sorted and disjoint, as [start0, end0, start1, end1, ...]. */
+  /**
+   * Booked intervals, sorted and disjoint, as [start0, end0, start1, end1, ...] from index `head`
+   * (the ones before it ended before an earlier `now`: forgotten, dropped from the array in batches).
+   */
   private readonly booked: number[] = [];
+  private head = 0;
   constructor(name: string, rate: number) {
     this.name = name;
     this.rate = rate;
@@ -152,19 +156,32 @@ export class Resource {
   /** Book `dur` at the earliest time >= `earliest` that is free; bookings ending before `now` are forgotten. */
   reserve(earliest: Tick, dur: Tick, now: Tick): Tick {
     const b = this.booked;
-    let drop = 0;
-    while (drop < b.length && b[drop + 1]! <= now) drop += 2;
-    if (drop) b.splice(0, drop);
+    let h = this.head;
+    while (h < b.length && b[h + 1]! <= now) h += 2;
+    if (h >= 64 && 2 * h >= b.length) {
+      b.splice(0, h);
+      h = 0;
+    }
+    this.head = h;
+    const n = b.length;
+    // After every booking (the usual case): append, or extend the last one it touches.
+    if (n === h || earliest >= b[n - 1]!) {
+      const end = earliest + dur;
+      if (n > h && b[n - 1] === earliest) b[n - 1] = end;
+      else b.push(earliest, end);
+      this.freeAt = Math.max(this.freeAt, end);
+      return earliest;
+    }
     let start = earliest;
-    let i = 0;
-    for (; i < b.length; i += 2) {
+    let i = h;
+    for (; i < n; i += 2) {
       if (start + dur <= b[i]!) break;
       if (start < b[i + 1]!) start = b[i + 1]!;
     }
     const end = start + dur;
     // Insert [start, end) before index i, merging with touching neighbours.
-    const mergePrev = i >= 2 && b[i - 1] === start;
-    const mergeNext = i < b.length && b[i] === end;
+    const mergePrev = i >= h + 2 && b[i - 1] === start;
+    const mergeNext = i < n && b[i] === end;
     if (mergePrev && mergeNext) {
       b[i - 1] = b[i + 1]!;
       b.splice(i, 2);

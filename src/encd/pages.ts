@@ -7,6 +7,13 @@ import { DESC_BYTES, type DescSlot } from "./udma.ts";
 export const PAGE_DESCS = 512;
 const PAGE_SHIFT = 9;
 const EMPTY = new Uint8Array(0);
+/**
+ * Pages a streamed ring has run and dropped, handed to the next ring that grows (every packer
+ * writes all 16 bytes of a descriptor, so a page's old contents are never read): a run allocates
+ * about what it holds in flight instead of a fresh page per 512 descriptors. At most this many wait.
+ */
+const POOL_MAX = 256;
+const pool: Uint8Array[] = [];
 
 export class DescPages implements DescSlot {
   /** Descriptors appended so far. */
@@ -43,7 +50,7 @@ export class DescPages implements DescSlot {
       return this;
     }
     const page = (i >>> PAGE_SHIFT) - this.first;
-    if (page === this.pages.length) this.pages.push(new Uint8Array(DESC_BYTES * PAGE_DESCS));
+    if (page === this.pages.length) this.pages.push(pool.pop() ?? new Uint8Array(DESC_BYTES * PAGE_DESCS));
     this.bytes = this.pages[page]!;
     this.offset = DESC_BYTES * (i & (PAGE_DESCS - 1));
     return this;
@@ -76,7 +83,8 @@ export class DescPages implements DescSlot {
   release(upTo: number): void {
     const drop = (upTo >>> PAGE_SHIFT) - this.first;
     if (drop <= 0) return;
-    this.pages.splice(0, Math.min(drop, this.pages.length));
+    const gone = this.pages.splice(0, Math.min(drop, this.pages.length));
+    for (const p of gone) if (pool.length < POOL_MAX) pool.push(p);
     this.first += drop;
   }
 

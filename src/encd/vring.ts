@@ -11,6 +11,12 @@ export const VRING_DESC_LIMIT = 0xfffff0;
 export const INITIAL_RING_ID = 1;
 /** SDMA dtype code of uint32, the type of the reduce-shaped pad packet. */
 const SDMA_UINT32 = 9;
+/** Descriptor flags the packers take, made once (they are packed millions of times). */
+const NO_FLAGS = {} as const;
+const CONCAT = { concat: true, last: false } as const;
+const LAST = { concat: false, last: true } as const;
+const SINGLE = { first: true, last: true, dmb: false } as const;
+const SINGLE_DMB = { first: true, last: true, dmb: true } as const;
 /** Bytes of a semaphore poke or a pad no-op. */
 export const WORD_BYTES = 4;
 
@@ -128,8 +134,8 @@ export class Vring {
     while (done < bytes) {
       const chunk = Math.min(bytes - done, MAX_DESC_BYTES);
       const last = done + chunk === bytes;
-      packTx(src + done, chunk, INITIAL_RING_ID, { first: true, last: true, dmb: last }, undefined, this.nextTx());
-      packRx(dst + done, chunk, INITIAL_RING_ID, {}, this.nextRx());
+      packTx(src + done, chunk, INITIAL_RING_ID, last ? SINGLE_DMB : SINGLE, undefined, this.nextTx());
+      packRx(dst + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
       this.totalTxBytes += chunk;
       this.totalRxBytes += chunk;
       done += chunk;
@@ -164,11 +170,8 @@ export class Vring {
     while (done < bytes) {
       const chunk = Math.min(bytes - done, packetBytes);
       packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.nextTx(), dsts.length);
-      srcs.forEach((s, i) => {
-        const last = i === srcs.length - 1;
-        packTx(s + done, chunk, INITIAL_RING_ID, { concat: !last, last }, 0, this.nextTx());
-      });
-      for (const d of dsts) packRx(d + done, chunk, INITIAL_RING_ID, {}, this.nextRx());
+      for (let i = 0; i < srcs.length; i++) packTx(srcs[i]! + done, chunk, INITIAL_RING_ID, i === srcs.length - 1 ? LAST : CONCAT, 0, this.nextTx());
+      for (const d of dsts) packRx(d + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
       this.totalTxBytes += chunk * srcs.length;
       this.totalRxBytes += chunk * dsts.length;
       c.tx += 1 + srcs.length;

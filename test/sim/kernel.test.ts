@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Kernel, Prio } from "../../sim/kernel/kernel.ts";
+import fc from "fast-check";
+import { Kernel, Prio, Resource } from "../../sim/kernel/kernel.ts";
 import { SimError } from "../../src/ir/errors.ts";
 
 describe("event kernel", () => {
@@ -37,5 +38,33 @@ describe("event kernel", () => {
     }
     k.run();
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
+  });
+
+  it("a resource books the earliest free slot of its length, filling gaps, as a plain interval list does", () => {
+    // The reference: every booking kept, the earliest gap found by a scan from the start.
+    const reference = () => {
+      const booked: [number, number][] = [];
+      return (earliest: number, dur: number): number => {
+        let start = earliest;
+        for (const [a, b] of booked) if (start + dur > a && start < b) start = b;
+        booked.push([start, start + dur]);
+        booked.sort((x, y) => x[0] - y[0]);
+        return start;
+      };
+    };
+    const request = fc.record({ advance: fc.integer({ min: 0, max: 50 }), ahead: fc.integer({ min: 0, max: 200 }), dur: fc.integer({ min: 1, max: 60 }) });
+    fc.assert(
+      fc.property(fc.array(request, { minLength: 1, maxLength: 300 }), (reqs) => {
+        const r = new Resource("r", 1);
+        const ref = reference();
+        let now = 0;
+        for (const q of reqs) {
+          now += q.advance;
+          const got = r.reserve(now + q.ahead, q.dur, now);
+          expect(got).toBe(ref(now + q.ahead, q.dur));
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
