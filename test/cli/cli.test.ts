@@ -103,12 +103,20 @@ describe("sim CLI", () => {
 });
 
 describe("the sim entry point as a process", () => {
+  // What `npm run sim` runs: the package's script, its `node` this process's.
+  const script = async (): Promise<string[]> => {
+    const { readFileSync } = await import("node:fs");
+    const words = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: { sim: string } }).scripts.sim.split(" ");
+    expect(words[0]).toBe("node");
+    return words.slice(1);
+  };
   it("npm run sim's script prints help and exits 0, and exits 1 without a stack trace on bad input", async () => {
     const { spawnSync } = await import("node:child_process");
-    const help = spawnSync("npx", ["tsx", "src/cli/sim.ts", "--help"], { encoding: "utf8" });
+    const sim = await script();
+    const help = spawnSync(process.execPath, [...sim, "--help"], { encoding: "utf8" });
     expect(help.status).toBe(0);
     expect(help.stdout).toContain("usage: npm run sim");
-    const bad = spawnSync("npx", ["tsx", "src/cli/sim.ts", "test/fixtures/bad/unknown-dtype.json"], { encoding: "utf8" });
+    const bad = spawnSync(process.execPath, [...sim, "test/fixtures/bad/unknown-dtype.json"], { encoding: "utf8" });
     expect(bad.status).toBe(1);
     expect(bad.stdout).toBe("");
     expect(bad.stderr).toMatch(/unknown-dtype.json: ops\[0\].dtype: unknown value "fp64"/);
@@ -117,7 +125,7 @@ describe("the sim entry point as a process", () => {
 
   it("RDH allowed without mesh: the seed's line is logged on stderr and the run exits 0 on the ring", async () => {
     const { spawnSync } = await import("node:child_process");
-    const r = spawnSync("npx", ["tsx", "src/cli/sim.ts", "test/fixtures/ops/rdh-without-mesh.json"], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, [...(await script()), "test/fixtures/ops/rdh-without-mesh.json"], { encoding: "utf8" });
     expect(r.status).toBe(0);
     const logs = r.stderr.trim().split("\n").map((l) => JSON.parse(l));
     expect(logs).toContainEqual({ level: 40, msg: "Detected usage of RDH while mesh is not allowed. RDH construction will be skipped because it depends on Mesh." });
