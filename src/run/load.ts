@@ -1,5 +1,5 @@
 // Reading the two input files from disk (the only file access besides the CLI entry).
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScenarioError } from "../ir/errors.ts";
@@ -31,7 +31,9 @@ export function loadScenarioSource(file: string): { source: ScenarioSource; scen
 export function loadDevice(instance: string, dir = DEFAULT_DEVICES_DIR, scenarioFile?: string): DeviceSpec {
   const file = join(dir, `${instance}.json`);
   if (!existsSync(file)) {
-    throw new ScenarioError("SCN1201", `no device preset "${instance}" (looked for ${file})`, { ...(scenarioFile === undefined ? {} : { file: scenarioFile }), path: "instance", value: instance });
+    const known = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".json") && !f.endsWith(".schema.json")).map((f) => f.slice(0, -5)).sort() : [];
+    const listed = known.length > 0 ? `; presets there: ${known.join(", ")}` : "";
+    throw new ScenarioError("SCN1201", `no device preset "${instance}" (looked for ${file}${listed})`, { ...(scenarioFile === undefined ? {} : { file: scenarioFile }), path: "instance", value: instance });
   }
   return parseDeviceSpec(file, parseJson(file, readText(file)));
 }
