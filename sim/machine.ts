@@ -134,9 +134,11 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
   const lost = faults.map((f, i) => ({ f, i, seen: 0 })).filter((x) => x.f.kind === "lost-increment");
   const imageDevices = image.devices.map((di) => dropWaits(di, faults, faultNotes));
   const devices = new Map<number, DeviceModel>();
+  /** The same models by device id (the engines' per-packet lookups). */
+  const byId: (DeviceModel | undefined)[] = [];
   const opEnd: Tick[] = [];
   const dev = (d: number): DeviceModel => {
-    const m = devices.get(d);
+    const m = byId[d];
     if (!m) throw new SimError("SIM1503", `access to device ${d}, which has no program`, { value: d });
     return m;
   };
@@ -247,6 +249,7 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     const memory = new DeviceMemory(opts.storePayload);
     const model: DeviceModel = { memory, writable: [], engines: new Map(), topsps: new Map(), semas: new Map() };
     devices.set(di.device, model);
+    byId[di.device] = model;
     for (const p of di.payload) {
       const a = decodeAddress(p.addr, di.device);
       if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr, di.device)} is not HBM of device ${di.device}`, { value: p.addr });
