@@ -511,8 +511,9 @@ class StepStream {
 export function splitWhole(bytes: number, esize: number, parts: number): readonly Share[] {
   if (bytes % esize !== 0) throw new InternalError(`transfer of ${bytes} bytes is not whole ${esize}-byte elements`);
   // A composition asks for the same few splits again and again: they are kept (read-only).
-  const key = `${bytes}/${esize}/${parts}`;
-  const known = SPLITS.get(key);
+  const key = esize < 16 && parts < 1024 ? (bytes * 16 + esize) * 1024 + parts : Number.NaN;
+  const cached = Number.isSafeInteger(key);
+  const known = cached ? SPLITS.get(key) : undefined;
   if (known) return known;
   const elems = bytes / esize;
   const per = Math.ceil(elems / parts);
@@ -523,6 +524,7 @@ export function splitWhole(bytes: number, esize: number, parts: number): readonl
       return Object.freeze({ off: start * esize, len: (end - start) * esize });
     }),
   );
+  if (!cached) return out;
   if (SPLITS.size >= SPLITS_KEPT) SPLITS.clear();
   SPLITS.set(key, out);
   return out;
@@ -534,7 +536,8 @@ export interface Share {
   readonly len: number;
 }
 
-const SPLITS = new Map<string, readonly Share[]>();
+/** Kept splits by (bytes, esize, parts), one number while it is a safe integer (esize < 16, parts < 1024). */
+const SPLITS = new Map<number, readonly Share[]>();
 const SPLITS_KEPT = 4096;
 
 /** One ring channel of one rank, as the emitter sees it (the encd_dma_channel analogue). */
@@ -550,7 +553,7 @@ export class EncdChannel {
   /** Live tp_inc record per fold: descriptors emitted since the last step mark. */
   private readonly tx: number[];
   private readonly rx: number[];
-  private lastEntry: SlotEntry | undefined;
+  private lastEntry: { -readonly [K in keyof SlotEntry]: SlotEntry[K] } | undefined;
   endedOps = 0;
   /** The op index this channel last ended (-1: none). */
   lastEndedOp = -1;
@@ -582,9 +585,11 @@ export class EncdChannel {
 
   /** encd_dma_copy: `bytes` from `src` to `dst`, shared across the folds. */
   copy(src: number, dst: number, bytes: number, esize: number): void {
-    this.shares(bytes, esize).forEach((s, f) => {
+    const shares = this.shares(bytes, esize);
+    for (let f = 0; f < shares.length; f++) {
+      const s = shares[f]!;
       if (s.len > 0) this.count(f, this.folds[f]!.addCopy(src + s.off, dst + s.off, s.len));
-    });
+    }
   }
 
   /**
@@ -604,9 +609,11 @@ export class EncdChannel {
       throw new EncodeError("ENC1609", `CCE packet of ${packetBytes} bytes is not whole ${esize}-byte elements within one descriptor`, { path: "reduce.packet", value: packetBytes });
     }
     const packet = packetBytes;
-    this.shares(bytes, esize).forEach((s, f) => {
+    const shares = this.shares(bytes, esize);
+    for (let f = 0; f < shares.length; f++) {
+      const s = shares[f]!;
       if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, srcs.map((a) => a + s.off), dsts.map((d) => d + s.off), s.len, packet));
-    });
+    }
   }
 
   /**
@@ -614,7 +621,7 @@ export class EncdChannel {
    * `incBase` names by f (the per-fold recv_sema_ids / credit ids are consecutive).
    */
   semaInc(incBase: number): void {
-    this.folds.forEach((v, f) => this.count(f, v.addSemaphoreWrite(this.constAddr, incBase + 4 * f)));
+    for (let f = 0; f < this.folds.length; f++) this.count(f, this.folds[f]!.addSemaphoreWrite(this.constAddr, incBase + 4 * f));
   }
 
   /**
@@ -623,10 +630,18 @@ export class EncdChannel {
    * packets (3 TX + 1 RX), in reduce-shaped no-ops on the pad word.
    */
   markStep(flags: number, drainTarget = 0): void {
-    const maxTx = Math.max(...this.tx);
-    const maxRx = Math.max(...this.rx);
     // Folds already even, as they almost always are, need no padding.
-    if (!this.tx.every((x) => x === maxTx) || !this.rx.every((x) => x === maxRx)) this.padFolds(maxTx, maxRx);
+    const tx = this.tx;
+    const rx = this.rx;
+    let maxTx = tx[0]!;
+    let maxRx = rx[0]!;
+    let even = true;
+    for (let f = 1; f < tx.length; f++) {
+      if (tx[f] !== maxTx || rx[f] !== maxRx) even = false;
+      maxTx = Math.max(maxTx, tx[f]!);
+      maxRx = Math.max(maxRx, rx[f]!);
+    }
+    if (!even) this.padFolds(maxTx, maxRx);
     const m2s = this.tx[0] ?? 0;
     const s2m = this.rx[0] ?? 0;
     if (m2s > TP_INC_MAX - 1 || s2m > TP_INC_MAX - 1) {
@@ -635,12 +650,12 @@ export class EncdChannel {
         value: { m2s, s2m },
       });
     }
-    const e: SlotEntry = { m2s, s2m, repeat: 1, flags, drainTarget };
+    const e = { m2s, s2m, repeat: 1, flags, drainTarget };
     const prev = this.lastEntry;
     if (prev && prev.m2s === m2s && prev.s2m === s2m && prev.flags === flags && prev.drainTarget === drainTarget && !(flags & StepFlag.LAST_SYNC) && prev.repeat < TP_INC_MAX) {
-      const merged = { ...prev, repeat: prev.repeat + 1 };
-      packSlotEntry(merged, this.steps.bytes, this.steps.length - SLOT_ENTRY_BYTES);
-      this.lastEntry = merged;
+      // The last entry is this channel's own record (not kept elsewhere): its repeat grows in place.
+      prev.repeat++;
+      packSlotEntry(prev, this.steps.bytes, this.steps.length - SLOT_ENTRY_BYTES);
     } else {
       packSlotEntry(e, this.steps.grow(), this.steps.length - SLOT_ENTRY_BYTES);
       this.lastEntry = e;

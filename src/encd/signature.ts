@@ -1,5 +1,5 @@
 // A running 64-bit hash of what a program does, for comparing programs that should be alike.
-import { decodeAddress } from "./address.ts";
+import { decodeAddress, hbmDevice } from "./address.ts";
 
 /** Two 32-bit FNV-1a-style lanes over a stream of numbers (integers below 2^53). */
 export class Signature {
@@ -38,12 +38,16 @@ const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
  * what it names there (semaphore, doorbell) — not an HBM offset, which no timing depends on.
  */
 export function addUnitAddress(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {
+  // HBM, most addresses, by the decode that makes no object.
+  const hbm = hbmDevice(addr, from);
+  if (hbm >= 0) {
+    sig.add(KIND.hbm);
+    unitPlace(sig, hbm, unitDevices, own);
+    return;
+  }
   const a = decodeAddress(addr, from);
   sig.add(KIND[a.kind]);
-  sig.add(a.device % unitDevices);
-  const other = Math.floor(a.device / unitDevices) !== Math.floor(own / unitDevices);
-  sig.add(other ? 1 : 0);
-  if (other) sig.cross.push(a.device);
+  unitPlace(sig, a.device, unitDevices, own);
   if (a.kind === "sema") {
     sig.add(a.topsp);
     sig.add(a.sema);
@@ -54,6 +58,14 @@ export function addUnitAddress(sig: Signature, addr: number, from: number, unitD
     sig.add(a.queue);
     sig.add(a.dir === "m2s" ? 0 : 1);
   }
+}
+
+/** The addressed device's place in its unit, and whether that unit is `own`'s (else the device goes to `sig.cross`). */
+function unitPlace(sig: Signature, device: number, unitDevices: number, own: number): void {
+  sig.add(device % unitDevices);
+  const other = Math.floor(device / unitDevices) !== Math.floor(own / unitDevices);
+  sig.add(other ? 1 : 0);
+  if (other) sig.cross.push(device);
 }
 
 /** A field that holds an address or 0 for none (a device's HBM offset 0 is never one of them). */

@@ -27,13 +27,23 @@ export interface SlotEntry {
 
 const FORMAT = "spad_slot_entry";
 
+/** A little-endian u16 at `o`. */
+function put16(b: Uint8Array, o: number, w: number): void {
+  b[o] = w & 0xff;
+  b[o + 1] = w >>> 8;
+}
+
 export function packSlotEntry(e: SlotEntry, out: Uint8Array = new Uint8Array(SLOT_ENTRY_BYTES), offset = 0): Uint8Array {
-  const v = new DataView(out.buffer, out.byteOffset + offset, SLOT_ENTRY_BYTES);
-  v.setUint16(0, field(e.m2s, 16, "m2s_val", FORMAT), true);
-  v.setUint16(2, field(e.s2m, 16, "s2m_val", FORMAT), true);
+  if (offset < 0 || offset + SLOT_ENTRY_BYTES > out.length) throw new RangeError(`slot entry at byte ${offset} is outside a ${out.length}-byte array`);
+  const m2s = field(e.m2s, 16, "m2s_val", FORMAT);
+  const s2m = field(e.s2m, 16, "s2m_val", FORMAT);
   if (e.repeat < 1) throw new EncodeError("ENC1201", `repeat=${e.repeat} must be at least 1 in ${FORMAT}`, { path: `${FORMAT}.repeat`, value: e.repeat });
-  v.setUint16(4, field(e.repeat, 16, "repeat", FORMAT), true);
-  v.setUint16(6, field(e.flags, 4, "flags", FORMAT) | (field(e.drainTarget, 8, "drain_target", FORMAT) << 8), true);
+  const repeat = field(e.repeat, 16, "repeat", FORMAT);
+  const w3 = field(e.flags, 4, "flags", FORMAT) | (field(e.drainTarget, 8, "drain_target", FORMAT) << 8);
+  put16(out, offset, m2s);
+  put16(out, offset + 2, s2m);
+  put16(out, offset + 4, repeat);
+  put16(out, offset + 6, w3);
   return out;
 }
 

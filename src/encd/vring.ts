@@ -73,12 +73,15 @@ export class Vring {
 
   /** Count `tx` / `rx` descriptors without packing them (a tallied vring). */
   private tally(tx: number, rx: number): void {
-    for (const [list, n] of [[this.txList, tx], [this.rxList, rx]] as const) {
-      if (list.count + n > this.limit) {
-        throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${this.name}, Max allowed ${this.limit}`, { path: `vring.${this.name}`, value: list.count });
-      }
-      list.count += n;
+    this.tallyList(this.txList, tx);
+    this.tallyList(this.rxList, rx);
+  }
+
+  private tallyList(list: DescPages, n: number): void {
+    if (list.count + n > this.limit) {
+      throw new EncodeError("ENC1501", `Descriptor limit reached. Descriptors in vring ${this.name}, Max allowed ${this.limit}`, { path: `vring.${this.name}`, value: list.count });
     }
+    list.count += n;
   }
   get txCount(): number {
     return this.txList.count;
