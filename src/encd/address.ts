@@ -87,42 +87,94 @@ export type DecodedAddress =
   | { readonly kind: "doorbell"; readonly device: number; readonly engine: number | undefined; readonly seng: number; readonly queue: number; readonly dir: "m2s" | "s2m" }
   | { readonly kind: "unmapped"; readonly device: number; readonly offset: number };
 
-/** Decode an address as device `from` sees it: its device bits name a device of `from`'s block. */
-export function decodeAddress(addr: number, from = 0): DecodedAddress {
+/**
+ * An address's fields in one record the caller owns and reuses: `kind` and `device` always, then
+ * per kind what `DecodedAddress` carries (hbm / unmapped: offset; sema: topsp, sema, window;
+ * doorbell: engine, seng, queue, dir). The hot paths decode into it without making an object.
+ */
+export interface AddressFields {
+  kind: DecodedAddress["kind"];
+  device: number;
+  offset: number;
+  topsp: number;
+  sema: number;
+  window: SemaWindow;
+  engine: number | undefined;
+  seng: number;
+  queue: number;
+  dir: "m2s" | "s2m";
+}
+
+export function addressFields(): AddressFields {
+  return { kind: "unmapped", device: 0, offset: 0, topsp: 0, sema: 0, window: "read", engine: undefined, seng: 0, queue: 0, dir: "m2s" };
+}
+
+/** Decode an address as device `from` sees it into `out`: its device bits name a device of `from`'s block. */
+export function readAddress(addr: number, from: number, out: AddressFields): AddressFields {
   const low = Math.floor(addr / DEVICE_SHIFT);
   const rest = addr - low * DEVICE_SHIFT;
   const high = Math.floor(rest / DEVICE_HIGH_BIT) % 2;
-  const device = from - (from % ADDRESS_BLOCK) + low + 32 * high;
+  out.device = from - (from % ADDRESS_BLOCK) + low + 32 * high;
   const local = rest - high * DEVICE_HIGH_BIT;
   const bank = local >= SP_BANK ? 1 : 0;
   const l47 = local - bank * SP_BANK;
-  if (bank === 0 && l47 < HBM_LIMIT) return { kind: "hbm", device, offset: l47 };
+  if (bank === 0 && l47 < HBM_LIMIT) {
+    out.kind = "hbm";
+    out.offset = l47;
+    return out;
+  }
   if (l47 >= SP_BASE && l47 < SP_BASE + 8 * SP_TILE) {
     const tile = Math.floor((l47 - SP_BASE) / SP_TILE);
     const off = l47 - SP_BASE - tile * SP_TILE;
     if (off >= SEMA_WINDOW.READ && off < SEMA_WINDOW.READ + 0x1000 && off % 4 === 0) {
-      const w = Math.floor((off - SEMA_WINDOW.READ) / 0x400);
-      const window = WINDOW_NAMES[w];
-      if (window !== undefined) return { kind: "sema", device, topsp: tile + 8 * bank, sema: ((off - SEMA_WINDOW.READ) % 0x400) / 4, window };
-    }
-  }
-  if (bank === 0) {
-    for (const [base, isBcast] of [[DMA_APB_BASE, false], [DMA_BCAST_BASE, true]] as const) {
-      const stride = isBcast ? DMA_BCAST_SENG_STRIDE : DMA_ENGINE_STRIDE;
-      const span = (isBcast ? MAX_SENGS : MAX_ENGINES) * stride;
-      if (l47 >= base && l47 < base + span) {
-        const block = Math.floor((l47 - base) / stride);
-        let rel = l47 - base - block * stride;
-        const dir = rel >= DMA_S2M_OFFSET ? "s2m" : "m2s";
-        if (dir === "s2m") rel -= DMA_S2M_OFFSET;
-        if (rel % DMA_QUEUE_STRIDE === DMA_TAIL_INC && rel >= DMA_QUEUE_STRIDE) {
-          const queue = Math.floor(rel / DMA_QUEUE_STRIDE) - 1;
-          return isBcast ? { kind: "doorbell", device, engine: undefined, seng: block, queue, dir } : { kind: "doorbell", device, engine: block, seng: Math.floor(block / ENGINES_PER_SENG), queue, dir };
-        }
+      const window = WINDOW_NAMES[Math.floor((off - SEMA_WINDOW.READ) / 0x400)];
+      if (window !== undefined) {
+        out.kind = "sema";
+        out.topsp = tile + 8 * bank;
+        out.sema = ((off - SEMA_WINDOW.READ) % 0x400) / 4;
+        out.window = window;
+        return out;
       }
     }
   }
-  return { kind: "unmapped", device, offset: local };
+  if (bank === 0 && (doorbellIn(l47, DMA_APB_BASE, false, out) || doorbellIn(l47, DMA_BCAST_BASE, true, out))) return out;
+  out.kind = "unmapped";
+  out.offset = local;
+  return out;
+}
+
+/** A tail-increment doorbell of an engine block (or a SENG's broadcast block) at local offset `l47`, into `out`. */
+function doorbellIn(l47: number, base: number, isBcast: boolean, out: AddressFields): boolean {
+  const stride = isBcast ? DMA_BCAST_SENG_STRIDE : DMA_ENGINE_STRIDE;
+  const span = (isBcast ? MAX_SENGS : MAX_ENGINES) * stride;
+  if (l47 < base || l47 >= base + span) return false;
+  const block = Math.floor((l47 - base) / stride);
+  let rel = l47 - base - block * stride;
+  const dir = rel >= DMA_S2M_OFFSET ? "s2m" : "m2s";
+  if (dir === "s2m") rel -= DMA_S2M_OFFSET;
+  if (rel % DMA_QUEUE_STRIDE !== DMA_TAIL_INC || rel < DMA_QUEUE_STRIDE) return false;
+  out.kind = "doorbell";
+  out.queue = Math.floor(rel / DMA_QUEUE_STRIDE) - 1;
+  out.dir = dir;
+  out.engine = isBcast ? undefined : block;
+  out.seng = isBcast ? block : Math.floor(block / ENGINES_PER_SENG);
+  return true;
+}
+
+/** Decode an address as device `from` sees it: its device bits name a device of `from`'s block. */
+export function decodeAddress(addr: number, from = 0): DecodedAddress {
+  const f = readAddress(addr, from, addressFields());
+  const device = f.device;
+  switch (f.kind) {
+    case "hbm":
+      return { kind: "hbm", device, offset: f.offset };
+    case "sema":
+      return { kind: "sema", device, topsp: f.topsp, sema: f.sema, window: f.window };
+    case "doorbell":
+      return { kind: "doorbell", device, engine: f.engine, seng: f.seng, queue: f.queue, dir: f.dir };
+    case "unmapped":
+      return { kind: "unmapped", device, offset: f.offset };
+  }
 }
 
 /**

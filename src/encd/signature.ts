@@ -1,5 +1,5 @@
 // A running 64-bit hash of what a program does, for comparing programs that should be alike.
-import { decodeAddress, hbmDevice } from "./address.ts";
+import { addressFields, readAddress } from "./address.ts";
 
 /** Two 32-bit FNV-1a-style lanes over a stream of numbers (integers below 2^53). */
 export class Signature {
@@ -38,20 +38,13 @@ const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
  * what it names there (semaphore, doorbell) — not an HBM offset, which no timing depends on.
  */
 export function addUnitAddress(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {
-  // HBM, most addresses, by the decode that makes no object.
-  const hbm = hbmDevice(addr, from);
-  if (hbm >= 0) {
-    sig.add(KIND.hbm);
-    unitPlace(sig, hbm, unitDevices, own);
-    return;
-  }
-  const a = decodeAddress(addr, from);
+  const a = readAddress(addr, from, scratch);
   sig.add(KIND[a.kind]);
   unitPlace(sig, a.device, unitDevices, own);
   if (a.kind === "sema") {
     sig.add(a.topsp);
     sig.add(a.sema);
-    sig.add(["read", "set", "inc", "dec"].indexOf(a.window));
+    sig.add(WINDOWS[a.window]);
   } else if (a.kind === "doorbell") {
     sig.add(a.engine ?? 999);
     sig.add(a.seng);
@@ -59,6 +52,10 @@ export function addUnitAddress(sig: Signature, addr: number, from: number, unitD
     sig.add(a.dir === "m2s" ? 0 : 1);
   }
 }
+
+/** The record addresses are decoded into (hashing keeps nothing of it). */
+const scratch = addressFields();
+const WINDOWS = { read: 0, set: 1, inc: 2, dec: 3 } as const;
 
 /** The addressed device's place in its unit, and whether that unit is `own`'s (else the device goes to `sig.cross`). */
 function unitPlace(sig: Signature, device: number, unitDevices: number, own: number): void {
