@@ -33,6 +33,8 @@ export interface Args {
   reportJson: string | undefined;
   plot: string | undefined;
   trace: string | undefined;
+  /** The most trace events kept (undefined: the collector's default). */
+  traceLimit: number | undefined;
   stats: boolean;
   /** Worker threads for independent runs (sweep sizes); 1 runs them on this thread. */
   jobs: number;
@@ -143,6 +145,9 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
     case "--trace":
       a.trace = value();
       return 1;
+    case "--trace-limit":
+      a.traceLimit = intFlag(value(), t, 1);
+      return 1;
     case "-b":
     case "--minbytes":
       range.min = sizeFlag(value(), t);
@@ -186,7 +191,7 @@ export function sweepOf(range: RangeFlags): SweepArgs {
 
 /** Every flag unset: what a run does by default. */
 export function defaultArgs(): Args {
-  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, stats: false, jobs: defaultJobs(), launchPs: undefined, noFold: false };
+  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, traceLimit: undefined, stats: false, jobs: defaultJobs(), launchPs: undefined, noFold: false };
 }
 
 export function parseArgs(argv: readonly string[]): Args | "help" {

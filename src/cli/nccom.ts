@@ -50,7 +50,7 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
   -n, -w, -s/--hosts, --hosts-file, --non-interactive   accepted and ignored (a simulation has no
                             iterations, warm-up or hosts)
 ccsim's own:
-  --json, --explain, --stats, --trace F, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
+  --json, --explain, --stats, --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold,
   --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop)
 

@@ -1,5 +1,5 @@
 // ccsim command line: npm run sim -- <scenario.json> [options]
-import { renameSync, writeFileSync, unlinkSync } from "node:fs";
+import { closeSync, openSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
@@ -47,6 +47,9 @@ options:
                        per-engine busy fraction, per-device HBM bytes
   --trace FILE         write a Chrome / Perfetto trace (open in ui.perfetto.dev): TopSP cores
                        (cc_op entries, waits), DMA queues (packets), link directions, semaphores
+  --trace-limit N      the most trace events kept (default 500000: about 60 MB of file and 0.5 GB
+                       of memory; a 1 GiB ring8 all-reduce records about 5 million): later ones
+                       are left out, said on stderr and in the file's otherData
   --devices DIR        directory of device presets (default: the project's devices/)
   --launch-us US       the runtime's fixed cost per collective in microseconds (the preset's
                        topsp.launchPs otherwise): every TopSP starts that long after the run, so
@@ -82,10 +85,19 @@ exit codes: 0 all checks pass, 1 bad input, 2 internal error, 3 a check failed, 
 `;
 
 /** Write a file whole or not at all. */
-function writeAtomic(file: string, text: string): void {
+/** Write `text` (a string, or pieces written one after another) to `file` whole or not at all. */
+function writeAtomic(file: string, text: string | Iterable<string>): void {
   const tmp = `${file}.tmp-${process.pid}`;
   try {
-    writeFileSync(tmp, text);
+    if (typeof text === "string") writeFileSync(tmp, text);
+    else {
+      const fd = openSync(tmp, "w");
+      try {
+        for (const piece of text) writeSync(fd, piece);
+      } finally {
+        closeSync(fd);
+      }
+    }
     renameSync(tmp, file);
   } catch (e) {
     try {
@@ -144,7 +156,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
-    const tracer = args.trace ? new TraceCollector() : undefined;
+    const tracer = args.trace ? new TraceCollector(args.traceLimit) : undefined;
     const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold || args.stats ? { unfolded: true } : {}) };
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
@@ -199,7 +211,11 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       if (c && c.violations.length > 0) violated.push({ row: { ...rows[0]!, op: "concurrent run" }, violations: c.violations });
       if (args.stats) statsText = formatStats(outcome.ops);
     }
-    if (tracer) writeAtomic(args.trace!, tracer.toJson());
+    if (tracer) {
+      writeAtomic(args.trace!, tracer.chunks());
+      const cut = tracer.truncation();
+      if (cut) err(`ccsim: --trace ${args.trace}: ${cut}\n`);
+    }
     out(text + (statsText && !args.json ? "\n" + statsText : ""));
     if (statsText && args.json) err(statsText);
     for (const f of failed) {

@@ -17,8 +17,26 @@ export interface TraceEvent {
 export const FABRIC_PID = 1000;
 const us = (ps: number): number => ps / 1e6;
 
+/** Trace events kept by default (each about 1 KB in memory and 120 bytes in the file). */
+export const DEFAULT_TRACE_EVENTS = 500_000;
+
 export class TraceCollector {
   private readonly events: TraceEvent[] = [];
+  /** The most events kept; those recorded after are counted, not kept. */
+  readonly limit: number;
+  /** Events recorded past the limit, and the simulated time (us) the first of them ended at: where the trace stops. */
+  dropped = 0;
+  stoppedAtUs = 0;
+
+  constructor(limit = DEFAULT_TRACE_EVENTS) {
+    this.limit = limit;
+  }
+
+  /** Keep `e` if there is room; otherwise count it. */
+  private keep(e: TraceEvent): void {
+    if (this.events.length < this.limit) this.events.push(e);
+    else if (this.dropped++ === 0) this.stoppedAtUs = e.ts + (e.dur ?? 0);
+  }
   private readonly threads = new Map<string, { pid: number; tid: number; name: string }>();
   private readonly pids = new Map<number, string>();
   private offset = 0;
@@ -36,7 +54,7 @@ export class TraceCollector {
   }
 
   private span(pid: number, tid: number, name: string, cat: string, start: number, end: number, args: Record<string, unknown>): void {
-    this.events.push({ name, ph: "X", cat, ts: us(this.offset + start), dur: us(end - start), pid, tid, args });
+    this.keep({ name, ph: "X", cat, ts: us(this.offset + start), dur: us(end - start), pid, tid, args });
     this.end = Math.max(this.end, this.offset + end);
   }
 
@@ -54,18 +72,40 @@ export class TraceCollector {
       link: (name, bytes, start, end) => this.span(FABRIC_PID, this.track(FABRIC_PID, name, name, "links"), `${bytes} B`, "link", start, end, { bytes }),
       sema: (d, ts, sema, value, t) => {
         this.pids.set(d, dev(d));
-        this.events.push({ name: `topsp${ts} sem${sema}`, ph: "C", ts: us(this.offset + t), pid: d, args: { value } });
+        this.keep({ name: `topsp${ts} sem${sema}`, ph: "C", ts: us(this.offset + t), pid: d, args: { value } });
       },
     };
   }
 
-  /** The whole trace: metadata first, then events by time (ties keep their order). */
-  toJson(): string {
+  /** What the trace left out, for the user (undefined: nothing). */
+  truncation(): string | undefined {
+    if (this.dropped === 0) return undefined;
+    return `kept the first ${this.limit} trace events; recording stopped at ${this.stoppedAtUs.toFixed(3)} us of simulated time and ${this.dropped} more were left out (--trace-limit N keeps more)`;
+  }
+
+  /**
+   * The whole trace, in pieces to write one after another (a long run's trace is larger than one
+   * string may be): metadata first, then events by time (ties keep their order); a truncated
+   * trace says so in `otherData`.
+   */
+  *chunks(): Generator<string> {
     const meta: TraceEvent[] = [
       ...[...this.pids].map(([pid, name]) => ({ name: "process_name", ph: "M" as const, ts: 0, pid, args: { name } })),
       ...[...this.threads.values()].map((t) => ({ name: "thread_name", ph: "M" as const, ts: 0, pid: t.pid, tid: t.tid, args: { name: t.name } })),
     ];
     const sorted = this.events.map((e, i) => ({ e, i })).sort((a, b) => a.e.ts - b.e.ts || a.i - b.i).map((x) => x.e);
-    return JSON.stringify({ displayTimeUnit: "ns", traceEvents: [...meta, ...sorted] }) + "\n";
+    const all = [...meta, ...sorted];
+    const note = this.truncation();
+    yield `{"displayTimeUnit":"ns",${note ? `"otherData":${JSON.stringify({ truncated: note })},` : ""}"traceEvents":[`;
+    const PIECE = 10_000;
+    for (let i = 0; i < all.length; i += PIECE) {
+      yield (i > 0 ? "," : "") + all.slice(i, i + PIECE).map((e) => JSON.stringify(e)).join(",");
+    }
+    yield "]}\n";
+  }
+
+  /** The whole trace as one string (small traces, tests). */
+  toJson(): string {
+    return [...this.chunks()].join("");
   }
 }

@@ -84,6 +84,22 @@ describe("--trace", () => {
     expect(body.some((e) => e.ph === "X" && e.name.includes("cc_op 0"))).toBe(true);
     expect(body.some((e) => e.ph === "X" && e.name.startsWith("wait sem"))).toBe(true);
     expect(body.some((e) => e.ph === "C")).toBe(true);
+    expect(t.otherData).toBeUndefined();
+  });
+
+  it("keeps at most --trace-limit events, says so on stderr and in otherData, and the file still parses", () => {
+    const file = join(tmp(), "t.json");
+    const whole = join(tmp(), "whole.json");
+    expect(run(["scenarios/ring8.json", "--check", "none", "--trace", whole]).code).toBe(0);
+    const all = (JSON.parse(readFileSync(whole, "utf8")).traceEvents as { ph: string }[]).filter((e) => e.ph !== "M").length;
+    const r = run(["scenarios/ring8.json", "--check", "none", "--trace", file, "--trace-limit", "1000"]);
+    expect(r.code).toBe(0);
+    const t = JSON.parse(readFileSync(file, "utf8"));
+    expect((t.traceEvents as { ph: string }[]).filter((e) => e.ph !== "M").length).toBe(1000);
+    const said = new RegExp(`kept the first 1000 trace events; recording stopped at \\d+\\.\\d{3} us of simulated time and ${all - 1000} more were left out`);
+    expect(r.err).toMatch(said);
+    expect(t.otherData.truncated).toMatch(said);
+    expect(run(["scenarios/ring8.json", "--trace", file, "--trace-limit", "0"]).err).toMatch(/--trace-limit/);
   });
 });
 
