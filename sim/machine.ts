@@ -364,7 +364,8 @@ export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions
     opEndPs: opEnd,
     hang,
     packets: [...devices.values()].reduce((n, m) => n + [...m.engines.values()].reduce((k, e) => k + e.packets, 0), 0),
-    links: [...fabric.links.values(), ...fabric.nicTx, ...fabric.nicRx].map(stat),
+    // A folded run's figures are unit 0's: its links and NICs (the other units' carried nothing).
+    links: (fold ? fabric.resourcesOf((d) => d < fold.unitDevices) : [...fabric.links.values(), ...fabric.nicTx, ...fabric.nicRx]).map(stat),
     engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
     hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
     violations,

@@ -79,6 +79,17 @@ export class Fabric {
     return this.hbm.length;
   }
 
+  /**
+   * The link directions and NIC sides of the devices `inUnit` accepts: a link whose two ends are
+   * such devices (a switch port counts as an end of its device's), each NIC one of them uses.
+   */
+  resourcesOf(inUnit: (device: number) => boolean): Resource[] {
+    const end = (x: string): boolean => x === "sw" || inUnit(Number(x));
+    const links = [...this.links].filter(([key]) => key.split(">").every(end)).map(([, r]) => r);
+    const nics = [...new Set(Array.from({ length: this.deviceCount }, (_, d) => d).filter(inUnit).map((d) => this.nicOf(d)))].filter((n) => n < this.nicTx.length);
+    return [...links, ...nics.map((n) => this.nicTx[n]!), ...nics.map((n) => this.nicRx[n]!)];
+  }
+
   /** The NIC a device's network traffic uses: its own, or its node's. */
   nicOf(device: number): number {
     return this.nicPerDevice ? device : this.nodeOf(device);

@@ -58,7 +58,8 @@ options:
                        nccom-test's time at its smallest size minus the simulated one measures it
   --no-fold            simulate every pod of a timing-only run (by default a program of several
                        nodes — pods on UltraServers — whose pods run alike programs simulates pod 0
-                       alone, the same times; --explain says which ran and why; --stats implies it)
+                       alone, the same times; --explain says which ran and why; --stats then
+                       lists pod 0's links, engines and HBM, which stand for every pod's)
   --log-level LEVEL    pino log level on stderr: fatal, error, warn (default), info, debug, trace, silent
   -h, --help           this text
 
@@ -157,7 +158,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector(args.traceLimit) : undefined;
-    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold || args.stats ? { unfolded: true } : {}) };
+    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold ? { unfolded: true } : {}) };
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";

@@ -9,6 +9,8 @@ export function formatStats(ops: readonly OpOutcome[]): string {
     const { timePs, links, engines, hbm } = o.stats;
     const r = o.row;
     lines.push(`stats: ${r.op} ${r.bytes} B ${r.dtype} (${(timePs / 1e6).toFixed(2)} us)`);
+    const f = o.folding;
+    if (f?.folded) lines.push(`  pod 0 of ${f.pods} alike pods ran (folded): its links, NIC, engines and HBM below; every other pod's are alike (--no-fold lists them all)`);
     const used = links.filter((l) => l.bytes > 0).sort((a, b) => b.busyPs - a.busyPs || a.name.localeCompare(b.name));
     const top = used[0];
     lines.push(top ? `  busiest link: ${top.name}, ${top.bytes} B, busy ${pct(top.busyPs, timePs)}` : "  no link traffic");

@@ -97,7 +97,7 @@ export interface PipelineHooks {
   readonly mutateImage?: (image: ProgramImage, op: number) => void;
   /** Tests: the memory a values check may use, instead of half of this machine's. */
   readonly valuesBudget?: number;
-  /** Simulate every pod even when a timing-only run's pods are alike (--no-fold; --stats, which reports every device). */
+  /** Simulate every pod even when a timing-only run's pods are alike (--no-fold). */
   readonly unfolded?: boolean;
   /** A trace sink for the run of op `op` (labelled for the trace). */
   readonly trace?: (label: string) => TraceSink;

@@ -15,7 +15,7 @@ export interface SweepTask {
   readonly logLevel: string;
   /** The fixed cost per collective the sweep runs with (the preset's, or --launch-us). */
   readonly launchPs: number;
-  /** Simulate every pod (--no-fold, --stats). */
+  /** Simulate every pod (--no-fold). */
   readonly unfolded: boolean;
 }
 

@@ -65,6 +65,13 @@ function both(c: Case): { full: number; folded: number | undefined; reason: stri
   // What the verifier sees of pod 0 (stray writes, semaphores, rings) is what it sees of every pod.
   expect(folded.violations).toEqual(full.violations);
   expect(folded.events).toBeLessThan(full.events);
+  // --stats of a folded run: pod 0's links, NICs, engines and HBM, each as the run of every pod has it.
+  for (const kind of ["links", "engines", "hbm"] as const) {
+    const whole = new Map(full[kind].map((r) => [r.name, r]));
+    expect(folded[kind].length).toBeGreaterThan(0);
+    for (const r of folded[kind]) expect(r, `${kind} ${r.name}`).toEqual(whole.get(r.name));
+  }
+  expect(folded.links.some((l) => l.name.includes("nic") && l.bytes > 0)).toBe(true);
   return { full: full.opEndPs[0]!, folded: folded.opEndPs[0]!, reason: undefined };
 }
 
@@ -142,6 +149,10 @@ describe("folding alike pods", () => {
     const all = runSim([...args, "--json", "--no-fold"]);
     expect(all.code).toBe(EXIT.OK);
     expect(folded.out).toBe(all.out);
+    // --stats of a folded run lists pod 0's resources and says so; --no-fold lists every pod's.
+    const stats = runSim([...args, "--stats"]);
+    expect(stats.out).toMatch(/pod 0 of 8 alike pods ran \(folded\)/);
+    expect(runSim([...args, "--stats", "--no-fold"]).out).not.toMatch(/alike pods ran/);
     // A values check simulates every pod.
     expect(runSim(["scenarios/inter-rdh8.json", "--explain"]).out).not.toMatch(/alike pods/);
   });
