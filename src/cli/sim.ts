@@ -162,6 +162,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";
+    /** Every op (or sweep size) that ran to the end. */
+    let ran: readonly OpOutcome[] = [];
     let sweepErrors: CcsimError[] = [];
     let violated: { row: { op: string; bytes: number; dtype: string }; violations: readonly Violation[] }[] = [];
     if (args.sweep) {
@@ -171,6 +173,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         return EXIT.HANG;
       }
       const rows = res.points.map((p) => p.row);
+      ran = res.points.flatMap((p) => (p.outcome ? [p.outcome] : []));
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
       text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
@@ -195,6 +198,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         return EXIT.HANG;
       }
       const rows = outcome.ops.map((o) => o.row);
+      ran = outcome.ops;
       const c = outcome.concurrent;
       const concurrent: ConcurrentReport | undefined = c && {
         streams: c.streams,
@@ -213,6 +217,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       if (args.stats) statsText = formatStats(outcome.ops);
     }
     if (tracer) {
+      const pods = Math.max(0, ...ran.map((o) => (o.folding?.folded ? o.folding.pods : 0)));
+      if (pods > 0) tracer.folded = `the devices are pod 0's: a timing-only run of ${pods} alike pods simulated pod 0 for all (--no-fold traces every pod)`;
       writeAtomic(args.trace!, tracer.chunks());
       const cut = tracer.truncation();
       if (cut) err(`ccsim: --trace ${args.trace}: ${cut}\n`);

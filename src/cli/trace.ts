@@ -77,6 +77,9 @@ export class TraceCollector {
     };
   }
 
+  /** Set when a run simulated pod 0 for alike pods: what the trace's devices stand for. */
+  folded: string | undefined;
+
   /** What the trace left out, for the user (undefined: nothing). */
   truncation(): string | undefined {
     if (this.dropped === 0) return undefined;
@@ -95,8 +98,9 @@ export class TraceCollector {
     ];
     const sorted = this.events.map((e, i) => ({ e, i })).sort((a, b) => a.e.ts - b.e.ts || a.i - b.i).map((x) => x.e);
     const all = [...meta, ...sorted];
-    const note = this.truncation();
-    yield `{"displayTimeUnit":"ns",${note ? `"otherData":${JSON.stringify({ truncated: note })},` : ""}"traceEvents":[`;
+    const cut = this.truncation();
+    const other = { ...(cut ? { truncated: cut } : {}), ...(this.folded ? { folded: this.folded } : {}) };
+    yield `{"displayTimeUnit":"ns",${Object.keys(other).length > 0 ? `"otherData":${JSON.stringify(other)},` : ""}"traceEvents":[`;
     const PIECE = 10_000;
     for (let i = 0; i < all.length; i += PIECE) {
       yield (i > 0 ? "," : "") + all.slice(i, i + PIECE).map((e) => JSON.stringify(e)).join(",");

@@ -124,7 +124,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     }
     // Descriptor rings stream into the run (it holds what is in flight), unless a test edits the image's rings.
     // A timing-only run of alike pods simulates pod 0 alone (src/encd/fold.ts says when and why it is the same).
-    const fold = mode === "none" && !hooks.unfolded && !hooks.trace && !(scn.faults && scn.faults.length > 0);
+    const fold = mode === "none" && !hooks.unfolded && !(scn.faults && scn.faults.length > 0);
     const { image, layout, explain: why, warnings, folding } = hooks.mutateImage ? compileProgram(scn, spec, [i]) : compileStreamed(scn, spec, [i], { fold });
     if (folding) log.info({ op: i, ...folding }, folding.folded ? "folded: pod 0 stands for every pod" : "not folded");
     if (i === 0) {

@@ -1,6 +1,9 @@
 // Folding: a timing-only program of several pods whose pods run alike programs simulates pod 0
 // alone (src/encd/fold.ts). Over generated multi-node configurations, a folded run gives exactly
 // the unfolded run's time, and programs whose pods differ are refused with the reason.
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { parseScenario } from "../../src/scenario/index.ts";
@@ -153,7 +156,30 @@ describe("folding alike pods", () => {
     const stats = runSim([...args, "--stats"]);
     expect(stats.out).toMatch(/pod 0 of 8 alike pods ran \(folded\)/);
     expect(runSim([...args, "--stats", "--no-fold"]).out).not.toMatch(/alike pods ran/);
+    // --trace of a folded run: pod 0's devices, links and NIC, each event as the trace of every pod has it.
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-fold-"));
+    const [f, u] = [join(dir, "f.json"), join(dir, "u.json")];
+    expect(runSim([...args, "--trace", f]).code).toBe(EXIT.OK);
+    expect(runSim([...args, "--trace", u, "--no-fold"]).code).toBe(EXIT.OK);
+    const podTrace = traceOf(f);
+    const everyPod = traceOf(u);
+    expect(podTrace.other?.folded).toMatch(/pod 0's: a timing-only run of 8 alike pods/);
+    expect(everyPod.other).toBeUndefined();
+    const tracks = new Set(podTrace.events.map((e) => e.track));
+    expect(podTrace.events.length).toBeGreaterThan(0);
+    expect(podTrace.events.map((e) => e.key).sort()).toEqual(everyPod.events.filter((e) => tracks.has(e.track)).map((e) => e.key).sort());
     // A values check simulates every pod.
     expect(runSim(["scenarios/inter-rdh8.json", "--explain"]).out).not.toMatch(/alike pods/);
   });
 });
+
+/** A trace file's events (metadata left out), each with its track (process and thread name) and a comparable key. */
+function traceOf(file: string): { other: Record<string, string> | undefined; events: { track: string; key: string }[] } {
+  const t = JSON.parse(readFileSync(file, "utf8")) as { otherData?: Record<string, string>; traceEvents: { name: string; ph: string; ts: number; dur?: number; pid: number; tid?: number; args?: { name?: string } }[] };
+  const names = new Map(t.traceEvents.filter((e) => e.name === "thread_name").map((e) => [`${e.pid}/${e.tid}`, e.args!.name!]));
+  const events = t.traceEvents.filter((e) => e.ph !== "M").map((e) => {
+    const track = `${e.pid}/${e.ph === "C" ? e.name : names.get(`${e.pid}/${e.tid}`)}`;
+    return { track, key: JSON.stringify([track, e.name, e.ph, e.ts, e.dur, e.args]) };
+  });
+  return { other: t.otherData, events };
+}
