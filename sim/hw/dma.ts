@@ -2,7 +2,7 @@
 // round-robin at packet boundaries, one packet at a time; in-engine reduce for CCE packets.
 import { SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
-import { decodeAddress, describeAddress, hbmDevice, hbmOffset } from "../../src/encd/address.ts";
+import { addressFields, describeAddress, readAddress } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
 import { DESC_BYTES, descFields, readRx, readTx } from "../../src/encd/udma.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
@@ -156,6 +156,8 @@ export class DmaEngine {
   private readonly pkt = new Packet();
   private readonly timing: PacketTiming = { engineFree: 0, land: 0 };
   private readonly fields = descFields();
+  /** The record addresses decode into (read at once, never kept). */
+  private readonly addr = addressFields();
 
   constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
     this.host = host;
@@ -270,11 +272,11 @@ export class DmaEngine {
 
   /** The local HBM offset `addr` reads (an engine reads its own device's HBM only). */
   private local(addr: number, len: number): number {
-    if (hbmDevice(addr, this.device) !== this.device) {
-      const a = decodeAddress(addr, this.device);
+    const a = readAddress(addr, this.device, this.addr);
+    if (a.kind !== "hbm" || a.device !== this.device) {
       throw new SimError("SIM1309", `dev${this.device} dma${this.index} reads 0x${addr.toString(16)}, which is not its own HBM (${a.kind} of dev${a.device})`, { value: addr });
     }
-    const off = hbmOffset(addr);
+    const off = a.offset;
     if (off + len > Number.MAX_SAFE_INTEGER) throw new SimError("SIM1305", "source range overflows", { value: addr });
     return off;
   }
@@ -331,15 +333,11 @@ export class DmaEngine {
     for (let j = 0; j < p.nDst; j++) {
       const addr = p.dstAddr[j]!;
       const len = p.dstLen[j]!;
-      // HBM by the fast decode; a semaphore (or a refused kind) by the full one.
-      let dstDevice = hbmDevice(addr, this.device);
-      const toHbm = dstDevice >= 0;
-      if (!toHbm) {
-        const dst = decodeAddress(addr, this.device);
-        if (dst.kind === "unmapped" || dst.kind === "doorbell") dstDevice = host.fabric.deviceCount;
-        else dstDevice = dst.device;
-      }
-      if (dstDevice >= host.fabric.deviceCount) {
+      const dst = readAddress(addr, this.device, this.addr);
+      const toHbm = dst.kind === "hbm";
+      const dstDevice = dst.device;
+      const dstOffset = dst.offset;
+      if ((!toHbm && dst.kind !== "sema") || dstDevice >= host.fabric.deviceCount) {
         throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${addr.toString(16)}, which is not HBM or a semaphore`, { value: addr });
       }
       const first = j === 0;
@@ -376,7 +374,7 @@ export class DmaEngine {
       const sym = stream && { stream, at: o % stream.length };
       o += len;
       const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land };
-      if (piece || !toHbm || !host.quiet(dstDevice, hbmOffset(addr), len)) k.at(land, Prio.LAND, () => host.land(addr, this.device, piece, len, wacc, sym));
+      if (piece || !toHbm || !host.quiet(dstDevice, dstOffset, len)) k.at(land, Prio.LAND, () => host.land(addr, this.device, piece, len, wacc, sym));
       trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, this.freed);

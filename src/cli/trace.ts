@@ -107,9 +107,4 @@ export class TraceCollector {
     }
     yield "]}\n";
   }
-
-  /** The whole trace as one string (small traces, tests). */
-  toJson(): string {
-    return [...this.chunks()].join("");
-  }
 }

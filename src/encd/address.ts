@@ -177,25 +177,6 @@ export function decodeAddress(addr: number, from = 0): DecodedAddress {
   }
 }
 
-/**
- * The device an HBM address names as device `from` sees it, or -1 for any other kind (then ask
- * `decodeAddress`); `hbmOffset` gives its offset. The engines' per-packet path: no object made.
- */
-export function hbmDevice(addr: number, from: number): number {
-  const low = Math.floor(addr / DEVICE_SHIFT);
-  const rest = addr - low * DEVICE_SHIFT;
-  const high = Math.floor(rest / DEVICE_HIGH_BIT) % 2;
-  const local = rest - high * DEVICE_HIGH_BIT;
-  // The TopSP bank bit (47) puts `local` above the HBM window too.
-  if (local >= HBM_LIMIT) return -1;
-  return from - (from % ADDRESS_BLOCK) + low + 32 * high;
-}
-
-/** The offset of an HBM address (one `hbmDevice` accepts). */
-export function hbmOffset(addr: number): number {
-  return (addr % DEVICE_SHIFT) % DEVICE_HIGH_BIT;
-}
-
 export function describeAddress(addr: number, from = 0): string {
   const d = decodeAddress(addr, from);
   switch (d.kind) {

@@ -37,6 +37,12 @@ export function put32(b: Uint8Array, o: number, v: number): void {
   b[o + 3] = v >>> 24;
 }
 
+/** Store a little-endian u16 at `o`. */
+export function put16(b: Uint8Array, o: number, v: number): void {
+  b[o] = v;
+  b[o + 1] = v >>> 8;
+}
+
 /** Load a little-endian u32 at `o`. */
 export function get32(b: Uint8Array, o: number): number {
   return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;

@@ -12,7 +12,7 @@
 // m2s/s2m/repeat/last_sync are the runtime's tp_inc record; the wait bits and drain target are
 // ccsim's reading of the rest of the word (see docs/device-model.md).
 import { EncodeError } from "../ir/errors.ts";
-import { field } from "./bits.ts";
+import { field, put16 } from "./bits.ts";
 
 export const SLOT_ENTRY_BYTES = 8;
 export const StepFlag = { LAST_SYNC: 1, WAIT_RECV: 2, WAIT_CREDIT: 4, DRAIN_CREDIT: 8 } as const;
@@ -26,12 +26,6 @@ export interface SlotEntry {
 }
 
 const FORMAT = "spad_slot_entry";
-
-/** A little-endian u16 at `o`. */
-function put16(b: Uint8Array, o: number, w: number): void {
-  b[o] = w & 0xff;
-  b[o + 1] = w >>> 8;
-}
 
 export function packSlotEntry(e: SlotEntry, out: Uint8Array = new Uint8Array(SLOT_ENTRY_BYTES), offset = 0): Uint8Array {
   if (offset < 0 || offset + SLOT_ENTRY_BYTES > out.length) throw new RangeError(`slot entry at byte ${offset} is outside a ${out.length}-byte array`);

@@ -127,7 +127,7 @@ export class Vring {
     if (this.mode?.tally) {
       const n = Math.ceil(bytes / MAX_DESC_BYTES);
       this.tally(n, n);
-      if (n > 0) packRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES, INITIAL_RING_ID, {}, this.rxList.lastSlot());
+      if (n > 0) packRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES, INITIAL_RING_ID, NO_FLAGS, this.rxList.lastSlot());
       this.totalTxBytes += bytes;
       this.totalRxBytes += bytes;
       return { tx: n, rx: n };
@@ -163,7 +163,7 @@ export class Vring {
       const packets = Math.ceil(bytes / packetBytes);
       const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
       this.tally(c.tx, c.rx);
-      if (packets > 0) packRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes, INITIAL_RING_ID, {}, this.rxList.lastSlot());
+      if (packets > 0) packRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes, INITIAL_RING_ID, NO_FLAGS, this.rxList.lastSlot());
       this.totalTxBytes += bytes * srcs.length;
       this.totalRxBytes += bytes * dsts.length;
       return c;
