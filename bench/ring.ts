@@ -9,6 +9,7 @@ import { algorithmLabel, compileStreamed, describeFolding } from "../src/enc/com
 import { loadDevice, loadScenario } from "../src/run/load.ts";
 import { busFactor, throughput } from "../src/report/table.ts";
 import { simulate } from "../sim/index.ts";
+import { threadFeed } from "../src/run/feed-thread.ts";
 import { Kernel, Prio } from "../sim/kernel/kernel.ts";
 
 /** The kernel alone: `n` events that each schedule the next at a pseudo-random delay, 64 in flight. */
@@ -42,7 +43,7 @@ function runCase(name: CaseName, bytes: number): void {
   const t0 = performance.now();
   // As npm run sim does: the rings stream into the run (compile = the counting pass; the run composes
   // them), and a program of alike pods runs pod 0 alone (src/encd/fold.ts).
-  const { image, layout, folding } = compileStreamed(scn, spec, [0], { fold: true });
+  const { image, layout, folding } = compileStreamed(scn, spec, [0], { fold: true, runner: threadFeed() });
   const t1 = performance.now();
   const r = simulate(spec, image, { storePayload: false });
   const t2 = performance.now();

@@ -101,6 +101,15 @@ interface DeviceModel {
 }
 
 export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult {
+  try {
+    return run(spec, image, opts);
+  } finally {
+    // A run that ends before its descriptor feed does (a hang, an error) lets the producer go.
+    image.feed?.close?.();
+  }
+}
+
+function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult {
   if (image.format !== "ccsim-program-image" || image.version !== 1) throw new SimError("SIM1501", `not a version 1 program image`, { value: image.format });
   const kernel = new Kernel();
   const maxDevice = Math.max(0, ...image.devices.map((d) => d.device));

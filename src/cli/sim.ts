@@ -72,8 +72,10 @@ sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
   -d, --datatype TYPE  element type (default: the scenario op's)
   --show-algorithm     add the algorithm column
   --report-to-json-file FILE  write nccom-test's JSON report ({"results": [...]})
-  -j, --jobs N         run sizes on N worker threads (default: this machine's cores; used when there
-                       are at least 2 sizes per thread); the output is the same as with --jobs 1
+  -j, --jobs N         threads (default: this machine's cores): sizes run on N worker threads when
+                       there are at least 2 sizes per thread; otherwise a big program (1 M descriptors
+                       or more) has its descriptor rings composed on a second thread as it runs.
+                       The output is the same as with --jobs 1 (one thread)
   --plot FILE          draw busbw and time against size (SVG, log axes, one line per op/algorithm)
   A sweep is timing only unless --check is given (values: checked where they fit, symbolic above).
 
@@ -158,7 +160,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector(args.traceLimit) : undefined;
-    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold ? { unfolded: true } : {}) };
+    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold ? { unfolded: true } : {}), ...(args.jobs > 1 ? { composeThread: {} } : {}) };
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";

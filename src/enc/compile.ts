@@ -103,10 +103,11 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
  * run holds the descriptors in flight, not the whole op's. With `fold` (a timing-only run), a
  * program of several pods whose pods are alike (encd/fold.ts) holds pod 0 alone.
  */
-export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], opts: { readonly fold?: boolean } = {}): CompiledProgram {
+export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], opts: { readonly fold?: boolean; readonly runner?: FeedRunner } = {}): CompiledProgram {
   const podNodes = podNodesOf(spec.topology, scn.nodes);
   const pods = scn.nodes / podNodes;
-  if (!opts.fold || pods < 2) return streamed(scn, spec, opIndices);
+  opts.runner?.warm?.(scn, opIndices);
+  if (!opts.fold || pods < 2) return streamed(scn, spec, opIndices, opts.runner);
   // Compose pod 0's rings only (the others counted and hashed), if every pod's program is pod 0's.
   const unitDevices = podNodes * idsPerNodeOf(scn, spec);
   const fold = { unitDevices, signatures: new Map<string, Signature>() };
@@ -116,36 +117,90 @@ export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: read
   if (reason !== undefined) {
     // Not alike: the count stands for the whole program, streamed as usual.
     validateCcops(counted.image);
-    const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores }), counted.image);
+    const feed = feedOf(source({ scn, spec, opIndices, keys: [...stores.keys()], descriptors: descriptorsOf(counted.image) }, stores, opts.runner), counted.image);
     return { ...counted, image: { ...counted.image, feed }, folding: { folded: false, pods, reason } };
   }
   const image = { ...counted.image, devices: counted.image.devices.filter((d) => d.device < unitDevices), fold: { units: pods, unitDevices } };
   validateCcops(image);
   // The streaming pass composes pod 0's ring-type channels only; its rings must hash as counted.
-  const hashed = new Map<string, Signature>();
-  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores, fold: { unitDevices, signatures: hashed } }), image, () => {
-    for (const [key, sig] of hashed) {
-      if (sig.value !== fold.signatures.get(key)?.value) throw new InternalError(`ring ${key}: the streamed composition emitted other descriptors than the counting one`);
+  const job = { scn, spec, opIndices, keys: [...stores.keys()], unitDevices, descriptors: descriptorsOf(image) };
+  const feed = feedOf(source(job, stores, opts.runner), image, (hashed) => {
+    for (const [key, value] of hashed) {
+      if (value !== fold.signatures.get(key)?.value) throw new InternalError(`ring ${key}: the streamed composition emitted other descriptors than the counting one`);
     }
   });
   return { ...counted, image: { ...image, feed }, folding: { folded: true, pods, podDevices: unitDevices } };
 }
 
 /** The program with streamed rings (every device's). */
-function streamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): CompiledProgram {
+function streamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], runner: FeedRunner | undefined): CompiledProgram {
   const stores = new Map<string, VringStore>();
   const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores }))!;
-  const feed = feedOf(composeProgram(scn, spec, opIndices, { kind: "stream", stores }), counted.image);
+  const feed = feedOf(source({ scn, spec, opIndices, keys: [...stores.keys()], descriptors: descriptorsOf(counted.image) }, stores, runner), counted.image);
   return { ...counted, image: { ...counted.image, feed } };
 }
 
+/**
+ * What the streaming pass needs to run anywhere: the scenario, the ops, the streamed rings' keys
+ * (in the counting pass's order), the unit a folded program holds, and (to choose where to run it)
+ * how many descriptors it will emit.
+ */
+export interface StreamJob {
+  readonly scn: Scenario;
+  readonly spec: DeviceSpec;
+  readonly opIndices: readonly number[];
+  readonly keys: readonly string[];
+  readonly unitDevices?: number;
+  readonly descriptors: number;
+}
+
+/** The streaming pass as the feed drives it: each step emits the next descriptors into the stores. */
+export interface FeedSource {
+  /** Emit the next batch; false once the composition has ended (its last batch emitted). */
+  step(): boolean;
+  /** A folded pass's ring hashes (key -> value), once it has ended. */
+  hashes(): ReadonlyMap<string, string>;
+  /** Stop it early (a run that ends before its feed does). */
+  close?(): void;
+}
+
+/** Where a streamed compile's streaming pass may run instead of the run's own thread. */
+export interface FeedRunner {
+  /** Before the counting pass: a chance to get ready (start a thread) for this program. */
+  warm?(scn: Scenario, opIndices: readonly number[]): void;
+  /** Run the streaming pass elsewhere into `stores`, or decline (undefined: it runs here). */
+  run(job: StreamJob, stores: ReadonlyMap<string, VringStore>): FeedSource | undefined;
+}
+
+/** The streaming pass of `job` in this thread, into `stores` (a map from the job's keys to their rings). */
+export function streamPass(job: StreamJob, stores: Map<string, VringStore>): FeedSource {
+  const hashed = new Map<string, Signature>();
+  const fold = job.unitDevices === undefined ? undefined : { unitDevices: job.unitDevices, signatures: hashed };
+  const again = composeProgram(job.scn, job.spec, job.opIndices, { kind: "stream", stores, ...(fold ? { fold } : {}) });
+  return {
+    step: () => again.next().done !== true,
+    hashes: () => new Map([...hashed].map(([key, sig]) => [key, sig.value])),
+  };
+}
+
+function source(job: StreamJob, stores: Map<string, VringStore>, runner: FeedRunner | undefined): FeedSource {
+  return runner?.run(job, stores) ?? streamPass(job, stores);
+}
+
+/** Descriptors of an image's streamed rings. */
+function descriptorsOf(image: ProgramImage): number {
+  let n = 0;
+  for (const d of image.devices) for (const q of d.queues) if (q.streamed) n += q.streamed.txCount + q.streamed.rxCount;
+  return n;
+}
+
 /** The feed of a streamed image: the second composition, run on demand; it must emit exactly what the first counted. */
-function feedOf(again: Generator<void, CompiledProgram | undefined>, counted: ProgramImage, atEnd?: () => void): DescriptorFeed {
+function feedOf(src: FeedSource, counted: ProgramImage, atEnd?: (hashed: ReadonlyMap<string, string>) => void): DescriptorFeed {
   let done = false;
   return {
     pull(): boolean {
       if (done) return false;
-      done = again.next().done === true;
+      done = !src.step();
       if (done) {
         for (const d of counted.devices) {
           for (const q of d.queues) {
@@ -153,9 +208,12 @@ function feedOf(again: Generator<void, CompiledProgram | undefined>, counted: Pr
             if (st.tx.count !== st.txCount || st.rx.count !== st.rxCount) throw new InternalError(`dev${d.device} dma${q.engine} q${q.queue}: the streamed composition emitted ${st.tx.count}/${st.rx.count} descriptors, the counting one ${st.txCount}/${st.rxCount}`);
           }
         }
-        atEnd?.();
+        atEnd?.(src.hashes());
       }
       return true;
+    },
+    close(): void {
+      src.close?.();
     },
   };
 }

@@ -53,6 +53,8 @@ export interface StreamedRings {
 /** The producer of streamed rings: each call emits the next batch of descriptors; false once all are out. */
 export interface DescriptorFeed {
   pull(): boolean;
+  /** The run is over: stop producing (a producer elsewhere is let go). */
+  close?(): void;
 }
 
 export interface MemorySegment {

@@ -79,6 +79,31 @@ export class DescPages implements DescSlot {
     return this.scratch ? 0 : DESC_BYTES * (i & (PAGE_DESCS - 1));
   }
 
+  /** Copy descriptors [from, to) into `out` at byte `at` (they must be held). */
+  copyOut(from: number, to: number, out: Uint8Array, at: number): void {
+    for (let i = from; i < to; ) {
+      const n = Math.min(to - i, PAGE_DESCS - (i & (PAGE_DESCS - 1)));
+      const o = this.offsetOf(i);
+      out.set(this.page(i).subarray(o, o + n * DESC_BYTES), at);
+      at += n * DESC_BYTES;
+      i += n;
+    }
+  }
+
+  /** Append `n` descriptors from `src` at byte `at` (as `next` and a copy would, page by page). */
+  append(src: Uint8Array, at: number, n: number): void {
+    if (this.scratch) throw new RangeError("a counting descriptor list keeps no descriptors to append to");
+    while (n > 0) {
+      const room = PAGE_DESCS - (this.count & (PAGE_DESCS - 1));
+      const k = Math.min(n, room);
+      const slot = this.next();
+      slot.bytes.set(src.subarray(at, at + k * DESC_BYTES), slot.offset);
+      this.count += k - 1;
+      at += k * DESC_BYTES;
+      n -= k;
+    }
+  }
+
   /** Drop the pages wholly below descriptor `upTo` (they have been run). */
   release(upTo: number): void {
     const drop = (upTo >>> PAGE_SHIFT) - this.first;

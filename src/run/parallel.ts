@@ -2,7 +2,7 @@
 // the caller blocks (Atomics.wait) until results come back, reading them with
 // receiveMessageOnPort. Results come back in task order, so output does not depend on the jobs.
 import { availableParallelism } from "node:os";
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort, type TransferListItem } from "node:worker_threads";
 import { CompileError, EncodeError, ScenarioError, SimError, type CcsimError } from "../ir/errors.ts";
 
 /** The machine's cores: the default number of jobs. */
@@ -10,7 +10,18 @@ export function defaultJobs(): number {
   return Math.max(1, availableParallelism());
 }
 
-type Outcome<R> = { readonly index: number; readonly result?: R; readonly error?: { readonly name: string; readonly code?: string; readonly message: string; readonly path?: string; readonly value?: unknown; readonly file?: string; readonly stack?: string } };
+type Outcome<R> = { readonly index: number; readonly result?: R; readonly error?: ErrorData };
+
+/** An error as plain data (what crosses threads). */
+export interface ErrorData {
+  readonly name: string;
+  readonly code?: string | undefined;
+  readonly message: string;
+  readonly path?: string | undefined;
+  readonly value?: unknown;
+  readonly file?: string | undefined;
+  readonly stack?: string | undefined;
+}
 
 /**
  * Run `task(input)` of module `moduleUrl` (which exports `task`) for every input on up to `jobs`
@@ -22,27 +33,10 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const results: Outcome<R>[] = new Array(inputs.length);
   if (inputs.length === 0) return [];
   const signal = new Int32Array(new SharedArrayBuffer(4));
-  // The worker: tsx's loader for the TypeScript module, then a loop of tasks.
-  const code = `
-const { parentPort, workerData } = require("node:worker_threads");
-import("tsx/esm/api").then((m) => { m.register(); return import(workerData.moduleUrl); }).then((mod) => {
-  const port = workerData.port;
-  const signal = workerData.signal;
-  parentPort.on("message", (msg) => {
-    if (msg === null) { port.close(); parentPort.close(); return; }
-    let out;
-    try { out = { index: msg.index, result: mod.task(msg.input) }; }
-    catch (e) { out = { index: msg.index, error: { name: e && e.name, code: e && e.code, message: String(e && e.message), path: e && e.path, value: e && e.value, file: e && e.file, stack: e && e.stack } }; }
-    port.postMessage(out);
-    Atomics.add(signal, 0, 1);
-    Atomics.notify(signal, 0);
-  });
-});`;
   const workers: { worker: Worker; port: MessagePort; busy: boolean }[] = [];
   for (let w = 0; w < n; w++) {
     const ch = new MessageChannel();
-    const worker = new Worker(code, { eval: true, workerData: { moduleUrl, port: ch.port2, signal }, transferList: [ch.port2] });
-    worker.unref();
+    const worker = moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, signal }, [ch.port2]);
     workers.push({ worker, port: ch.port1, busy: false });
   }
   let next = 0;
@@ -82,8 +76,53 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
   return results.map((o) => o.result as R);
 }
 
+const SELF = import.meta.url;
+
+/**
+ * A worker thread that loads TypeScript module `moduleUrl` (through tsx's loader) and calls its
+ * export `entry` with `data` (whatever it posts, it posts on ports passed in `data`). It does not
+ * keep the process alive.
+ */
+export function moduleWorker(moduleUrl: string, entry: string, data: Record<string, unknown>, transferList: TransferListItem[] = []): Worker {
+  const code = `
+const { workerData } = require("node:worker_threads");
+import("tsx/esm/api").then((m) => { m.register(); return import(workerData.moduleUrl); }).then((mod) => mod[workerData.entry](workerData.data));`;
+  const worker = new Worker(code, { eval: true, workerData: { moduleUrl, entry, data }, transferList });
+  worker.unref();
+  return worker;
+}
+
+/** A worker's task loop (`moduleWorker(..., "serveTasks", ...)`): each message runs `task` of the task module; results go back on the port. */
+export async function serveTasks(data: { moduleUrl: string; port: MessagePort; signal: Int32Array }): Promise<void> {
+  const { parentPort } = await import("node:worker_threads");
+  const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
+  const { port, signal } = data;
+  parentPort!.on("message", (msg: { index: number; input: unknown } | null) => {
+    if (msg === null) {
+      port.close();
+      parentPort!.close();
+      return;
+    }
+    let out: Outcome<unknown>;
+    try {
+      out = { index: msg.index, result: mod.task(msg.input) };
+    } catch (e) {
+      out = { index: msg.index, error: errorData(e) };
+    }
+    port.postMessage(out);
+    Atomics.add(signal, 0, 1);
+    Atomics.notify(signal, 0);
+  });
+}
+
+/** An error as data that crosses threads (`revive` makes it an error again). */
+export function errorData(e: unknown): ErrorData {
+  const x = (e ?? {}) as Partial<Record<"name" | "code" | "message" | "path" | "file" | "stack", string>> & { value?: unknown };
+  return { name: String(x.name), code: x.code, message: String(x.message), path: x.path, value: x.value, file: x.file, stack: x.stack };
+}
+
 /** A CcsimError sent across threads as data, made an error of its kind again. */
-export function revive(e: NonNullable<Outcome<unknown>["error"]>): Error {
+export function revive(e: ErrorData): Error {
   const opts = { ...(e.path !== undefined ? { path: e.path } : {}), ...(e.value !== undefined ? { value: e.value } : {}), ...(e.file !== undefined ? { file: e.file } : {}) };
   const make: Record<string, (c: string, m: string) => CcsimError> = {
     ScenarioError: (c, m) => new ScenarioError(c, m, opts),

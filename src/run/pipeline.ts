@@ -6,6 +6,7 @@ import { EncAlgType } from "../ir/enums.ts";
 import { opEntry } from "../ir/ops.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
+import { threadFeed } from "./feed-thread.ts";
 import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type Folding, type OpLayout } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
@@ -99,6 +100,12 @@ export interface PipelineHooks {
   readonly valuesBudget?: number;
   /** Simulate every pod even when a timing-only run's pods are alike (--no-fold). */
   readonly unfolded?: boolean;
+  /**
+   * Compose a big program's descriptor rings on a second thread while it runs (src/run/feed-thread.ts):
+   * the same bytes, in the same order, so the same results. A program of fewer descriptors than
+   * `minDescriptors` (default THREAD_MIN_DESCRIPTORS) composes in the run's thread.
+   */
+  readonly composeThread?: { readonly minDescriptors?: number };
   /** A trace sink for the run of op `op` (labelled for the trace). */
   readonly trace?: (label: string) => TraceSink;
 }
@@ -125,7 +132,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // Descriptor rings stream into the run (it holds what is in flight), unless a test edits the image's rings.
     // A timing-only run of alike pods simulates pod 0 alone (src/encd/fold.ts says when and why it is the same).
     const fold = mode === "none" && !hooks.unfolded && !(scn.faults && scn.faults.length > 0);
-    const { image, layout, explain: why, warnings, folding } = hooks.mutateImage ? compileProgram(scn, spec, [i]) : compileStreamed(scn, spec, [i], { fold });
+    const { image, layout, explain: why, warnings, folding } = hooks.mutateImage ? compileProgram(scn, spec, [i]) : compileStreamed(scn, spec, [i], { fold, ...(hooks.composeThread ? { runner: threadFeed(hooks.composeThread.minDescriptors) } : {}) });
     if (folding) log.info({ op: i, ...folding }, folding.folded ? "folded: pod 0 stands for every pod" : "not folded");
     if (i === 0) {
       explain = why;
@@ -189,7 +196,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}) });
   }
   if (scn.concurrent && scn.ops.length > 1) {
-    const c = runConcurrent(scn, spec, log);
+    const c = runConcurrent(scn, spec, log, hooks.composeThread);
     if (c.kind === "hang") return { kind: "hang", op: c.op, hang: c.hang, done };
     return { kind: "done", ops: done, explain, concurrent: c.outcome };
   }
@@ -201,10 +208,10 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
  * stream's ops chained on its TopSP and queues, the streams at once. Values are checked when the
  * scenario checks values and every op's payload fits; otherwise the run is timing only.
  */
-function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
+function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, composeThread: PipelineHooks["composeThread"]): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
   const all = scn.ops.map((_, i) => i);
   const values = scn.check === "values" && scn.ops.every((op) => valuesCheckFit(op, scn.replicaGroups).fits);
-  const { image, layout } = compileStreamed(scn, spec, all);
+  const { image, layout } = compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});
   const expected = new Map<number, Map<number, number[]>>();
   if (values) {
     layout.ops.forEach((ol, k) => {

@@ -1,0 +1,209 @@
+// The streaming composition on a second core. A streamed run composes its descriptor rings twice:
+// a counting pass before the run, and the streaming pass that fills the rings as the engines
+// reach them. The streaming pass is a pure function of the scenario, so it can run on a worker
+// thread ahead of the simulation: the worker posts the descriptors it emits in batches; the
+// simulation's feed takes the next batch (waiting if it is not there yet) whenever an engine
+// needs a descriptor that has not arrived. The rings receive the same bytes in the same order as
+// when the pass runs in the simulation's thread, so nothing the run computes changes; the worker
+// keeps at most AHEAD batches unread, so memory stays proportional to what is in flight.
+import { availableParallelism } from "node:os";
+import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
+import { streamPass, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
+import { InternalError } from "../ir/errors.ts";
+import { DESC_BYTES } from "../encd/udma.ts";
+import { DescPages } from "../encd/pages.ts";
+import type { VringStore } from "../encd/vring.ts";
+import { errorData, moduleWorker, revive, type ErrorData } from "./parallel.ts";
+
+/** Programs with fewer descriptors compose in the run's thread (a worker costs about 0.15 s to start). */
+export const THREAD_MIN_DESCRIPTORS = 1_000_000;
+/** Descriptors a batch gathers before it is posted (16 MiB of them at most, in practice one step's worth more). */
+const BATCH_DESCRIPTORS = 1 << 16;
+/** Batches the worker may have posted and the run not yet taken. */
+const AHEAD = 8;
+/** How long the run waits for one batch before it gives up on the worker. */
+const WAIT_MS = 600_000;
+/** Shared counters: batches posted, batches taken, and a stop flag. */
+const POSTED = 0;
+const TAKEN = 1;
+const STOP = 2;
+
+/** One batch: (key index * 2 + side, count) pairs, the descriptors in that order, and whether the pass has ended. */
+interface Batch {
+  readonly parts: Int32Array;
+  readonly bytes: Uint8Array;
+  readonly done: boolean;
+  readonly hashes?: readonly (readonly [string, string])[];
+  readonly error?: ErrorData;
+}
+
+/**
+ * The runner of `compileStreamed` that puts a big program's streaming pass on a worker thread:
+ * when the machine has a second core, this is the main thread (a sweep's jobs already use the
+ * cores), and the program has at least `minDescriptors` descriptors. The worker is started before
+ * the counting pass when the ops look big enough (its start overlaps the count), and let go if the
+ * count says otherwise. One runner serves one compile.
+ */
+export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS): FeedRunner & { readonly threads: { started: number; used: number } } {
+  let booted: Thread | undefined;
+  const usable = () => isMainThread && availableParallelism() >= 2;
+  const threads = { started: 0, used: 0 };
+  const start = (): Thread => {
+    threads.started++;
+    return boot();
+  };
+  return {
+    threads,
+    warm(scn, opIndices) {
+      // A reduce's descriptors move about 1 KiB of op bytes each (a rank's 4 KiB CCE packet takes
+      // four); a program moving half a KiB a descriptor of the floor may have enough.
+      const moved = opIndices.reduce((n, i) => n + scn.ops[i]!.bytes * scn.ranks, 0);
+      if (!booted && usable() && moved >= minDescriptors * 512) booted = start();
+    },
+    run(job, stores) {
+      const t = booted;
+      booted = undefined;
+      if (!usable() || job.descriptors < minDescriptors) {
+        t?.close();
+        return undefined;
+      }
+      threads.used++;
+      return attach(t ?? start(), job, stores);
+    },
+  };
+}
+
+/** A started worker, waiting for its job. */
+interface Thread {
+  readonly port: MessagePort;
+  readonly ctrl: Int32Array;
+  close(): void;
+}
+
+function boot(): Thread {
+  const ctrl = new Int32Array(new SharedArrayBuffer(12));
+  const ch = new MessageChannel();
+  const worker = moduleWorker(import.meta.url, "serveFeed", { port: ch.port2, ctrl }, [ch.port2]);
+  let over = false;
+  return {
+    port: ch.port1,
+    ctrl,
+    close(): void {
+      if (over) return;
+      over = true;
+      Atomics.store(ctrl, STOP, 1);
+      Atomics.notify(ctrl, TAKEN);
+      ch.port1.close();
+      void worker.terminate();
+    },
+  };
+}
+
+/** The streaming pass of `job` on thread `t`, as a feed source of the run's rings `stores`. */
+function attach(t: Thread, job: StreamJob, stores: ReadonlyMap<string, VringStore>): FeedSource {
+  const { port, ctrl } = t;
+  const rings = job.keys.map((k) => {
+    const s = stores.get(k);
+    if (!s) throw new InternalError(`streamed ring ${k} has no store`);
+    return s;
+  });
+  port.postMessage(job);
+  let hashes = new Map<string, string>();
+  let over = false;
+  const close = (): void => {
+    over = true;
+    t.close();
+  };
+  return {
+    step(): boolean {
+      if (over) return false;
+      let batch: Batch | undefined;
+      for (;;) {
+        const seen = Atomics.load(ctrl, POSTED);
+        const m = receiveMessageOnPort(port);
+        if (m) {
+          batch = m.message as Batch;
+          break;
+        }
+        if (Atomics.wait(ctrl, POSTED, seen, WAIT_MS) === "timed-out") {
+          close();
+          throw new InternalError(`the composition thread posted nothing for ${WAIT_MS / 1000} s`);
+        }
+      }
+      Atomics.add(ctrl, TAKEN, 1);
+      Atomics.notify(ctrl, TAKEN);
+      if (batch.error) {
+        close();
+        throw revive(batch.error);
+      }
+      let at = 0;
+      for (let k = 0; k < batch.parts.length; k += 2) {
+        const which = batch.parts[k]!;
+        const n = batch.parts[k + 1]!;
+        const ring = rings[which >> 1]!;
+        (which & 1 ? ring.rx : ring.tx).append(batch.bytes, at, n);
+        at += n * DESC_BYTES;
+      }
+      if (batch.done) {
+        hashes = new Map(batch.hashes ?? []);
+        close();
+      }
+      return !batch.done;
+    },
+    hashes: () => hashes,
+    close,
+  };
+}
+
+/** The worker's side: run the streaming pass into rings of its own, posting what they gain in batches. */
+export function serveFeed(data: { port: MessagePort; ctrl: Int32Array }): void {
+  data.port.once("message", (job: StreamJob) => compose(job, data.port, data.ctrl));
+}
+
+function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
+  try {
+    const stores = new Map<string, VringStore>(job.keys.map((k) => [k, { tx: new DescPages(), rx: new DescPages() }]));
+    const lists = job.keys.flatMap((k) => [stores.get(k)!.tx, stores.get(k)!.rx]);
+    const sent = new Array<number>(lists.length).fill(0);
+    const src = streamPass(job, stores);
+    let posted = 0;
+    for (let more = true; more; ) {
+      // Steps until a batch's worth is waiting (or the pass ends).
+      let waiting = 0;
+      do {
+        more = src.step();
+        waiting = 0;
+        for (let i = 0; i < lists.length; i++) waiting += lists[i]!.count - sent[i]!;
+      } while (more && waiting < BATCH_DESCRIPTORS);
+      const parts: number[] = [];
+      const buffer = new ArrayBuffer(waiting * DESC_BYTES);
+      const bytes = new Uint8Array(buffer);
+      let at = 0;
+      for (let i = 0; i < lists.length; i++) {
+        const list = lists[i]!;
+        const n = list.count - sent[i]!;
+        if (n === 0) continue;
+        parts.push(i, n);
+        list.copyOut(sent[i]!, list.count, bytes, at);
+        at += n * DESC_BYTES;
+        sent[i] = list.count;
+        list.release(list.count);
+      }
+      const batch: Batch = { parts: Int32Array.from(parts), bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()] }) };
+      port.postMessage(batch, [buffer]);
+      Atomics.store(ctrl, POSTED, ++posted);
+      Atomics.notify(ctrl, POSTED);
+      // Stay at most AHEAD batches ahead of the run.
+      for (;;) {
+        if (Atomics.load(ctrl, STOP)) return;
+        const taken = Atomics.load(ctrl, TAKEN);
+        if (posted - taken < AHEAD) break;
+        Atomics.wait(ctrl, TAKEN, taken, 1000);
+      }
+    }
+  } catch (e) {
+    port.postMessage({ parts: new Int32Array(0), bytes: new Uint8Array(0), done: true, error: errorData(e) } satisfies Batch);
+    Atomics.add(ctrl, POSTED, 1);
+    Atomics.notify(ctrl, POSTED);
+  }
+}

@@ -1,0 +1,131 @@
+// The streaming composition on a worker thread (src/run/feed-thread.ts): the rings get the same
+// bytes in the same order, so a run fed from the thread equals a run composing in its own thread —
+// its events, packets, times and every resource's bytes and busy time — over configurations of
+// several shapes (flat rings, a hierarchical op, a folded program, a mesh, concurrent streams);
+// and a composition that fails on the thread fails the run with its own error.
+import { describe, expect, it } from "vitest";
+import { parseScenario } from "../../src/scenario/index.ts";
+import { loadDevice } from "../../src/run/load.ts";
+import { compileStreamed } from "../../src/enc/compile.ts";
+import { simulate } from "../../sim/index.ts";
+import { threadFeed } from "../../src/run/feed-thread.ts";
+import { DescPages } from "../../src/encd/pages.ts";
+import { runScenario } from "../../src/run/pipeline.ts";
+import pino from "pino";
+
+interface Shape {
+  readonly name: string;
+  readonly instance: string;
+  readonly ranks: number;
+  readonly nodes?: number;
+  readonly algorithm?: string;
+  readonly ops: readonly { op: string; bytes: number; dtype?: string; stream?: number }[];
+  readonly concurrent?: boolean;
+  readonly fold?: boolean;
+}
+
+const SHAPES: Shape[] = [
+  { name: "ring8 all-reduce", instance: "trn1", ranks: 8, algorithm: "ring", ops: [{ op: "all-reduce", bytes: 3 << 20 }] },
+  { name: "ring8 all-gather bf16", instance: "trn1", ranks: 8, ops: [{ op: "all-gather", bytes: (5 << 20) + 4096, dtype: "bf16" }] },
+  { name: "hierarchical, two nodes", instance: "trn1", ranks: 64, nodes: 2, algorithm: "hier", ops: [{ op: "all-reduce", bytes: 8 << 20 }] },
+  { name: "folded, four nodes", instance: "trn1", ranks: 128, nodes: 4, ops: [{ op: "reduce-scatter", bytes: 16 << 20 }], fold: true },
+  { name: "mesh on trn2", instance: "trn2", ranks: 16, algorithm: "mesh", ops: [{ op: "all-reduce", bytes: 1 << 20 }] },
+  { name: "two streams at once", instance: "trn1", ranks: 16, concurrent: true, ops: [{ op: "all-reduce", bytes: 2 << 20, stream: 0 }, { op: "all-gather", bytes: 1 << 20, stream: 1 }] },
+];
+
+function scenarioOf(s: Shape) {
+  return parseScenario(`${s.name}.json`, {
+    name: s.name,
+    instance: s.instance,
+    ranks: s.ranks,
+    ...(s.nodes ? { nodes: s.nodes, ranksPerDevice: 2 } : {}),
+    ...(s.algorithm ? { algorithm: s.algorithm } : {}),
+    ...(s.concurrent ? { concurrent: true } : {}),
+    check: "none",
+    ops: s.ops.map((o) => ({ op: o.op, bytes: o.bytes, dtype: o.dtype ?? "fp32", ...(o.op === "all-reduce" || o.op === "reduce-scatter" ? { reduce: "sum" } : {}), ...(o.stream !== undefined ? { stream: o.stream } : {}) })),
+  });
+}
+
+/** What a run computes, all of it (resources by name). */
+function outcome(r: ReturnType<typeof simulate>) {
+  return { events: r.events, packets: r.packets, endPs: r.endPs, opEndPs: r.opEndPs, hang: r.hang, violations: r.violations, links: r.links, engines: r.engines, hbm: r.hbm };
+}
+
+describe("the streaming composition on a worker thread", () => {
+  it.each(SHAPES)("$name: the run fed from the thread equals the run composing in its own", (s) => {
+    const spec = loadDevice(s.instance);
+    const scn = scenarioOf(s);
+    const ops = s.concurrent ? s.ops.map((_, i) => i) : [0];
+    const here = compileStreamed(scn, spec, ops, { fold: s.fold === true });
+    const there = compileStreamed(scn, spec, ops, { fold: s.fold === true, runner: threadFeed(0) });
+    if (s.fold) expect(there.folding?.folded).toBe(true);
+    const a = outcome(simulate(spec, here.image, { storePayload: false }));
+    const b = outcome(simulate(spec, there.image, { storePayload: false }));
+    expect(a.hang).toBeUndefined();
+    expect(b).toEqual(a);
+  });
+
+  it("a values check passes with the rings composed on the thread", () => {
+    const scn = parseScenario("values.json", { name: "values", instance: "trn1", ranks: 8, check: "values", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
+    const spec = loadDevice("trn1");
+    const out = runScenario(scn, spec, pino({ level: "silent" }), { composeThread: { minDescriptors: 0 } });
+    expect(out.kind).toBe("done");
+    if (out.kind === "done") expect(out.ops[0]!.row.check).toBe("pass");
+  });
+
+  it("declines programs below its size, and lets a thread it started go", () => {
+    const spec = loadDevice("trn1");
+    const scn = scenarioOf(SHAPES[0]!);
+    const counted = compileStreamed(scn, spec, [0]).image.devices.reduce((n, d) => n + d.queues.reduce((k, q) => k + q.streamed!.txCount + q.streamed!.rxCount, 0), 0);
+    // Started before the count (the op moves 8 x 3 MiB, half a KiB a descriptor or more), then let go:
+    // the program has fewer descriptors than the runner's floor. It runs here.
+    const runner = threadFeed(counted + 1);
+    expect(8 * (3 << 20)).toBeGreaterThanOrEqual((counted + 1) * 512);
+    const c = compileStreamed(scn, spec, [0], { runner });
+    expect(runner.threads).toEqual({ started: 1, used: 0 });
+    expect(simulate(spec, c.image, { storePayload: false }).hang).toBeUndefined();
+    // At its floor it is used.
+    const used = threadFeed(counted);
+    simulate(spec, compileStreamed(scn, spec, [0], { runner: used }).image, { storePayload: false });
+    expect(used.threads).toEqual({ started: 1, used: 1 });
+  });
+
+  it("a composition that fails on the thread fails the run with its error", () => {
+    const spec = loadDevice("trn1");
+    const scn = scenarioOf(SHAPES[0]!);
+    // A job whose rings the pass does not know: it stops on its first ring.
+    const src = threadFeed(0).run({ scn, spec, opIndices: [0], keys: [], descriptors: 1 }, new Map())!;
+    expect(() => src.step()).toThrow(/which the counting pass did not/);
+    expect(src.step()).toBe(false);
+  });
+
+  it("a run that stops early lets the thread go", () => {
+    const spec = loadDevice("trn1");
+    const scn = scenarioOf(SHAPES[0]!);
+    const c = compileStreamed(scn, spec, [0], { runner: threadFeed(0) });
+    // One batch, then the run is over.
+    expect(c.image.feed!.pull()).toBe(true);
+    c.image.feed!.close!();
+    expect(c.image.feed!.pull()).toBe(false);
+  });
+});
+
+describe("descriptor pages copied in bulk", () => {
+  it("copyOut then append reproduces the descriptors across page boundaries", () => {
+    const src = new DescPages();
+    for (let i = 0; i < 1300; i++) {
+      const slot = src.next();
+      for (let b = 0; b < 16; b++) slot.bytes[slot.offset + b] = (i * 7 + b) & 0xff;
+    }
+    const dst = new DescPages();
+    // In uneven pieces, as batches come.
+    for (const [from, to] of [[0, 1], [1, 500], [500, 1030], [1030, 1300]] as const) {
+      const buf = new Uint8Array((to - from) * 16);
+      src.copyOut(from, to, buf, 0);
+      dst.append(buf, 0, to - from);
+    }
+    expect(dst.count).toBe(1300);
+    expect(dst.flat()).toEqual(src.flat());
+    expect(() => new DescPages(false).append(new Uint8Array(16), 0, 1)).toThrow(/counting/);
+  });
+});
