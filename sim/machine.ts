@@ -3,7 +3,8 @@
 import { podNodesOf, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
-import { decodeAddress, describeAddress, ENGINES_PER_SENG, type DecodedAddress } from "../src/encd/address.ts";
+import { addressFields, decodeAddress, describeAddress, ENGINES_PER_SENG, readAddress, type DecodedAddress } from "../src/encd/address.ts";
+import { get32 } from "../src/encd/bits.ts";
 import type { DeviceImage, ProgramImage } from "../src/encd/image.ts";
 import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
 import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
@@ -174,6 +175,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   };
   const races = opts.races ? new RaceDetector((message) => violation("race", message)) : undefined;
   const symbolic = opts.symbolic ? new SymbolicMemory() : undefined;
+  const landed = addressFields();
   const dmaHost: DmaHost = {
     kernel,
     fabric,
@@ -188,7 +190,9 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
       return !races && !symbolic && inside(dev(home(d)).writable, offset, len);
     },
     land(addr, from, bytes, len, acc, sym) {
-      const a = homeOf(decodeAddress(addr, from));
+      // Decoded into the run's own record (no object per landing), its device the stand-in's.
+      const a = readAddress(addr, from, landed);
+      a.device = home(a.device);
       if (a.kind === "hbm") {
         const m = dev(a.device);
         if (!inside(m.writable, a.offset, len)) violation("stray write", `a ${len}-byte write to ${describeAddress(addr, from)} at ${kernel.now} ps lands outside every buffer, scratch and slot region the image declares`);
@@ -203,7 +207,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
       if (a.kind === "sema") {
         if (len !== 4 || !bytes) throw new SimError("SIM1505", `a ${len}-byte write to semaphore ${describeAddress(addr, from)}; semaphore writes are 4 bytes`, { value: len });
         if (a.window === "read") throw new SimError("SIM1506", `write to the read window of ${describeAddress(addr, from)}`, { value: addr });
-        const v = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
+        const v = get32(bytes, 0);
         if (a.window === "inc") {
           for (const x of lost) {
             const f = x.f as Extract<Fault, { kind: "lost-increment" }>;

@@ -50,20 +50,23 @@ export class SemaphoreBlock {
       release();
       return;
     }
-    const list = this.waiters.get(sema) ?? [];
-    list.push({ sema, target, release });
-    this.waiters.set(sema, list);
+    const list = this.waiters.get(sema);
+    if (list) list.push({ sema, target, release });
+    else this.waiters.set(sema, [{ sema, target, release }]);
   }
 
   private check(sema: number): void {
     const list = this.waiters.get(sema);
-    if (!list) return;
-    const ready = list.filter((w) => this.values[sema]! >= w.target);
-    if (ready.length === 0) return;
-    this.waiters.set(sema, list.filter((w) => !ready.includes(w)));
-    for (const w of ready) {
-      this.kernel.after(this.wakePs, Prio.WAKE, () => this.waitGe(w.sema, w.target, w.release));
+    if (!list || list.length === 0) return;
+    const value = this.values[sema]!;
+    // Wake the satisfied waiters in the order they came; keep the others, in order, in place.
+    let kept = 0;
+    for (let i = 0; i < list.length; i++) {
+      const w = list[i]!;
+      if (value >= w.target) this.kernel.after(this.wakePs, Prio.WAKE, () => this.waitGe(w.sema, w.target, w.release));
+      else list[kept++] = w;
     }
+    list.length = kept;
   }
 
   pendingWaiters(): Waiter[] {

@@ -143,10 +143,12 @@ export class Resource {
   busyPs = 0;
   bytes = 0;
   /**
-   * Booked intervals, sorted and disjoint, as [start0, end0, start1, end1, ...] from index `head`
-   * (the ones before it ended before an earlier `now`: forgotten, dropped from the array in batches).
+   * Booked intervals, sorted and disjoint, as [start0, end0, start1, end1, ...] in `booked[0, len)`
+   * from index `head` (the ones before it ended before an earlier `now`: forgotten, dropped in
+   * batches). A typed array grown by doubling: booking allocates nothing.
    */
-  private readonly booked: number[] = [];
+  private booked: Float64Array = new Float64Array(16);
+  private len = 0;
   private head = 0;
   constructor(name: string, rate: number) {
     this.name = name;
@@ -155,20 +157,27 @@ export class Resource {
 
   /** Book `dur` at the earliest time >= `earliest` that is free; bookings ending before `now` are forgotten. */
   reserve(earliest: Tick, dur: Tick, now: Tick): Tick {
-    const b = this.booked;
+    let b = this.booked;
     let h = this.head;
-    while (h < b.length && b[h + 1]! <= now) h += 2;
-    if (h >= 64 && 2 * h >= b.length) {
-      b.splice(0, h);
+    let n = this.len;
+    while (h < n && b[h + 1]! <= now) h += 2;
+    if (h >= 64 && 2 * h >= n) {
+      b.copyWithin(0, h, n);
+      n -= h;
       h = 0;
     }
     this.head = h;
-    const n = b.length;
     // After every booking (the usual case): append, or extend the last one it touches.
     if (n === h || earliest >= b[n - 1]!) {
       const end = earliest + dur;
       if (n > h && b[n - 1] === earliest) b[n - 1] = end;
-      else b.push(earliest, end);
+      else {
+        if (n + 2 > b.length) b = this.grow();
+        b[n] = earliest;
+        b[n + 1] = end;
+        n += 2;
+      }
+      this.len = n;
       this.freeAt = Math.max(this.freeAt, end);
       return earliest;
     }
@@ -184,11 +193,26 @@ export class Resource {
     const mergeNext = i < n && b[i] === end;
     if (mergePrev && mergeNext) {
       b[i - 1] = b[i + 1]!;
-      b.splice(i, 2);
+      b.copyWithin(i, i + 2, n);
+      n -= 2;
     } else if (mergePrev) b[i - 1] = end;
     else if (mergeNext) b[i] = start;
-    else b.splice(i, 0, start, end);
+    else {
+      if (n + 2 > b.length) b = this.grow();
+      b.copyWithin(i + 2, i, n);
+      b[i] = start;
+      b[i + 1] = end;
+      n += 2;
+    }
+    this.len = n;
     this.freeAt = Math.max(this.freeAt, end);
     return start;
+  }
+
+  private grow(): Float64Array {
+    const b = new Float64Array(this.booked.length * 2);
+    b.set(this.booked.subarray(0, this.len));
+    this.booked = b;
+    return b;
   }
 }
