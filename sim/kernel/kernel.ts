@@ -165,22 +165,29 @@ export class Resource {
       b.copyWithin(0, h, n);
       n -= h;
       h = 0;
+      this.len = n;
     }
     this.head = h;
-    // After every booking (the usual case): append, or extend the last one it touches.
-    if (n === h || earliest >= b[n - 1]!) {
-      const end = earliest + dur;
-      if (n > h && b[n - 1] === earliest) b[n - 1] = end;
-      else {
-        if (n + 2 > b.length) b = this.grow();
-        b[n] = earliest;
-        b[n + 1] = end;
-        n += 2;
-      }
-      this.len = n;
-      this.freeAt = Math.max(this.freeAt, end);
-      return earliest;
+    // After every booking (the usual case): append, or extend the last one it touches. (Small, so
+    // that callers inline it; a booking into an earlier gap is `fit`'s.)
+    if (n !== h && earliest < b[n - 1]!) return this.fit(earliest, dur);
+    const end = earliest + dur;
+    if (n > h && b[n - 1] === earliest) b[n - 1] = end;
+    else {
+      if (n + 2 > b.length) b = this.grow();
+      b[n] = earliest;
+      b[n + 1] = end;
+      this.len = n + 2;
     }
+    if (end > this.freeAt) this.freeAt = end;
+    return earliest;
+  }
+
+  /** Book `dur` in the first gap from `earliest` that holds it, before the last booking's end. */
+  private fit(earliest: Tick, dur: Tick): Tick {
+    let b = this.booked;
+    const h = this.head;
+    let n = this.len;
     let start = earliest;
     let i = h;
     for (; i < n; i += 2) {
@@ -205,7 +212,7 @@ export class Resource {
       n += 2;
     }
     this.len = n;
-    this.freeAt = Math.max(this.freeAt, end);
+    if (end > this.freeAt) this.freeAt = end;
     return start;
   }
 
