@@ -113,25 +113,34 @@ export function addressFields(): AddressFields {
 export function readAddress(addr: number, from: number, out: AddressFields): AddressFields {
   const low = Math.floor(addr / DEVICE_SHIFT);
   const rest = addr - low * DEVICE_SHIFT;
-  const high = Math.floor(rest / DEVICE_HIGH_BIT) % 2;
-  out.device = from - (from % ADDRESS_BLOCK) + low + 32 * high;
+  // Bit 46 (rest < 2^48, so the quotient is 0..3; integer bit operations, not a float modulo).
+  const high = Math.floor(rest / DEVICE_HIGH_BIT) & 1;
+  // (Device ids are below 2^16: `from & 63` is its place in its block.)
+  out.device = from - (from & (ADDRESS_BLOCK - 1)) + low + 32 * high;
   const local = rest - high * DEVICE_HIGH_BIT;
-  const bank = local >= SP_BANK ? 1 : 0;
-  const l47 = local - bank * SP_BANK;
-  if (bank === 0 && l47 < HBM_LIMIT) {
+  // HBM, the usual case, here; the rest in `readLocal` (small, so the engines' calls inline it).
+  if (local < HBM_LIMIT) {
     out.kind = "hbm";
-    out.offset = l47;
+    out.offset = local;
     return out;
   }
+  return readLocal(local, out);
+}
+
+/** The non-HBM part of `readAddress`: `local` is the offset in the device's space. */
+function readLocal(local: number, out: AddressFields): AddressFields {
+  const bank = local >= SP_BANK ? 1 : 0;
+  const l47 = local - bank * SP_BANK;
   if (l47 >= SP_BASE && l47 < SP_BASE + 8 * SP_TILE) {
     const tile = Math.floor((l47 - SP_BASE) / SP_TILE);
+    // (off < 2^30: integer bit operations, not float modulos.)
     const off = l47 - SP_BASE - tile * SP_TILE;
-    if (off >= SEMA_WINDOW.READ && off < SEMA_WINDOW.READ + 0x1000 && off % 4 === 0) {
-      const window = WINDOW_NAMES[Math.floor((off - SEMA_WINDOW.READ) / 0x400)];
+    if (off >= SEMA_WINDOW.READ && off < SEMA_WINDOW.READ + 0x1000 && (off & 3) === 0) {
+      const window = WINDOW_NAMES[(off - SEMA_WINDOW.READ) >> 10];
       if (window !== undefined) {
         out.kind = "sema";
         out.topsp = tile + 8 * bank;
-        out.sema = ((off - SEMA_WINDOW.READ) % 0x400) / 4;
+        out.sema = ((off - SEMA_WINDOW.READ) & 0x3ff) >> 2;
         out.window = window;
         return out;
       }

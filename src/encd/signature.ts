@@ -10,7 +10,7 @@ export class Signature {
 
   add(x: number): void {
     const lo = x >>> 0;
-    const hi = Math.floor(x / 4294967296) >>> 0;
+    const hi = x >= 0 && x < 4294967296 ? 0 : Math.floor(x / 4294967296) >>> 0;
     this.a = Math.imul(this.a ^ lo, 0x01000193);
     this.a = Math.imul(this.a ^ hi, 0x01000193);
     this.b = Math.imul(this.b ^ hi, 0x5bd1e995) ^ (this.b >>> 13);
@@ -35,35 +35,28 @@ const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
  * `unitDevices` device ids each: decoded as device `from` sees it (`own`, the device whose program
  * holds it, is `from` but for a proxy's remote addresses), its kind, the addressed device's place in
  * its unit, whether that unit is `own`'s (the device itself goes to `sig.cross` when it is not), and
- * what it names there (semaphore, doorbell) — not an HBM offset, which no timing depends on.
+ * what it names there (semaphore, doorbell) — not an HBM offset, which no timing depends on. The
+ * fields go into the hash as one number (they fit: place < 2^16, then a few bits each).
  */
 export function addUnitAddress(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {
   const a = readAddress(addr, from, scratch);
-  sig.add(KIND[a.kind]);
-  unitPlace(sig, a.device, unitDevices, own);
-  if (a.kind === "sema") {
-    sig.add(a.topsp);
-    sig.add(a.sema);
-    sig.add(WINDOWS[a.window]);
-  } else if (a.kind === "doorbell") {
-    sig.add(a.engine ?? 999);
-    sig.add(a.seng);
-    sig.add(a.queue);
-    sig.add(a.dir === "m2s" ? 0 : 1);
-  }
+  const device = a.device;
+  // (Device ids and unit sizes are below 2^16: integer division by `| 0`.)
+  const unit = (device / unitDevices) | 0;
+  const other = unit !== ((own / unitDevices) | 0);
+  if (other) sig.cross.push(device);
+  const place = (device - unit * unitDevices) * 2 + (other ? 1 : 0);
+  let code: number;
+  if (a.kind === "hbm") code = place;
+  else if (a.kind === "sema") code = ((place * 16 + a.topsp) * 256 + a.sema) * 4 + WINDOWS[a.window];
+  else if (a.kind === "doorbell") code = (((place * 1024 + (a.engine ?? 1023)) * 8 + a.seng) * 4096 + a.queue) * 2 + (a.dir === "m2s" ? 0 : 1);
+  else code = place;
+  sig.add(code * 8 + KIND[a.kind]);
 }
 
 /** The record addresses are decoded into (hashing keeps nothing of it). */
 const scratch = addressFields();
 const WINDOWS = { read: 0, set: 1, inc: 2, dec: 3 } as const;
-
-/** The addressed device's place in its unit, and whether that unit is `own`'s (else the device goes to `sig.cross`). */
-function unitPlace(sig: Signature, device: number, unitDevices: number, own: number): void {
-  sig.add(device % unitDevices);
-  const other = Math.floor(device / unitDevices) !== Math.floor(own / unitDevices);
-  sig.add(other ? 1 : 0);
-  if (other) sig.cross.push(device);
-}
 
 /** A field that holds an address or 0 for none (a device's HBM offset 0 is never one of them). */
 export function addUnitAddressOrNone(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {

@@ -1,7 +1,8 @@
 // Virtual rings: descriptors appended per queue while composing, then dumped (padded) to the physical ring.
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
-import { DESC_BYTES, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot } from "./udma.ts";
+import { DESC_BYTES, encodeLength, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot } from "./udma.ts";
+import { checkAddr } from "./bits.ts";
 import { DescPages } from "./pages.ts";
 import { addUnitAddress, Signature } from "./signature.ts";
 
@@ -53,6 +54,9 @@ export class Vring {
   readonly rxPins = new Map<number, Uint8Array>();
   /** How it composes when it keeps no descriptors (tallied, hashed), if it is so. */
   private readonly mode: VringTally | undefined;
+  /** A tallied vring's last RX descriptor, packed when it is pinned (destination, bytes; bytes 0: none since). */
+  private lastRxAddr = 0;
+  private lastRxBytes = 0;
   /** `limit`: descriptors per half (the runtime's cap unless a test lowers it); `store`: where they go (default: kept here); `mode`: tallied / hashed. */
   constructor(name: string, limit = VRING_DESC_LIMIT, store: VringStore = { tx: new DescPages(), rx: new DescPages() }, mode?: VringTally) {
     this.name = name;
@@ -62,13 +66,37 @@ export class Vring {
     this.mode = mode;
   }
 
-  /** Hash one descriptor run: its kind, sizes and unit-relative addresses. */
-  private sign(kind: number, nums: readonly number[], addrs: readonly number[]): void {
+  /** Hash a copy run: its kind, size and unit-relative addresses. */
+  private signCopy(bytes: number, src: number, dst: number): void {
     const f = this.mode!.sig!;
     const sig = f.sig;
-    sig.add(kind);
-    for (const x of nums) sig.add(x);
-    for (const a of addrs) addUnitAddress(sig, a, f.device, f.unitDevices);
+    sig.add(1);
+    sig.add(bytes);
+    addUnitAddress(sig, src, f.device, f.unitDevices);
+    addUnitAddress(sig, dst, f.device, f.unitDevices);
+  }
+
+  /** Hash a CCE run: its kind, op, sizes and unit-relative addresses (no array made per run). */
+  private signCce(op: number, sdmaDtype: number, bytes: number, packetBytes: number, srcs: readonly number[], dsts: readonly number[]): void {
+    const f = this.mode!.sig!;
+    const sig = f.sig;
+    sig.add(2);
+    sig.add(op);
+    sig.add(sdmaDtype);
+    sig.add(bytes);
+    sig.add(packetBytes);
+    sig.add(srcs.length);
+    sig.add(dsts.length);
+    for (let i = 0; i < srcs.length; i++) addUnitAddress(sig, srcs[i]!, f.device, f.unitDevices);
+    for (let i = 0; i < dsts.length; i++) addUnitAddress(sig, dsts[i]!, f.device, f.unitDevices);
+  }
+
+  /** A tallied run's last RX descriptor: kept as its fields, packed only if it is pinned (checked as the packer would). */
+  private tallyLastRx(dst: number, bytes: number): void {
+    checkAddr(dst, "buf1_ptr", "udma_desc");
+    encodeLength(bytes);
+    this.lastRxAddr = dst;
+    this.lastRxBytes = bytes;
   }
 
   /** Count `tx` / `rx` descriptors without packing them (a tallied vring). */
@@ -101,6 +129,8 @@ export class Vring {
     const i = this.rxList.count - 1;
     // A ring that keeps its descriptors (whole, or streamed into the run) is read where it is.
     if (i < 0 || this.rxList.keeps) return;
+    if (this.lastRxBytes > 0) packRx(this.lastRxAddr, this.lastRxBytes, INITIAL_RING_ID, NO_FLAGS, this.rxList.lastSlot());
+    this.lastRxBytes = 0;
     const at = this.rxList.offsetOf(i);
     this.rxPins.set(i, this.rxList.page(i).slice(at, at + DESC_BYTES));
   }
@@ -123,11 +153,11 @@ export class Vring {
 
   /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
   addCopy(src: number, dst: number, bytes: number): DescCounts {
-    if (this.mode?.sig) this.sign(1, [bytes], [src, dst]);
+    if (this.mode?.sig) this.signCopy(bytes, src, dst);
     if (this.mode?.tally) {
       const n = Math.ceil(bytes / MAX_DESC_BYTES);
       this.tally(n, n);
-      if (n > 0) packRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES, INITIAL_RING_ID, NO_FLAGS, this.rxList.lastSlot());
+      if (n > 0) this.tallyLastRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES);
       this.totalTxBytes += bytes;
       this.totalRxBytes += bytes;
       return { tx: n, rx: n };
@@ -158,12 +188,12 @@ export class Vring {
   addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number | readonly number[], bytes: number, packetBytes: number): DescCounts {
     const dsts = typeof dst === "number" ? [dst] : dst;
     if (srcs.length < (dsts.length > 1 ? 1 : 2)) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
-    if (this.mode?.sig) this.sign(2, [op, sdmaDtype, bytes, packetBytes, srcs.length, dsts.length], [...srcs, ...dsts]);
+    if (this.mode?.sig) this.signCce(op, sdmaDtype, bytes, packetBytes, srcs, dsts);
     if (this.mode?.tally) {
       const packets = Math.ceil(bytes / packetBytes);
       const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
       this.tally(c.tx, c.rx);
-      if (packets > 0) packRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes, INITIAL_RING_ID, NO_FLAGS, this.rxList.lastSlot());
+      if (packets > 0) this.tallyLastRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes);
       this.totalTxBytes += bytes * srcs.length;
       this.totalRxBytes += bytes * dsts.length;
       return c;
