@@ -169,7 +169,7 @@ export interface FeedRunner {
   /** Before the counting pass: a chance to get ready (start a thread) for this program. */
   warm?(scn: Scenario, opIndices: readonly number[]): void;
   /** Run the streaming pass elsewhere into `stores`, or decline (undefined: it runs here). */
-  run(job: StreamJob, stores: ReadonlyMap<string, VringStore>): FeedSource | undefined;
+  run(job: StreamJob, stores: Map<string, VringStore>): FeedSource | undefined;
 }
 
 /** The streaming pass of `job` in this thread, into `stores` (a map from the job's keys to their rings). */
@@ -213,6 +213,8 @@ function feedOf(src: FeedSource, counted: ProgramImage, atEnd?: (hashed: Readonl
       return true;
     },
     close(): void {
+      // Stopped, not ended: nothing more to pull, and nothing to check.
+      done = true;
       src.close?.();
     },
   };

@@ -28,9 +28,13 @@ const POSTED = 0;
 const TAKEN = 1;
 const STOP = 2;
 
-/** One batch: (key index * 2 + side, count) pairs, the descriptors in that order, and whether the pass has ended. */
+/**
+ * One batch: (key index * 2 + side, first descriptor, count) triples and the descriptors in that
+ * order; the steps of the pass done when it was posted; and whether the pass has ended.
+ */
 interface Batch {
   readonly parts: Int32Array;
+  readonly steps: number;
   readonly bytes: Uint8Array;
   readonly done: boolean;
   readonly hashes?: readonly (readonly [string, string])[];
@@ -44,7 +48,7 @@ interface Batch {
  * the counting pass when the ops look big enough (its start overlaps the count), and let go if the
  * count says otherwise. One runner serves one compile.
  */
-export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS): FeedRunner & { readonly threads: { started: number; used: number } } {
+export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: { readonly composeWhileStarting?: boolean } = {}): FeedRunner & { readonly threads: { started: number; used: number } } {
   let booted: Thread | undefined;
   const usable = () => isMainThread && availableParallelism() >= 2;
   const threads = { started: 0, used: 0 };
@@ -68,7 +72,7 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS): FeedRunner 
         return undefined;
       }
       threads.used++;
-      return attach(t ?? start(), job, stores);
+      return attach(t ?? start(), job, stores, opts.composeWhileStarting ?? true);
     },
   };
 }
@@ -99,8 +103,15 @@ function boot(): Thread {
   };
 }
 
-/** The streaming pass of `job` on thread `t`, as a feed source of the run's rings `stores`. */
-function attach(t: Thread, job: StreamJob, stores: ReadonlyMap<string, VringStore>): FeedSource {
+/**
+ * The streaming pass of `job` on thread `t`, as a feed source of the run's rings `stores`. Until
+ * the thread's first batch is there (it starts in a fraction of a second), the run composes steps
+ * itself, as without a thread, taking (and dropping) what the thread posts for steps it has done;
+ * from the first batch past them on, the thread's batches feed it. Either way each descriptor is
+ * the composition's, so the rings get the same bytes. (`composeWhileStarting` false: the thread's
+ * batches from the first on.)
+ */
+function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, composeWhileStarting: boolean): FeedSource {
   const { port, ctrl } = t;
   const rings = job.keys.map((k) => {
     const s = stores.get(k);
@@ -108,47 +119,77 @@ function attach(t: Thread, job: StreamJob, stores: ReadonlyMap<string, VringStor
     return s;
   });
   port.postMessage(job);
-  let hashes = new Map<string, string>();
+  let hashes: ReadonlyMap<string, string> = new Map();
   let over = false;
+  /** Steps the rings hold, and the run's own pass while it composes them itself. */
+  let steps = 0;
+  let local: FeedSource | undefined = undefined;
+  let fed = !composeWhileStarting;
   const close = (): void => {
     over = true;
     t.close();
   };
+  /** Take a posted batch (the thread may post the next). */
+  const take = (m: { message: unknown }): Batch => {
+    Atomics.add(ctrl, TAKEN, 1);
+    Atomics.notify(ctrl, TAKEN);
+    const batch = m.message as Batch;
+    if (batch.error) {
+      close();
+      throw revive(batch.error);
+    }
+    return batch;
+  };
+  /** Append what the rings do not hold yet of a batch's descriptors; false when the pass has ended. */
+  const apply = (batch: Batch): boolean => {
+    let at = 0;
+    for (let k = 0; k < batch.parts.length; k += 3) {
+      const which = batch.parts[k]!;
+      const from = batch.parts[k + 1]!;
+      const n = batch.parts[k + 2]!;
+      const ring = rings[which >> 1]!;
+      const list = which & 1 ? ring.rx : ring.tx;
+      const held = list.count - from;
+      if (held < 0) throw new InternalError(`ring ${job.keys[which >> 1]}: the composition thread's batch starts at descriptor ${from}, the ring holds ${list.count}`);
+      if (held < n) list.append(batch.bytes, at + held * DESC_BYTES, n - held);
+      at += n * DESC_BYTES;
+    }
+    steps = batch.steps;
+    if (batch.done) {
+      hashes = new Map(batch.hashes ?? []);
+      close();
+    }
+    return !batch.done;
+  };
   return {
     step(): boolean {
       if (over) return false;
-      let batch: Batch | undefined;
+      if (!fed) {
+        // Whatever the thread has posted, without waiting: batches of steps done here are dropped.
+        for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
+          const batch = take(m);
+          if (batch.steps <= steps) continue;
+          fed = true;
+          return apply(batch);
+        }
+        local ??= streamPass(job, stores);
+        const more = local.step();
+        steps++;
+        if (!more) {
+          hashes = local.hashes();
+          close();
+        }
+        return more;
+      }
       for (;;) {
         const seen = Atomics.load(ctrl, POSTED);
         const m = receiveMessageOnPort(port);
-        if (m) {
-          batch = m.message as Batch;
-          break;
-        }
+        if (m) return apply(take(m));
         if (Atomics.wait(ctrl, POSTED, seen, WAIT_MS) === "timed-out") {
           close();
           throw new InternalError(`the composition thread posted nothing for ${WAIT_MS / 1000} s`);
         }
       }
-      Atomics.add(ctrl, TAKEN, 1);
-      Atomics.notify(ctrl, TAKEN);
-      if (batch.error) {
-        close();
-        throw revive(batch.error);
-      }
-      let at = 0;
-      for (let k = 0; k < batch.parts.length; k += 2) {
-        const which = batch.parts[k]!;
-        const n = batch.parts[k + 1]!;
-        const ring = rings[which >> 1]!;
-        (which & 1 ? ring.rx : ring.tx).append(batch.bytes, at, n);
-        at += n * DESC_BYTES;
-      }
-      if (batch.done) {
-        hashes = new Map(batch.hashes ?? []);
-        close();
-      }
-      return !batch.done;
     },
     hashes: () => hashes,
     close,
@@ -167,11 +208,13 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
     const sent = new Array<number>(lists.length).fill(0);
     const src = streamPass(job, stores);
     let posted = 0;
+    let steps = 0;
     for (let more = true; more; ) {
       // Steps until a batch's worth is waiting (or the pass ends).
       let waiting = 0;
       do {
         more = src.step();
+        steps++;
         waiting = 0;
         for (let i = 0; i < lists.length; i++) waiting += lists[i]!.count - sent[i]!;
       } while (more && waiting < BATCH_DESCRIPTORS);
@@ -183,13 +226,13 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
         const list = lists[i]!;
         const n = list.count - sent[i]!;
         if (n === 0) continue;
-        parts.push(i, n);
+        parts.push(i, sent[i]!, n);
         list.copyOut(sent[i]!, list.count, bytes, at);
         at += n * DESC_BYTES;
         sent[i] = list.count;
         list.release(list.count);
       }
-      const batch: Batch = { parts: Int32Array.from(parts), bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()] }) };
+      const batch: Batch = { parts: Int32Array.from(parts), steps, bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()] }) };
       port.postMessage(batch, [buffer]);
       Atomics.store(ctrl, POSTED, ++posted);
       Atomics.notify(ctrl, POSTED);
@@ -202,7 +245,7 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
       }
     }
   } catch (e) {
-    port.postMessage({ parts: new Int32Array(0), bytes: new Uint8Array(0), done: true, error: errorData(e) } satisfies Batch);
+    port.postMessage({ parts: new Int32Array(0), steps: 0, bytes: new Uint8Array(0), done: true, error: errorData(e) } satisfies Batch);
     Atomics.add(ctrl, POSTED, 1);
     Atomics.notify(ctrl, POSTED);
   }

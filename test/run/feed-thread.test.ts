@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
-import { compileStreamed } from "../../src/enc/compile.ts";
+import { compileProgram, compileStreamed } from "../../src/enc/compile.ts";
 import { simulate } from "../../sim/index.ts";
 import { threadFeed } from "../../src/run/feed-thread.ts";
 import { DescPages } from "../../src/encd/pages.ts";
@@ -57,12 +57,53 @@ describe("the streaming composition on a worker thread", () => {
     const scn = scenarioOf(s);
     const ops = s.concurrent ? s.ops.map((_, i) => i) : [0];
     const here = compileStreamed(scn, spec, ops, { fold: s.fold === true });
-    const there = compileStreamed(scn, spec, ops, { fold: s.fold === true, runner: threadFeed(0) });
-    if (s.fold) expect(there.folding?.folded).toBe(true);
     const a = outcome(simulate(spec, here.image, { storePayload: false }));
-    const b = outcome(simulate(spec, there.image, { storePayload: false }));
     expect(a.hang).toBeUndefined();
-    expect(b).toEqual(a);
+    // Fed by the thread from its first batch; and composing here until the thread catches up.
+    for (const composeWhileStarting of [false, true]) {
+      const there = compileStreamed(scn, spec, ops, { fold: s.fold === true, runner: threadFeed(0, { composeWhileStarting }) });
+      if (s.fold) expect(there.folding?.folded).toBe(true);
+      expect(outcome(simulate(spec, there.image, { storePayload: false }))).toEqual(a);
+    }
+    // And the rings get every descriptor of a whole composition (pulled to the end, nothing run).
+    const whole = compileProgram(scn, spec, ops).image;
+    const fed = compileStreamed(scn, spec, ops, { fold: s.fold === true, runner: threadFeed(0, { composeWhileStarting: false }) }).image;
+    while (fed.feed!.pull());
+    for (const d of fed.devices) {
+      for (const q of d.queues) {
+        const w = whole.devices.find((x) => x.device === d.device)!.queues.find((x) => x.engine === q.engine && x.queue === q.queue)!;
+        expect(Buffer.compare(q.streamed!.tx.flat(), w.tx.subarray(0, q.streamed!.txCount * 16))).toBe(0);
+        expect(Buffer.compare(q.streamed!.rx.flat(), w.rx.subarray(0, q.streamed!.rxCount * 16))).toBe(0);
+      }
+    }
+  });
+
+  it("composing here, then fed by the thread from a batch that overlaps what is composed: the same run", () => {
+    const spec = loadDevice("trn1");
+    const scn = scenarioOf({ name: "ring8 64 MiB", instance: "trn1", ranks: 8, algorithm: "ring", ops: [{ op: "all-reduce", bytes: 64 << 20 }] });
+    const a = outcome(simulate(spec, compileStreamed(scn, spec, [0]).image, { storePayload: false }));
+    const c = compileStreamed(scn, spec, [0], { runner: threadFeed(0) });
+    // The thread is not ready yet: the first step is composed here. Then the thread has posted
+    // batches from step 0 on; the run drops what it holds and takes the rest.
+    expect(c.image.feed!.pull()).toBe(true);
+    const stores = c.image.devices.flatMap((d) => d.queues.map((q) => q.streamed!.tx.count));
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+    expect(c.image.feed!.pull()).toBe(true);
+    // The second pull took more than one step's worth: a batch of the thread's.
+    const after = c.image.devices.flatMap((d) => d.queues.map((q) => q.streamed!.tx.count));
+    expect(after.reduce((x, y) => x + y, 0) - stores.reduce((x, y) => x + y, 0)).toBeGreaterThan(stores.reduce((x, y) => x + y, 0));
+    // Every descriptor the rings hold is the one a whole composition puts there.
+    const whole = compileProgram(scn, spec, [0]).image;
+    for (const d of c.image.devices) {
+      for (const q of d.queues) {
+        const w = whole.devices.find((x) => x.device === d.device)!.queues.find((x) => x.engine === q.engine && x.queue === q.queue)!;
+        const tx = q.streamed!.tx.flat();
+        const rx = q.streamed!.rx.flat();
+        expect(Buffer.compare(tx, w.tx.subarray(0, tx.length))).toBe(0);
+        expect(Buffer.compare(rx, w.rx.subarray(0, rx.length))).toBe(0);
+      }
+    }
+    expect(outcome(simulate(spec, c.image, { storePayload: false }))).toEqual(a);
   });
 
   it("a values check passes with the rings composed on the thread", () => {
@@ -94,7 +135,7 @@ describe("the streaming composition on a worker thread", () => {
     const spec = loadDevice("trn1");
     const scn = scenarioOf(SHAPES[0]!);
     // A job whose rings the pass does not know: it stops on its first ring.
-    const src = threadFeed(0).run({ scn, spec, opIndices: [0], keys: [], descriptors: 1 }, new Map())!;
+    const src = threadFeed(0, { composeWhileStarting: false }).run({ scn, spec, opIndices: [0], keys: [], descriptors: 1 }, new Map())!;
     expect(() => src.step()).toThrow(/which the counting pass did not/);
     expect(src.step()).toBe(false);
   });
