@@ -17,16 +17,17 @@ import { errorData, moduleWorker, revive, type ErrorData } from "./parallel.ts";
 
 /** Programs with fewer descriptors compose in the run's thread (a worker costs about 0.15 s to start). */
 export const THREAD_MIN_DESCRIPTORS = 1_000_000;
-/** Descriptors a batch gathers before it is posted (16 MiB of them at most, in practice one step's worth more). */
+/** Descriptors a batch gathers before it is posted (1 MiB of them; in practice up to one step's worth more). */
 const BATCH_DESCRIPTORS = 1 << 16;
 /** Batches the worker may have posted and the run not yet taken. */
 const AHEAD = 8;
-/** How long the run waits for one batch before it gives up on the worker. */
-const WAIT_MS = 600_000;
-/** Shared counters: batches posted, batches taken, and a stop flag. */
+/** How long the run waits for a batch while the worker shows no sign of life (no step composed) before it gives up. */
+const STALL_MS = 60_000;
+/** Shared counters: batches posted, batches taken, a stop flag, and steps composed (the worker's heartbeat). */
 const POSTED = 0;
 const TAKEN = 1;
 const STOP = 2;
+const BEAT = 3;
 
 /**
  * One batch: (key index * 2 + side, first descriptor, count) triples and the descriptors in that
@@ -48,13 +49,20 @@ interface Batch {
  * the counting pass when the ops look big enough (its start overlaps the count), and let go if the
  * count says otherwise. One runner serves one compile.
  */
-export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: { readonly composeWhileStarting?: boolean } = {}): FeedRunner & { readonly threads: { started: number; used: number } } {
+/** How a thread feed runs: `composeWhileStarting` (default true, see `attach`); for tests, how long a silent worker is waited for, and the worker's entry (another export stands for a worker that fails to start). */
+export interface ThreadFeedOptions {
+  readonly composeWhileStarting?: boolean;
+  readonly stallMs?: number;
+  readonly entry?: string;
+}
+
+export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: ThreadFeedOptions = {}): FeedRunner & { readonly threads: { started: number; used: number } } {
   let booted: Thread | undefined;
   const usable = () => isMainThread && availableParallelism() >= 2;
   const threads = { started: 0, used: 0 };
   const start = (): Thread => {
     threads.started++;
-    return boot();
+    return boot(opts.entry ?? "serveFeed");
   };
   return {
     threads,
@@ -72,7 +80,7 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: { read
         return undefined;
       }
       threads.used++;
-      return attach(t ?? start(), job, stores, opts.composeWhileStarting ?? true);
+      return attach(t ?? start(), job, stores, opts.composeWhileStarting ?? true, opts.stallMs ?? STALL_MS);
     },
   };
 }
@@ -84,10 +92,14 @@ interface Thread {
   close(): void;
 }
 
-function boot(): Thread {
-  const ctrl = new Int32Array(new SharedArrayBuffer(12));
+function boot(entry: string): Thread {
+  const ctrl = new Int32Array(new SharedArrayBuffer(16));
   const ch = new MessageChannel();
-  const worker = moduleWorker(import.meta.url, "serveFeed", { port: ch.port2, ctrl }, [ch.port2]);
+  const worker = moduleWorker(import.meta.url, entry, { port: ch.port2, ctrl }, [ch.port2]);
+  // A worker that fails outside the pass (it could not start) says nothing on the port: the run
+  // composes here until a batch comes, or gives up waiting for one (STALL_MS); the event itself
+  // must not end the process.
+  worker.on("error", () => {});
   let over = false;
   return {
     port: ch.port1,
@@ -111,7 +123,7 @@ function boot(): Thread {
  * the composition's, so the rings get the same bytes. (`composeWhileStarting` false: the thread's
  * batches from the first on.)
  */
-function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, composeWhileStarting: boolean): FeedSource {
+function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, composeWhileStarting: boolean, stallMs: number): FeedSource {
   const { port, ctrl } = t;
   const rings = job.keys.map((k) => {
     const s = stores.get(k);
@@ -181,13 +193,21 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
         }
         return more;
       }
+      let beat = Atomics.load(ctrl, BEAT);
+      let since = performance.now();
       for (;;) {
         const seen = Atomics.load(ctrl, POSTED);
         const m = receiveMessageOnPort(port);
         if (m) return apply(take(m));
-        if (Atomics.wait(ctrl, POSTED, seen, WAIT_MS) === "timed-out") {
+        if (Atomics.wait(ctrl, POSTED, seen, Math.min(1000, stallMs)) !== "timed-out") continue;
+        // Still composing (a long step)? Wait on; silent too long: it has stopped.
+        const now = Atomics.load(ctrl, BEAT);
+        if (now !== beat) {
+          beat = now;
+          since = performance.now();
+        } else if (performance.now() - since > stallMs) {
           close();
-          throw new InternalError(`the composition thread posted nothing for ${WAIT_MS / 1000} s`);
+          throw new InternalError(`the composition thread composed nothing for ${stallMs / 1000} s and posted no descriptors`);
         }
       }
     },
@@ -215,6 +235,7 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
       do {
         more = src.step();
         steps++;
+        Atomics.store(ctrl, BEAT, steps);
         waiting = 0;
         for (let i = 0; i < lists.length; i++) waiting += lists[i]!.count - sent[i]!;
       } while (more && waiting < BATCH_DESCRIPTORS);

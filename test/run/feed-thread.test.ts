@@ -140,6 +140,17 @@ describe("the streaming composition on a worker thread", () => {
     expect(src.step()).toBe(false);
   });
 
+  it("a thread that fails to start: the run composes here, or (fed from the thread) gives up with an internal error", () => {
+    const spec = loadDevice("trn1");
+    const scn = scenarioOf(SHAPES[0]!);
+    const a = outcome(simulate(spec, compileStreamed(scn, spec, [0]).image, { storePayload: false }));
+    const broken = { entry: "noSuchEntry", stallMs: 1500 };
+    const here = compileStreamed(scn, spec, [0], { runner: threadFeed(0, broken) });
+    expect(outcome(simulate(spec, here.image, { storePayload: false }))).toEqual(a);
+    const fed = compileStreamed(scn, spec, [0], { runner: threadFeed(0, { ...broken, composeWhileStarting: false }) });
+    expect(() => simulate(spec, fed.image, { storePayload: false })).toThrow(/composed nothing for 1.5 s/);
+  });
+
   it("a run that stops early lets the thread go", () => {
     const spec = loadDevice("trn1");
     const scn = scenarioOf(SHAPES[0]!);
