@@ -135,7 +135,10 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     if (f.kind !== "link-down" && f.kind !== "link-slow") return;
     const key = `${f.from}>${f.to}`;
     const link = fabric.links.get(key) ?? faultError(i, `there is no link from device ${f.from} to device ${f.to} on ${spec.name}`);
-    if (f.kind === "link-down") link.downAt = Math.round(f.atUs * 1e6);
+    if (f.kind === "link-down") {
+      link.downAt = Math.round(f.atUs * 1e6);
+      fabric.linksDown = true;
+    }
     else {
       fabric.links.set(key, new Resource(link.name, link.rate / f.factor));
       faultNotes.push(`${link.name} slowed by ${f.factor} (fault)`);
@@ -180,8 +183,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     kernel,
     fabric,
     trace,
-    read: (d, off, len) => dev(d).memory.read(off, len),
-    dropped: (d, off, len) => dev(d).memory.dropped(off, len),
+    memory: (d) => dev(d).memory,
     faultHit: (message) => void faultNotes.push(message),
     home,
     races,
@@ -318,7 +320,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   const proxies: ProxyQueue[] = [];
   for (const di of image.devices) {
     for (const q of di.proxyQueues ?? []) {
-      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: dmaHost.read, home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
+      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: (d, off, len) => dev(d).memory.read(off, len), home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
     }
   }
   for (const p of proxies) p.start();

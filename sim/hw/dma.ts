@@ -25,10 +25,8 @@ export interface DmaHost {
   readonly kernel: Kernel;
   readonly fabric: Fabric;
   readonly trace: TraceSink | undefined;
-  /** Read local HBM of `device` (a copy of its bytes, the caller's to keep). */
-  read(device: number, offset: number, len: number): Uint8Array;
-  /** True when these bytes are not kept (timing-only payload). */
-  dropped(device: number, offset: number, len: number): boolean;
+  /** A device's HBM, as its engines read it. */
+  memory(device: number): LocalMemory;
   /** The device that stands for `device` in this run: itself, or its place in the unit a folded image holds. */
   home(device: number): number;
   /** Apply a write that has landed (HBM or a semaphore window); `acc` is the access, when races are tracked. */
@@ -46,6 +44,14 @@ export interface DmaHost {
   readonly symbolic: SymbolicMemory | undefined;
   /** An injected fault took effect (for the hang report). */
   faultHit?(message: string): void;
+}
+
+/** HBM as an engine reads it. */
+export interface LocalMemory {
+  /** A copy of the bytes at `offset` (the caller's to keep). */
+  read(offset: number, len: number): Uint8Array;
+  /** True when these bytes are not kept (timing-only payload). */
+  dropped(offset: number, len: number): boolean;
 }
 
 /**
@@ -158,6 +164,11 @@ export class DmaEngine {
   private readonly fields = descFields();
   /** The record addresses decode into (read at once, never kept). */
   private readonly addr = addressFields();
+  /** Its device's HBM (looked up at the first packet). */
+  private mem: LocalMemory | undefined;
+  /** The route of the last packet's destination device. */
+  private routeTo = -1;
+  private routeLinks: readonly Resource[] = [];
 
   constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
     this.host = host;
@@ -293,6 +304,7 @@ export class DmaEngine {
     this.busy = true;
     this.packets++;
     // Read the sources now; the write lands later.
+    const mem = (this.mem ??= host.memory(this.device));
     const offs = p.srcOff;
     let dropped = false;
     let readBytes = 0;
@@ -300,7 +312,7 @@ export class DmaEngine {
       const len = p.srcLen[i]!;
       const off = this.local(p.srcAddr[i]!, len);
       offs[i] = off;
-      dropped ||= host.dropped(this.device, off, len);
+      dropped ||= mem.dropped(off, len);
       readBytes += len;
     }
     if (acc) for (let i = 0; i < p.nSrc; i++) host.races!.read(this.device, offs[i]!, p.srcLen[i]!, acc);
@@ -308,19 +320,19 @@ export class DmaEngine {
     let data: Uint8Array | undefined;
     if (!dropped) {
       if (p.op !== undefined) {
-        data = cceReduce(p.op, p.dtype, this.sources(p).map((s) => host.read(this.device, s.off, s.len)));
+        data = cceReduce(p.op, p.dtype, this.sources(p).map((s) => mem.read(s.off, s.len)));
         // Replication: the one result lands at every destination.
         if (data.length < p.bytes) {
           const result = data;
           data = new Uint8Array(p.bytes);
           for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
         }
-      } else if (p.nSrc === 1) data = host.read(this.device, offs[0]!, p.srcLen[0]!);
+      } else if (p.nSrc === 1) data = mem.read(offs[0]!, p.srcLen[0]!);
       else {
         data = new Uint8Array(p.bytes);
         let o = 0;
         for (let i = 0; i < p.nSrc; i++) {
-          data.set(host.read(this.device, offs[i]!, p.srcLen[i]!), o);
+          data.set(mem.read(offs[i]!, p.srcLen[i]!), o);
           o += p.srcLen[i]!;
         }
       }
@@ -344,9 +356,14 @@ export class DmaEngine {
       const share = Math.min(readsLeft, len + (first ? Math.max(0, readBytes - p.bytes) : 0));
       readsLeft -= share;
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
-      const links = host.fabric.route(this.device, dstDevice);
-      let down: (typeof links)[number] | undefined;
-      for (const l of links) if (l.downAt !== undefined && k.now >= l.downAt) down ??= l;
+      // (Its packets go to a few devices, mostly the last one: the route is kept.)
+      if (dstDevice !== this.routeTo) {
+        this.routeTo = dstDevice;
+        this.routeLinks = host.fabric.route(this.device, dstDevice);
+      }
+      const links = this.routeLinks;
+      let down: Resource | undefined;
+      if (host.fabric.linksDown) for (const l of links) if (l.downAt !== undefined && k.now >= l.downAt) down ??= l;
       if (down) {
         // The write never gets across; its engine waits for it for good.
         this.stuck = true;
@@ -359,7 +376,7 @@ export class DmaEngine {
       let n = 0;
       this.stage(n++, this.res, len, first ? fixed : 0, 0);
       this.stage(n++, srcHbm, share + (sameHbm ? len : 0), 0, 0);
-      for (const l of links) this.stage(n++, l, len, 0, host.fabric.latencyPs);
+      for (let h = 0; h < links.length; h++) this.stage(n++, links[h], len, 0, host.fabric.latencyPs);
       // The engine is free once its data is on the first link; later hops buffer and forward.
       const sourceStages = links.length > 0 ? n - links.length + 1 : n;
       if (!sameHbm && toHbm) this.stage(n++, host.fabric.hbm[host.home(dstDevice)], len, 0, 0);

@@ -12,6 +12,8 @@ export class Fabric {
   /** Devices the routing table spans: the pod's, or one node's (routes never leave a node then). */
   private readonly hopSpan: number;
   readonly latencyPs: number;
+  /** Some link has a time from which it is down (a fault): packets check their route. */
+  linksDown = false;
 
   /** Devices per node; node k's device d is k * devicesPerNode + d. */
   readonly devicesPerNode: number;
@@ -154,25 +156,30 @@ export interface PacketTiming {
  * record) when given.
  */
 export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void, count = stages.length, out: PacketTiming = { engineFree: 0, land: 0 }): PacketTiming {
-  let cs = t0;
-  let finish = t0;
+  // Written so that the engine keeps every time as a plain double: arithmetic from the start
+  // (`- 0`) and no time assigned on one branch only (either would make it box each time it
+  // changes: a dozen allocations per packet).
+  const start = t0 - 0;
+  let cs = start;
+  let finish = start;
   let lat = 0;
   let cumLat = 0;
-  let engineFree = t0;
+  let engineFree = start;
   for (let i = 0; i < count; i++) {
     const st = stages[i]!;
-    const own = st.fixedPs + (st.res ? transferPs(st.bytes, st.res.rate) : 0);
-    let cf = cs;
-    if (st.res && own > 0) {
-      cs = st.res.reserve(cs, own, t0);
-      cf = cs + own;
-      st.res.busyPs += own;
-      onBusy?.(st.res, st.bytes, cs, cf);
+    const res = st.res;
+    const own = st.fixedPs + (res ? transferPs(st.bytes, res.rate) : 0);
+    const busy = res !== undefined && own > 0;
+    cs = busy ? res.reserve(cs, own, start) - 0 : cs;
+    const cf = cs + (busy ? own : 0);
+    if (busy) {
+      res.busyPs += own;
+      onBusy?.(res, st.bytes, cs, cf);
     }
-    if (st.res) st.res.bytes += st.bytes;
+    if (res) res.bytes += st.bytes;
     finish = Math.max(cf + cumLat, finish + lat);
     lat = st.latPs;
-    cumLat += st.latPs;
+    cumLat += lat;
     if (i < sourceStages) engineFree = Math.max(engineFree, cf);
   }
   out.engineFree = engineFree;

@@ -48,12 +48,6 @@ export function get32(b: Uint8Array, o: number): number {
   return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 }
 
-/** Load a u64 address at `o`: NaN above 2^53 - 1 (as readAddr). */
-export function getAddr(b: Uint8Array, o: number): number {
-  const hi = get32(b, o + 4);
-  return hi > 0x1fffff ? Number.NaN : hi * 0x100000000 + get32(b, o);
-}
-
 /** Read a u64 that must be a safe JS integer (every address ccsim emits is below 2^53). */
 export function readAddr(view: DataView, offset: number): number {
   const v = view.getBigUint64(offset, true);

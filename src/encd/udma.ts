@@ -9,7 +9,7 @@
 // source; its META descriptor carries the op word in meta_ctrl and the packet length in word 2.
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
-import { checkAddr, field, get32, getAddr, put32 } from "./bits.ts";
+import { checkAddr, field, get32, put32 } from "./bits.ts";
 
 export const DESC_BYTES = 16;
 export const MAX_DESC_BYTES = 65536;
@@ -213,7 +213,10 @@ export function readTx(ring: Uint8Array, offset: number, out: DescFields): DescF
   out.last = (w0 & LEN_CTRL.LAST) !== 0;
   out.concat = (w0 & LEN_CTRL.CONCAT) !== 0;
   out.dmb = (w0 & LEN_CTRL.DMB) !== 0;
-  out.src = getAddr(ring, offset + 8);
+  // The u64 address at +8, NaN above 2^53 - 1 (as readAddr), written out here: a call the engines'
+  // decode does not inline boxes the address it returns.
+  const hi = get32(ring, offset + 12);
+  out.src = hi > 0x1fffff ? Number.NaN : hi * 0x100000000 + get32(ring, offset + 8);
   return out;
 }
 
@@ -225,7 +228,9 @@ export function readRx(ring: Uint8Array, offset: number, out: DescFields): DescF
   out.ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
   out.last = (w0 & LEN_CTRL.LAST) !== 0;
   out.strongOrder = (w0 & LEN_CTRL.STRONG_ORDER_WR) !== 0;
-  out.dst = getAddr(ring, offset + 8);
+  // (The address at +8, written out as in readTx.)
+  const hi = get32(ring, offset + 12);
+  out.dst = hi > 0x1fffff ? Number.NaN : hi * 0x100000000 + get32(ring, offset + 8);
   return out;
 }
 
