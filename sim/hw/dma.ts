@@ -6,7 +6,7 @@ import { addressFields, describeAddress, readAddress } from "../../src/encd/addr
 import type { TraceSink } from "../trace.ts";
 import { DESC_BYTES, descFields, readRx, readTx } from "../../src/encd/udma.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
-import type { DescPages } from "../../src/encd/pages.ts";
+import { PAGE_DESCS, type DescPages } from "../../src/encd/pages.ts";
 import type { DescriptorFeed } from "../../src/encd/image.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { cceReduce } from "./cce.ts";
@@ -76,14 +76,28 @@ export class RingSide {
   static streamed(pages: DescPages, count: number, feed: DescriptorFeed | undefined): RingSide {
     return new RingSide(count, undefined, pages, feed);
   }
+  /** The page of the last descriptor looked up, and the descriptors [lo, hi) it held then (indices only grow). */
+  private cur: Uint8Array | undefined;
+  private lo = 0;
+  private hi = 0;
+
   /** The bytes holding descriptor `i` (read it at `offset(i)`), fed first if it has not arrived. */
   bytes(i: number): Uint8Array {
-    if (this.whole) return this.whole;
+    if (i >= this.lo && i < this.hi) return this.cur!;
+    if (this.whole) {
+      this.cur = this.whole;
+      this.hi = this.count;
+      return this.whole;
+    }
     const pages = this.pages!;
     while (i >= pages.count) {
       if (!this.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${this.count} never arrived: its feed ended at ${pages.count}`, { value: i });
     }
-    return pages.page(i);
+    // The rest of its page that has arrived (a page is never dropped before the engine passes it).
+    this.cur = pages.page(i);
+    this.lo = i;
+    this.hi = Math.min(pages.count, i - (i % PAGE_DESCS) + PAGE_DESCS);
+    return this.cur;
   }
   offset(i: number): number {
     return this.whole ? i * DESC_BYTES : this.pages!.offsetOf(i);

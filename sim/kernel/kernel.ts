@@ -29,7 +29,9 @@ export class Kernel {
 
   /** Schedule `fn` at absolute time `t` (not before now). */
   at(t: Tick, prio: Prio, fn: () => void): void {
-    if (!Number.isSafeInteger(t) || t < this.now) throw new SimError("SIM1001", `event time ${t} is not an integer at or after t=${this.now}`, { value: t });
+    // (The error is built elsewhere: a small `at` is inlined where events are scheduled, so the
+    // time is not boxed to be passed.)
+    if (!Number.isSafeInteger(t) || t < this.now) this.badTime(t);
     const key = prio * PRIO_SCALE + this.seq++;
     if (this.size === this.times.length) this.grow();
     const times = this.times;
@@ -43,6 +45,10 @@ export class Kernel {
       i = parent;
     }
     this.put(i, t, key, fn);
+  }
+
+  private badTime(t: number): never {
+    throw new SimError("SIM1001", `event time ${t} is not an integer at or after t=${this.now}`, { value: t });
   }
 
   /** Heap slot `from`'s event into slot `to`. */
