@@ -334,7 +334,7 @@ export class DmaEngine {
     let data: Uint8Array | undefined;
     if (!dropped) {
       if (p.op !== undefined) {
-        data = cceReduce(p.op, p.dtype, this.sources(p).map((s) => mem.read(s.off, s.len)));
+        data = cceReduce(p.op, p.dtype, this.readSources(mem, p));
         // Replication: the one result lands at every destination.
         if (data.length < p.bytes) {
           const result = data;
@@ -394,21 +394,41 @@ export class DmaEngine {
       // The engine is free once its data is on the first link; later hops buffer and forward.
       const sourceStages = links.length > 0 ? n - links.length + 1 : n;
       if (!sameHbm && toHbm) this.stage(n++, host.fabric.hbm[host.home(dstDevice)], len, 0, 0);
-      const trace = host.trace;
-      const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, trace ? (res, bytes, a, b) => res.name.startsWith("link") && trace.link(res.name, bytes, a, b) : undefined, n, this.timing);
+      const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, host.trace ? this.linkTracer(host.trace) : undefined, n, this.timing);
       engineFree = Math.max(engineFree, t.engineFree);
       // A semaphore write lands after every earlier write of its queue (it signals their completion).
       const land = toHbm ? t.land : Math.max(t.land, q.lastLand);
       q.lastLand = Math.max(q.lastLand, land);
-      const piece = data?.subarray(o, o + len);
+      // (The whole of a one-destination packet's data is its piece: no view made.)
+      const piece = data === undefined ? undefined : o === 0 && len === data.length ? data : data.subarray(o, o + len);
       // A replicated reduce's one result lands at each destination.
       const sym = stream && { stream, at: o % stream.length };
       o += len;
       const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land };
-      if (piece || !toHbm || !host.quiet(dstDevice, dstOffset, len)) k.at(land, Prio.LAND, () => host.land(addr, this.device, piece, len, wacc, sym));
-      trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
+      if (piece || !toHbm || !host.quiet(dstDevice, dstOffset, len)) this.landAt(land, addr, piece, len, wacc, sym);
+      host.trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, this.freed);
+  }
+
+  // The closures of the packet path live in these methods: a closure in `run` that captures its
+  // locals would make it allocate a context for them on every packet, closure made or not.
+
+  /** Schedule a write's landing. */
+  private landAt(land: Tick, addr: number, piece: Uint8Array | undefined, len: number, wacc: Access | undefined, sym: SymPiece | undefined): void {
+    this.host.kernel.at(land, Prio.LAND, () => this.host.land(addr, this.device, piece, len, wacc, sym));
+  }
+
+  /** The sources' bytes (a payload run's reduce). */
+  private readSources(mem: LocalMemory, p: Packet): Uint8Array[] {
+    return this.sources(p).map((s) => mem.read(s.off, s.len));
+  }
+
+  /** Busy spans of links, for a trace. */
+  private linkTracer(trace: TraceSink): (res: Resource, bytes: number, start: Tick, end: Tick) => void {
+    return (res, bytes, a, b) => {
+      if (res.name.startsWith("link")) trace.link(res.name, bytes, a, b);
+    };
   }
 
   /** The packet's sources as local HBM ranges (payload and symbolic runs). */

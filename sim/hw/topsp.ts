@@ -53,6 +53,20 @@ class ChannelRun {
   complTarget = 0;
   steps = 0;
   waiting: WaitState | undefined;
+  /**
+   * The wait in progress (a channel waits for one thing at a time): semaphores [base, base + n)
+   * each to reach `target`, decremented by `dec`, the `f`-th now, since `since`; then `next`.
+   * Kept here, with the callbacks made once, so a step allocates nothing.
+   */
+  readonly wait = { sema: 0, role: "", target: 0 };
+  base = 0;
+  n = 0;
+  dec = 0;
+  f = 0;
+  since: Tick = 0;
+  next: Next = Next.RECV;
+  resume: () => void = () => {};
+  issued: () => void = () => {};
   constructor(cfg: ChannelConfig, recv: number, send: number, compl: number) {
     this.cfg = cfg;
     this.recv = recv;
@@ -60,6 +74,10 @@ class ChannelRun {
     this.compl = compl;
   }
 }
+
+/** What a channel does once its wait is over. */
+const Next = { RECV: 0, CREDIT: 1, ISSUE: 2, DONE: 3 } as const;
+type Next = (typeof Next)[keyof typeof Next];
 
 export class Topsp {
   readonly device: number;
@@ -173,6 +191,9 @@ export class Topsp {
         if (cfg.foldN === 0 || cfg.prev.foldN === 0 || cfg.next.foldN === 0) throw new SimError("SIM1407", `${this.name} channel ${c}: fold_n is 0`, { value: c });
         if (!this.image.slotSpad[cfg.spadSlotIdx]) throw new SimError("SIM1408", `${this.name} channel ${c}: no slot scratchpad ${cfg.spadSlotIdx}`, { value: cfg.spadSlotIdx });
         run = new ChannelRun(cfg, this.localSema(cfg.recvSema, "recv_sema"), this.localSema(cfg.sendSema, "send_sema"), this.localSema(cfg.dmaComplSema, "dma_compl_sema"));
+        const r = run;
+        r.resume = () => this.waited(r);
+        r.issued = () => this.rang(r);
         this.channels.set(c, run);
       }
       this.step(run);
@@ -181,24 +202,54 @@ export class Topsp {
 
   /**
    * Wait until each of `n` consecutive semaphores from `base` reaches `target`, decrementing each by
-   * `dec` (from the `f`-th on). Methods, not local closures, on this per-step path.
+   * `dec`, then go on to `next`. The wait's state lives on the channel (see ChannelRun.wait).
    */
-  private waitAll(run: ChannelRun, base: number, n: number, role: string, target: number, dec: number, then: () => void, f = 0): void {
-    if (f === n) {
+  private waitAll(run: ChannelRun, base: number, n: number, role: string, target: number, dec: number, next: Next): void {
+    run.base = base;
+    run.n = n;
+    run.wait.role = role;
+    run.wait.target = target;
+    run.dec = dec;
+    run.next = next;
+    run.f = 0;
+    this.waitNext(run);
+  }
+
+  /** The channel's wait, from semaphore `run.f` on. */
+  private waitNext(run: ChannelRun): void {
+    if (run.f === run.n) {
       run.waiting = undefined;
-      then();
+      this.proceed(run);
       return;
     }
-    const sema = base + f;
-    run.waiting = { sema, role, target };
-    const since = this.host.kernel.now;
-    this.semas.waitGe(sema, target, () => {
-      this.clock?.acquire(this.semas.published(sema));
-      const now = this.host.kernel.now;
-      if (now > since) this.host.trace?.wait(this.device, this.index, run.cfg.channelId, sema, role, target, since, now);
-      if (dec > 0) this.semas.write(sema, "dec", dec);
-      this.waitAll(run, base, n, role, target, dec, then, f + 1);
-    });
+    run.wait.sema = run.base + run.f;
+    run.waiting = run.wait;
+    run.since = this.host.kernel.now;
+    this.semas.waitGe(run.wait.sema, run.wait.target, run.resume);
+  }
+
+  /** One semaphore of the channel's wait has reached its target. */
+  private waited(run: ChannelRun): void {
+    const sema = run.wait.sema;
+    this.clock?.acquire(this.semas.published(sema));
+    const now = this.host.kernel.now;
+    if (now > run.since) this.host.trace?.wait(this.device, this.index, run.cfg.channelId, sema, run.wait.role, run.wait.target, run.since, now);
+    if (run.dec > 0) this.semas.write(sema, "dec", run.dec);
+    run.f++;
+    this.waitNext(run);
+  }
+
+  private proceed(run: ChannelRun): void {
+    switch (run.next) {
+      case Next.RECV:
+        return this.waitRecv(run);
+      case Next.CREDIT:
+        return this.waitCredit(run);
+      case Next.ISSUE:
+        return this.issue(run);
+      case Next.DONE:
+        return this.channelDone();
+    }
   }
 
   /** Run the channel's next step: its waits first (credit drain, receive count, send credit), then the doorbells. */
@@ -212,34 +263,38 @@ export class Topsp {
       if (run.repeatLeft === 0) throw new SimError("SIM1410", `${this.name} channel ${run.cfg.channelId}: step with repeat 0`, { value: run.cursor });
     }
     const e = run.entry!;
-    if (e.flags & StepFlag.DRAIN_CREDIT) this.waitAll(run, run.send, run.cfg.next.foldN, "credit drain", e.drainTarget, 0, () => this.waitRecv(run, e));
-    else this.waitRecv(run, e);
+    if (e.flags & StepFlag.DRAIN_CREDIT) this.waitAll(run, run.send, run.cfg.next.foldN, "credit drain", e.drainTarget, 0, Next.RECV);
+    else this.waitRecv(run);
   }
 
-  private waitRecv(run: ChannelRun, e: SlotEntry): void {
-    if (e.flags & StepFlag.WAIT_RECV) this.waitAll(run, run.recv, run.cfg.prev.foldN, "recv count", 1, 1, () => this.waitCredit(run, e));
-    else this.waitCredit(run, e);
+  private waitRecv(run: ChannelRun): void {
+    if (run.entry!.flags & StepFlag.WAIT_RECV) this.waitAll(run, run.recv, run.cfg.prev.foldN, "recv count", 1, 1, Next.CREDIT);
+    else this.waitCredit(run);
   }
 
-  private waitCredit(run: ChannelRun, e: SlotEntry): void {
-    if (e.flags & StepFlag.WAIT_CREDIT) this.waitAll(run, run.send, run.cfg.next.foldN, "send credit", 1, 1, () => this.issue(run, e));
-    else this.issue(run, e);
+  private waitCredit(run: ChannelRun): void {
+    if (run.entry!.flags & StepFlag.WAIT_CREDIT) this.waitAll(run, run.send, run.cfg.next.foldN, "send credit", 1, 1, Next.ISSUE);
+    else this.issue(run);
   }
 
-  private issue(run: ChannelRun, e: SlotEntry): void {
-    this.busy(this.timing.stepIssuePs, () => {
-      if (e.s2m > 0) this.host.mmio(this.device, run.cfg.bcastS2mTail, e.s2m, run.cfg.bcastMask, this.clock?.snapshot());
-      if (e.m2s > 0) this.host.mmio(this.device, run.cfg.bcastM2sTail, e.m2s, run.cfg.bcastMask, this.clock?.snapshot());
-      run.repeatLeft--;
-      run.steps++;
-      if (e.flags & StepFlag.LAST_SYNC) {
-        if (run.repeatLeft !== 0) throw new SimError("SIM1411", `${this.name} channel ${run.cfg.channelId}: LAST_SYNC step with repeat ${e.repeat}`, { value: e.repeat });
-        run.complTarget += 1;
-        this.waitAll(run, run.compl, run.cfg.foldN, "dma completion", run.complTarget, 0, () => this.channelDone());
-      } else {
-        this.step(run);
-      }
-    });
+  private issue(run: ChannelRun): void {
+    this.busy(this.timing.stepIssuePs, run.issued);
+  }
+
+  /** The step's doorbells, once the core has issued it; then the next step, or the completion wait. */
+  private rang(run: ChannelRun): void {
+    const e = run.entry!;
+    if (e.s2m > 0) this.host.mmio(this.device, run.cfg.bcastS2mTail, e.s2m, run.cfg.bcastMask, this.clock?.snapshot());
+    if (e.m2s > 0) this.host.mmio(this.device, run.cfg.bcastM2sTail, e.m2s, run.cfg.bcastMask, this.clock?.snapshot());
+    run.repeatLeft--;
+    run.steps++;
+    if (e.flags & StepFlag.LAST_SYNC) {
+      if (run.repeatLeft !== 0) throw new SimError("SIM1411", `${this.name} channel ${run.cfg.channelId}: LAST_SYNC step with repeat ${e.repeat}`, { value: e.repeat });
+      run.complTarget += 1;
+      this.waitAll(run, run.compl, run.cfg.foldN, "dma completion", run.complTarget, 0, Next.DONE);
+    } else {
+      this.step(run);
+    }
   }
 
   /** The next step of the mesh step stream: the counts one DMA leg hands to its queues. */
