@@ -5,7 +5,7 @@
 // simulation's feed takes the next batch (waiting if it is not there yet) whenever an engine
 // needs a descriptor that has not arrived. The rings receive the same bytes in the same order as
 // when the pass runs in the simulation's thread, so nothing the run computes changes; the worker
-// keeps at most AHEAD batches unread, so memory stays proportional to what is in flight.
+// keeps at most AHEAD descriptors (16 MiB) unread, so memory stays proportional to what is in flight.
 import { availableParallelism } from "node:os";
 import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { streamPass, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
@@ -19,8 +19,8 @@ import { errorData, moduleWorker, revive, type ErrorData } from "./parallel.ts";
 export const THREAD_MIN_DESCRIPTORS = 1_000_000;
 /** Descriptors a batch gathers before it is posted (1 MiB of them; in practice up to one step's worth more). */
 const BATCH_DESCRIPTORS = 1 << 16;
-/** Batches the worker may have posted and the run not yet taken. */
-const AHEAD = 8;
+/** Descriptors the worker may have posted and the run not yet taken (16 MiB; a batch more when one step is bigger). */
+const AHEAD = 1 << 20;
 /** How long the run waits for a batch while the worker shows no sign of life (no step composed) before it gives up. */
 const STALL_MS = 60_000;
 /** Shared counters: batches posted, batches taken, a stop flag, and steps composed (the worker's heartbeat). */
@@ -229,6 +229,10 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
     const src = streamPass(job, stores);
     let posted = 0;
     let steps = 0;
+    /** Descriptors of each batch posted (to know how many the run has not taken). */
+    const sizes: number[] = [];
+    let untaken = 0;
+    let counted = 0;
     for (let more = true; more; ) {
       // Steps until a batch's worth is waiting (or the pass ends).
       let waiting = 0;
@@ -255,13 +259,16 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
       }
       const batch: Batch = { parts: Int32Array.from(parts), steps, bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()] }) };
       port.postMessage(batch, [buffer]);
+      sizes.push(waiting);
+      untaken += waiting;
       Atomics.store(ctrl, POSTED, ++posted);
       Atomics.notify(ctrl, POSTED);
-      // Stay at most AHEAD batches ahead of the run.
+      // Stay at most AHEAD descriptors ahead of the run.
       for (;;) {
         if (Atomics.load(ctrl, STOP)) return;
         const taken = Atomics.load(ctrl, TAKEN);
-        if (posted - taken < AHEAD) break;
+        for (; counted < taken; counted++) untaken -= sizes[counted]!;
+        if (untaken < AHEAD) break;
         Atomics.wait(ctrl, TAKEN, taken, 1000);
       }
     }
