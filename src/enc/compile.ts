@@ -104,9 +104,19 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
  * program of several pods whose pods are alike (encd/fold.ts) holds pod 0 alone.
  */
 export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], opts: { readonly fold?: boolean; readonly runner?: FeedRunner } = {}): CompiledProgram {
+  opts.runner?.warm?.(scn, opIndices);
+  try {
+    return compileStreamedWith(scn, spec, opIndices, opts);
+  } catch (e) {
+    // A program refused while counting: a thread started for it goes.
+    opts.runner?.cancel?.();
+    throw e;
+  }
+}
+
+function compileStreamedWith(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], opts: { readonly fold?: boolean; readonly runner?: FeedRunner }): CompiledProgram {
   const podNodes = podNodesOf(spec.topology, scn.nodes);
   const pods = scn.nodes / podNodes;
-  opts.runner?.warm?.(scn, opIndices);
   if (!opts.fold || pods < 2) return streamed(scn, spec, opIndices, opts.runner);
   // Compose pod 0's rings only (the others counted and hashed), if every pod's program is pod 0's.
   const unitDevices = podNodes * idsPerNodeOf(scn, spec);
@@ -168,6 +178,8 @@ export interface FeedSource {
 export interface FeedRunner {
   /** Before the counting pass: a chance to get ready (start a thread) for this program. */
   warm?(scn: Scenario, opIndices: readonly number[]): void;
+  /** The compile failed: let go of what `warm` started. */
+  cancel?(): void;
   /** Run the streaming pass elsewhere into `stores`, or decline (undefined: it runs here). */
   run(job: StreamJob, stores: Map<string, VringStore>): FeedSource | undefined;
 }

@@ -42,13 +42,6 @@ interface Batch {
   readonly error?: ErrorData;
 }
 
-/**
- * The runner of `compileStreamed` that puts a big program's streaming pass on a worker thread:
- * when the machine has a second core, this is the main thread (a sweep's jobs already use the
- * cores), and the program has at least `minDescriptors` descriptors. The worker is started before
- * the counting pass when the ops look big enough (its start overlaps the count), and let go if the
- * count says otherwise. One runner serves one compile.
- */
 /** How a thread feed runs: `composeWhileStarting` (default true, see `attach`); for tests, how long a silent worker is waited for, and the worker's entry (another export stands for a worker that fails to start). */
 export interface ThreadFeedOptions {
   readonly composeWhileStarting?: boolean;
@@ -56,6 +49,13 @@ export interface ThreadFeedOptions {
   readonly entry?: string;
 }
 
+/**
+ * The runner of `compileStreamed` that puts a big program's streaming pass on a worker thread:
+ * when the machine has a second core, this is the main thread (a sweep's jobs already use the
+ * cores), and the program has at least `minDescriptors` descriptors. The worker is started before
+ * the counting pass when the ops look big enough (its start overlaps the count), and let go if the
+ * count says otherwise. One runner serves one compile.
+ */
 export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: ThreadFeedOptions = {}): FeedRunner & { readonly threads: { started: number; used: number } } {
   let booted: Thread | undefined;
   const usable = () => isMainThread && availableParallelism() >= 2;
@@ -71,6 +71,10 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
       // four); a program moving half a KiB a descriptor of the floor may have enough.
       const moved = opIndices.reduce((n, i) => n + scn.ops[i]!.bytes * scn.ranks, 0);
       if (!booted && usable() && moved >= minDescriptors * 512) booted = start();
+    },
+    cancel() {
+      booted?.close();
+      booted = undefined;
     },
     run(job, stores) {
       const t = booted;
@@ -127,7 +131,10 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
   const { port, ctrl } = t;
   const rings = job.keys.map((k) => {
     const s = stores.get(k);
-    if (!s) throw new InternalError(`streamed ring ${k} has no store`);
+    if (!s) {
+      t.close();
+      throw new InternalError(`streamed ring ${k} has no store`);
+    }
     return s;
   });
   port.postMessage(job);

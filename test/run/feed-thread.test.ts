@@ -140,6 +140,22 @@ describe("the streaming composition on a worker thread", () => {
     expect(src.step()).toBe(false);
   });
 
+  it("a program refused while counting lets the thread it started go", () => {
+    const spec = loadDevice("trn1");
+    // A broadcast: the dispatcher does not serve it (CMP1202), found while counting.
+    const scn = scenarioOf({ name: "refused", instance: "trn1", ranks: 8, ops: [{ op: "broadcast", bytes: 8 << 20 }] });
+    const runner = threadFeed(1);
+    let closed = 0;
+    const cancel = runner.cancel!.bind(runner);
+    runner.cancel = () => {
+      closed++;
+      cancel();
+    };
+    expect(() => compileStreamed(scn, spec, [0], { runner })).toThrow(/not supported operation/);
+    expect(runner.threads.started).toBe(1);
+    expect(closed).toBe(1);
+  });
+
   it("a thread that fails to start: the run composes here, or (fed from the thread) gives up with an internal error", () => {
     const spec = loadDevice("trn1");
     const scn = scenarioOf(SHAPES[0]!);
