@@ -17,7 +17,7 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
   --jobs N           worker threads (default: this machine's cores); counts do not depend on it
   --knobs            also vary channels, priority classes and a second op on another stream
-  --verbose          one line per case
+  --verbose          one line per case (on one thread, as each case ends)
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
 
 Each case either passes (runs, and its values check where checked) or is refused by the runtime
@@ -84,7 +84,17 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const counts = new Map<string, Map<string, number>>();
   const failures: string[] = [];
   const t0 = performance.now();
-  const outcomes = jobs > 1 && list.length >= 2 * jobs ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs) : list.map((c) => runCase(c));
+  const line = (c: ConformanceCase, o: CaseOutcome): string => `${String(c.id).padStart(5)} ${o.kind.padEnd(7)} ${o.kind === "pass" ? o.algorithms.join(",") : o.code}  ${c.label}\n`;
+  const parallel = jobs > 1 && list.length >= 2 * jobs;
+  // On one thread, each case's line goes out as it ends (a run that stops says where it was);
+  // on several, all at the end, in case order.
+  const outcomes = parallel
+    ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs)
+    : list.map((c) => {
+        const o = runCase(c);
+        if (verbose) out(line(c, o));
+        return o;
+      });
   for (const [k, c] of list.entries()) {
     const o: CaseOutcome = outcomes[k]!;
     const preset = String(c.scenario["instance"]);
@@ -92,7 +102,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     const row = counts.get(preset) ?? new Map<string, number>();
     counts.set(preset, row.set(key, (row.get(key) ?? 0) + 1));
     if (o.kind === "fail") failures.push(`case ${c.id}: ${c.label}\n  ${o.message.split("\n").slice(0, 4).join("\n  ")}`);
-    if (verbose) out(`${String(c.id).padStart(5)} ${o.kind.padEnd(7)} ${o.kind === "pass" ? o.algorithms.join(",") : o.code}  ${c.label}\n`);
+    if (verbose && parallel) out(line(c, o));
   }
   out(`conformance: ${list.length} cases, seed ${seed}, sizes up to ${maxBytes} B, ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   const totals = new Map<string, number>();

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { generateCases, loadPresets, runCase, REFUSAL_CODES, CONFORMANCE_PRESETS } from "../../src/run/conformance.ts";
 import { SCENARIO_OP_NAMES } from "../../src/ir/spec.ts";
+import { main } from "../../src/cli/conformance.ts";
 
 const CASES = Number(process.env.CCSIM_CONFORMANCE_CASES ?? 160);
 const SEED = Number(process.env.CCSIM_CONFORMANCE_SEED ?? 20261202);
@@ -37,5 +38,22 @@ describe("conformance matrix with channels, priority classes and a second op on 
     const o = runCase(c);
     if (o.kind === "fail") expect.fail(`${o.code}: ${o.message}`);
     if (o.kind === "refused") expect(REFUSAL_CODES.has(o.code)).toBe(true);
+  });
+});
+
+describe("npm run conformance --verbose", () => {
+  it("on one thread (lines as cases end) the lines and the summary are those of two threads", () => {
+    const run = (jobs: string) => {
+      const lines: string[] = [];
+      const code = main(["--cases", "6", "--seed", "3", "--jobs", jobs, "--verbose"], (s) => lines.push(s), () => {});
+      expect(code).toBe(0);
+      return lines;
+    };
+    const one = run("1");
+    const two = run("2");
+    // The six case lines come first, one write each, before the summary.
+    expect(one.slice(0, 6).every((l) => /^\s+\d+ (pass|refused|fail) /.test(l))).toBe(true);
+    const noTime = (ls: string[]) => ls.join("").replace(/, [\d.]+ s\n/, "\n");
+    expect(noTime(one)).toBe(noTime(two));
   });
 });
