@@ -138,8 +138,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     if (f.kind === "link-down") {
       link.downAt = Math.round(f.atUs * 1e6);
       fabric.linksDown = true;
-    }
-    else {
+    } else {
       fabric.links.set(key, new Resource(link.name, link.rate / f.factor));
       faultNotes.push(`${link.name} slowed by ${f.factor} (fault)`);
     }

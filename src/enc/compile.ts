@@ -127,14 +127,13 @@ function compileStreamedWith(scn: Scenario, spec: DeviceSpec, opIndices: readonl
   if (reason !== undefined) {
     // Not alike: the count stands for the whole program, streamed as usual.
     validateCcops(counted.image);
-    const feed = feedOf(source({ scn, spec, opIndices, keys: [...stores.keys()], descriptors: descriptorsOf(counted.image) }, stores, opts.runner), counted.image);
+    const feed = feedOf(source(jobOf(scn, spec, opIndices, stores, counted.image), stores, opts.runner), counted.image);
     return { ...counted, image: { ...counted.image, feed }, folding: { folded: false, pods, reason } };
   }
   const image = { ...counted.image, devices: counted.image.devices.filter((d) => d.device < unitDevices), fold: { units: pods, unitDevices } };
   validateCcops(image);
   // The streaming pass composes pod 0's ring-type channels only; its rings must hash as counted.
-  const job = { scn, spec, opIndices, keys: [...stores.keys()], unitDevices, descriptors: descriptorsOf(image) };
-  const feed = feedOf(source(job, stores, opts.runner), image, (hashed) => {
+  const feed = feedOf(source(jobOf(scn, spec, opIndices, stores, image, unitDevices), stores, opts.runner), image, (hashed) => {
     for (const [key, value] of hashed) {
       if (value !== fold.signatures.get(key)?.value) throw new InternalError(`ring ${key}: the streamed composition emitted other descriptors than the counting one`);
     }
@@ -146,7 +145,7 @@ function compileStreamedWith(scn: Scenario, spec: DeviceSpec, opIndices: readonl
 function streamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], runner: FeedRunner | undefined): CompiledProgram {
   const stores = new Map<string, VringStore>();
   const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores }))!;
-  const feed = feedOf(source({ scn, spec, opIndices, keys: [...stores.keys()], descriptors: descriptorsOf(counted.image) }, stores, runner), counted.image);
+  const feed = feedOf(source(jobOf(scn, spec, opIndices, stores, counted.image), stores, runner), counted.image);
   return { ...counted, image: { ...counted.image, feed } };
 }
 
@@ -199,11 +198,11 @@ function source(job: StreamJob, stores: Map<string, VringStore>, runner: FeedRun
   return runner?.run(job, stores) ?? streamPass(job, stores);
 }
 
-/** Descriptors of an image's streamed rings. */
-function descriptorsOf(image: ProgramImage): number {
-  let n = 0;
-  for (const d of image.devices) for (const q of d.queues) if (q.streamed) n += q.streamed.txCount + q.streamed.rxCount;
-  return n;
+/** The streaming pass of a counted program: its rings (`stores`' keys) and the descriptors the devices `image` holds will get. */
+function jobOf(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], stores: Map<string, VringStore>, image: ProgramImage, unitDevices?: number): StreamJob {
+  let descriptors = 0;
+  for (const d of image.devices) for (const q of d.queues) if (q.streamed) descriptors += q.streamed.txCount + q.streamed.rxCount;
+  return { scn, spec, opIndices, keys: [...stores.keys()], ...(unitDevices === undefined ? {} : { unitDevices }), descriptors };
 }
 
 /** The feed of a streamed image: the second composition, run on demand; it must emit exactly what the first counted. */
