@@ -2,15 +2,16 @@
 // round-robin at packet boundaries, one packet at a time; in-engine reduce for CCE packets.
 import { SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
-import { addressFields, describeAddress, readAddress } from "../../src/encd/address.ts";
+import { addressFields, describeAddress, HBM_LIMIT, hbmAddr, readAddress } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
-import { DESC_BYTES, descFields, readRx, readTx } from "../../src/encd/udma.ts";
+import { DESC_BYTES, descFields, readRxWords, readTxWords } from "../../src/encd/udma.ts";
+import { wordsOf } from "../../src/encd/bits.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
 import { PAGE_DESCS, type DescPages } from "../../src/encd/pages.ts";
 import type { DescriptorFeed } from "../../src/encd/image.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { cceReduce } from "./cce.ts";
-import { pipeline, type Fabric, type PacketTiming, type Stage } from "./fabric.ts";
+import { PacketClock, type Fabric } from "./fabric.ts";
 import type { Access, Clock, QueueClock, RaceDetector } from "../verify/races.ts";
 import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
 import { howOf } from "../../src/ir/dtypes.ts";
@@ -76,31 +77,45 @@ export class RingSide {
   static streamed(pages: DescPages, count: number, feed: DescriptorFeed | undefined): RingSide {
     return new RingSide(count, undefined, pages, feed);
   }
-  /** The page of the last descriptor looked up, and the descriptors [lo, hi) it held then (indices only grow). */
-  private cur: Uint8Array | undefined;
+  /**
+   * The words of the last descriptor's page (or of the whole ring) looked up: descriptor `base`
+   * at word 0, descriptors [lo, hi) held then (indices only grow).
+   */
+  private cur: Uint32Array | undefined;
+  private base = 0;
   private lo = 0;
   private hi = 0;
+  /** Where `words` found its descriptor: its first word's index. */
+  at = 0;
 
-  /** The bytes holding descriptor `i` (read it at `offset(i)`), fed first if it has not arrived. */
-  bytes(i: number): Uint8Array {
-    if (i >= this.lo && i < this.hi) return this.cur!;
-    if (this.whole) {
-      this.cur = this.whole;
-      this.hi = this.count;
-      return this.whole;
+  /** The little-endian words holding descriptor `i` (it starts at word `at`), fed first if it has not arrived. */
+  words(i: number): Uint32Array {
+    if (i >= this.lo && i < this.hi) {
+      this.at = (i - this.base) << 2;
+      return this.cur!;
     }
-    const pages = this.pages!;
-    while (i >= pages.count) {
-      if (!this.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${this.count} never arrived: its feed ended at ${pages.count}`, { value: i });
-    }
-    // The rest of its page that has arrived (a page is never dropped before the engine passes it).
-    this.cur = pages.page(i);
-    this.lo = i;
-    this.hi = Math.min(pages.count, i - (i % PAGE_DESCS) + PAGE_DESCS);
-    return this.cur;
+    return this.load(i);
   }
-  offset(i: number): number {
-    return this.whole ? i * DESC_BYTES : this.pages!.offsetOf(i);
+
+  private load(i: number): Uint32Array {
+    if (this.whole) {
+      this.cur = wordsOf(this.whole);
+      this.base = 0;
+      this.lo = 0;
+      this.hi = this.count;
+    } else {
+      const pages = this.pages!;
+      while (i >= pages.count) {
+        if (!this.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${this.count} never arrived: its feed ended at ${pages.count}`, { value: i });
+      }
+      // The rest of its page that has arrived (a page is never dropped before the engine passes it).
+      this.cur = wordsOf(pages.page(i));
+      this.base = i - (i % PAGE_DESCS);
+      this.lo = i;
+      this.hi = Math.min(pages.count, this.base + PAGE_DESCS);
+    }
+    this.at = (i - this.base) << 2;
+    return this.cur;
   }
   /** The engine has run every descriptor below `upTo`. */
   release(upTo: number): void {
@@ -174,22 +189,31 @@ export class DmaEngine {
   private readonly params: EngineParams;
   /** The packet being started, and the record descriptors decode into (reused). */
   private readonly pkt = new Packet();
-  private readonly timing: PacketTiming = { engineFree: 0, land: 0 };
+  /** The timing of the packet being started (reused). */
+  private readonly clock = new PacketClock();
   private readonly fields = descFields();
   /** The record addresses decode into (read at once, never kept). */
   private readonly addr = addressFields();
   /** Its device's HBM (looked up at the first packet). */
   private mem: LocalMemory | undefined;
-  /** The route of the last packet's destination device. */
-  private routeTo = -1;
-  private routeLinks: readonly Resource[] = [];
+  /** Its own HBM's first address (`local`), and its HBM. */
+  private readonly own: number;
+  private readonly ownHbm: Resource | undefined;
+  /** The last destination device (`toDevice`). */
+  private to = -1;
+  private toBase = Number.NaN;
+  private toLinks: readonly Resource[] = [];
+  private toHbm: Resource | undefined;
 
   constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
     this.host = host;
     this.device = device;
     this.index = index;
     this.params = params;
+    this.own = hbmAddr(device, 0);
+    this.ownHbm = host.fabric.hbm[device];
     this.res = new Resource(`dev${device}.dma${index}`, params.bytesPerSecond);
+    if (host.trace) this.clock.onBusy = this.linkTracer(host.trace);
   }
 
   addQueue(q: DmaQueue): void {
@@ -219,7 +243,8 @@ export class DmaEngine {
     if (q.txHead >= q.txTail) return false;
     const f = this.fields;
     const p = this.pkt;
-    readTx(q.tx.bytes(q.txHead), q.tx.offset(q.txHead), f);
+    const tx = q.tx;
+    readTxWords(tx.words(q.txHead), tx.at, f);
     if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, q.txHead)}: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
     let i = q.txHead;
     let op: number | undefined;
@@ -237,7 +262,7 @@ export class DmaEngine {
     let srcBytes = 0;
     for (;;) {
       if (i >= q.txTail) return false;
-      readTx(q.tx.bytes(i), q.tx.offset(i), f);
+      readTxWords(tx.words(i), tx.at, f);
       if (f.meta) throw new SimError("SIM1304", `${this.where(q, i)}: META descriptor inside a packet`, { value: i });
       if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, i)}: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
       if (!Number.isFinite(f.src)) throw new SimError("SIM1305", `${this.where(q, i)}: source address beyond 2^53`, { value: i });
@@ -255,9 +280,10 @@ export class DmaEngine {
     let nDst = 0;
     let got = 0;
     let j = q.rxHead;
+    const rx = q.rx;
     while (got < need) {
       if (j >= q.rxTail) return false;
-      readRx(q.rx.bytes(j), q.rx.offset(j), f);
+      readRxWords(rx.words(j), rx.at, f);
       if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
       if (dests > 1 && f.length !== bytes) throw new SimError("SIM1311", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: a replicated CCE packet of ${bytes} bytes needs ${dests} rx descriptors of that length, not ${f.length}`, { value: f.length });
       p.dstAddr[nDst] = f.dst;
@@ -297,13 +323,29 @@ export class DmaEngine {
 
   /** The local HBM offset `addr` reads (an engine reads its own device's HBM only). */
   private local(addr: number, len: number): number {
-    const a = readAddress(addr, this.device, this.addr);
-    if (a.kind !== "hbm" || a.device !== this.device) {
-      throw new SimError("SIM1309", `dev${this.device} dma${this.index} reads 0x${addr.toString(16)}, which is not its own HBM (${a.kind} of dev${a.device})`, { value: addr });
+    // Its own HBM is the addresses [own, own + HBM_LIMIT): one subtraction (the decode for the rest).
+    let off = addr - this.own;
+    if (!(off >= 0 && off < HBM_LIMIT)) {
+      const a = readAddress(addr, this.device, this.addr);
+      if (a.kind !== "hbm" || a.device !== this.device) {
+        throw new SimError("SIM1309", `dev${this.device} dma${this.index} reads 0x${addr.toString(16)}, which is not its own HBM (${a.kind} of dev${a.device})`, { value: addr });
+      }
+      off = a.offset;
     }
-    const off = a.offset;
     if (off + len > Number.MAX_SAFE_INTEGER) throw new SimError("SIM1305", "source range overflows", { value: addr });
     return off;
+  }
+
+  /**
+   * Where the last packet's destination device is kept: its HBM's addresses start at `toBase`, and
+   * the links to it and its HBM (its stand-in's, folded) are `toLinks` and `toHbm`. Packets go to a
+   * few devices, mostly the last one.
+   */
+  private toDevice(device: number): void {
+    this.to = device;
+    this.toBase = hbmAddr(device, 0);
+    this.toLinks = this.host.fabric.route(this.device, device);
+    this.toHbm = this.host.fabric.hbm[this.host.home(device)];
   }
 
   private run(q: DmaQueue, p: Packet): void {
@@ -359,23 +401,25 @@ export class DmaEngine {
     for (let j = 0; j < p.nDst; j++) {
       const addr = p.dstAddr[j]!;
       const len = p.dstLen[j]!;
-      const dst = readAddress(addr, this.device, this.addr);
-      const toHbm = dst.kind === "hbm";
-      const dstDevice = dst.device;
-      const dstOffset = dst.offset;
-      if ((!toHbm && dst.kind !== "sema") || dstDevice >= host.fabric.deviceCount) {
-        throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${addr.toString(16)}, which is not HBM or a semaphore`, { value: addr });
+      // Its HBM the usual case (the last device's, a subtraction away), else decoded.
+      let toHbm = true;
+      let dstDevice = this.to;
+      let dstOffset = addr - this.toBase;
+      if (!(dstOffset >= 0 && dstOffset < HBM_LIMIT)) {
+        const dst = readAddress(addr, this.device, this.addr);
+        toHbm = dst.kind === "hbm";
+        dstDevice = dst.device;
+        dstOffset = dst.offset;
+        if ((!toHbm && dst.kind !== "sema") || dstDevice >= host.fabric.deviceCount) {
+          throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${addr.toString(16)}, which is not HBM or a semaphore`, { value: addr });
+        }
+        if (dstDevice !== this.to) this.toDevice(dstDevice);
       }
       const first = j === 0;
       const share = Math.min(readsLeft, len + (first ? Math.max(0, readBytes - p.bytes) : 0));
       readsLeft -= share;
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
-      // (Its packets go to a few devices, mostly the last one: the route is kept.)
-      if (dstDevice !== this.routeTo) {
-        this.routeTo = dstDevice;
-        this.routeLinks = host.fabric.route(this.device, dstDevice);
-      }
-      const links = this.routeLinks;
+      const links = this.toLinks;
       let down: Resource | undefined;
       if (host.fabric.linksDown) for (const l of links) if (l.downAt !== undefined && k.now >= l.downAt) down ??= l;
       if (down) {
@@ -384,17 +428,16 @@ export class DmaEngine {
         host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${len}-byte write to ${describeAddress(addr, this.device)} and stops`);
         return;
       }
-      const srcHbm = host.fabric.hbm[this.device]!;
       const sameHbm = links.length === 0 && toHbm;
-      // The packet's stages, in the engine's reused records: engine, source HBM, links, destination HBM.
-      let n = 0;
-      this.stage(n++, this.res, len, first ? fixed : 0, 0);
-      this.stage(n++, srcHbm, share + (sameHbm ? len : 0), 0, 0);
-      for (let h = 0; h < links.length; h++) this.stage(n++, links[h], len, 0, host.fabric.latencyPs);
+      // The packet's stages on the engine's reused clock: engine, source HBM, links, destination HBM.
       // The engine is free once its data is on the first link; later hops buffer and forward.
-      const sourceStages = links.length > 0 ? n - links.length + 1 : n;
-      if (!sameHbm && toHbm) this.stage(n++, host.fabric.hbm[host.home(dstDevice)], len, 0, 0);
-      const t = pipeline(Math.max(k.now, engineFree), this.stages, sourceStages, host.trace ? this.linkTracer(host.trace) : undefined, n, this.timing);
+      const c = this.clock;
+      c.begin(Math.max(k.now, engineFree));
+      c.stage(this.res, len, first ? fixed : 0, 0, true);
+      c.stage(this.ownHbm, share + (sameHbm ? len : 0), 0, 0, true);
+      for (let h = 0; h < links.length; h++) c.stage(links[h], len, 0, host.fabric.latencyPs, h === 0);
+      if (!sameHbm && toHbm) c.stage(this.toHbm, len, 0, 0, false);
+      const t = c.end();
       engineFree = Math.max(engineFree, t.engineFree);
       // A semaphore write lands after every earlier write of its queue (it signals their completion).
       const land = toHbm ? t.land : Math.max(t.land, q.lastLand);
@@ -441,19 +484,6 @@ export class DmaEngine {
     this.busy = false;
     this.kick();
   };
-
-  /** The stage records of the packet being timed, reused from packet to packet. */
-  private readonly stages: Stage[] = [];
-
-  private stage(i: number, res: Resource | undefined, bytes: number, fixedPs: number, latPs: number): void {
-    const st = this.stages[i];
-    if (st) {
-      st.res = res;
-      st.bytes = bytes;
-      st.fixedPs = fixedPs;
-      st.latPs = latPs;
-    } else this.stages[i] = { res, bytes, fixedPs, latPs };
-  }
 
   /** Descriptors handed to the engine but not yet taken (for hang reports). */
   pending(): { queue: number; tx: number; rx: number }[] {

@@ -2,7 +2,7 @@
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
 import { acrossNodes, podNodesOf, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
-import { transferPs, type Tick } from "../../src/ir/time.ts";
+import type { Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
 
 export class Fabric {
@@ -147,44 +147,73 @@ export interface PacketTiming {
 }
 
 /**
- * Timing of one packet through its stages. Contention is resolved on a latency-free timeline: each
- * resource serves its share of bytes (plus fixed cost) in the earliest free slot from the moment the
- * previous stage began serving (cut-through), and is free for other transfers outside that slot. The data
- * timeline adds the propagation delays: a stage finishes no earlier than its own service end plus
- * the latency accumulated before it, nor before the previous stage's data has arrived. Resources
- * with no rate limit and no fixed cost never contend. The result goes into `out` (a caller's reused
- * record) when given.
+ * Timing of one packet through its stages, added one by one (`begin`, `stage`..., `end`). Contention
+ * is resolved on a latency-free timeline: each resource serves its share of bytes (plus fixed cost)
+ * in the earliest free slot from the moment the previous stage began serving (cut-through), and is
+ * free for other transfers outside that slot. The data timeline adds the propagation delays: a
+ * stage finishes no earlier than its own service end plus the latency accumulated before it, nor
+ * before the previous stage's data has arrived. Resources with no rate limit and no fixed cost
+ * never contend. One clock is reused from packet to packet (an engine's): it allocates nothing.
  */
-export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void, count = stages.length, out: PacketTiming = { engineFree: 0, land: 0 }): PacketTiming {
-  // Written so that the engine keeps every time as a plain double: arithmetic from the start
-  // (`- 0`) and no time assigned on one branch only (either would make it box each time it
-  // changes: a dozen allocations per packet).
-  const start = t0 - 0;
-  let cs = start;
-  let finish = start;
-  let lat = 0;
-  let cumLat = 0;
-  let engineFree = start;
-  for (let i = 0; i < count; i++) {
-    const st = stages[i]!;
-    const res = st.res;
-    const own = st.fixedPs + (res ? transferPs(st.bytes, res.rate) : 0);
+export class PacketClock implements PacketTiming {
+  /** Spans resources are busy, when traced. */
+  onBusy: ((res: Resource, bytes: number, start: Tick, end: Tick) => void) | undefined = undefined;
+  engineFree: Tick = 0;
+  land: Tick = 0;
+  // Times stay plain doubles: arithmetic from the start (`- 0`) and no time assigned on one branch
+  // only (either would make V8 box each time it changes: a dozen allocations per packet).
+  private start = 0;
+  private cs = 0;
+  private finish = 0;
+  private lat = 0;
+  private cumLat = 0;
+
+  /** A packet that may start at `t0`. */
+  begin(t0: Tick): void {
+    const start = t0 - 0;
+    this.start = start;
+    this.cs = start;
+    this.finish = start;
+    this.lat = 0;
+    this.cumLat = 0;
+    this.engineFree = start;
+  }
+
+  /** Its next stage: `bytes` through `res` (none: only fixed time) plus `fixedPs`, then `latPs` of propagation; `source` stages hold the engine. */
+  stage(res: Resource | undefined, bytes: number, fixedPs: number, latPs: number, source: boolean): void {
+    const own = fixedPs + (res ? res.psFor(bytes) : 0);
     const busy = res !== undefined && own > 0;
-    cs = busy ? res.reserve(cs, own, start) - 0 : cs;
+    const cs = busy ? res.reserve(this.cs, own, this.start) - 0 : this.cs;
     const cf = cs + (busy ? own : 0);
     if (busy) {
       res.busyPs += own;
-      onBusy?.(res, st.bytes, cs, cf);
+      this.onBusy?.(res, bytes, cs, cf);
     }
-    if (res) res.bytes += st.bytes;
-    finish = Math.max(cf + cumLat, finish + lat);
-    lat = st.latPs;
-    cumLat += lat;
-    if (i < sourceStages) engineFree = Math.max(engineFree, cf);
+    if (res) res.bytes += bytes;
+    this.cs = cs;
+    this.finish = Math.max(cf + this.cumLat, this.finish + this.lat);
+    this.lat = latPs;
+    this.cumLat += latPs;
+    if (source) this.engineFree = Math.max(this.engineFree, cf);
   }
-  out.engineFree = engineFree;
-  out.land = finish + lat;
-  return out;
+
+  /** The packet's last stage has been added: `land` is when its last byte is at the destination. */
+  end(): PacketTiming {
+    this.land = this.finish + this.lat;
+    return this;
+  }
+}
+
+/** The timing of one packet through `stages` (the first `sourceStages` hold the engine). */
+export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void): PacketTiming {
+  const clock = new PacketClock();
+  clock.onBusy = onBusy;
+  clock.begin(t0);
+  for (let i = 0; i < stages.length; i++) {
+    const st = stages[i]!;
+    clock.stage(st.res, st.bytes, st.fixedPs, st.latPs, i < sourceStages);
+  }
+  return clock.end();
 }
 
 export type { Stage };

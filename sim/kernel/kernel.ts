@@ -1,5 +1,5 @@
 // The discrete-event kernel: events ordered by (time, priority, sequence), time in integer picoseconds.
-import type { Tick } from "../../src/ir/time.ts";
+import { transferPs, type Tick } from "../../src/ir/time.ts";
 import { SimError } from "../../src/ir/errors.ts";
 
 /** Priorities at equal time: data landing first, then cores waking, then issue, then engines. */
@@ -156,9 +156,21 @@ export class Resource {
   private booked: Float64Array = new Float64Array(16);
   private len = 0;
   private head = 0;
+  /** The last `psFor`: most packets are of one size. */
+  private lastBytes = -1;
+  private lastPs = 0;
   constructor(name: string, rate: number) {
     this.name = name;
     this.rate = rate;
+  }
+
+  /** Picoseconds to move `bytes` at the resource's rate (`transferPs`). */
+  psFor(bytes: number): Tick {
+    if (bytes !== this.lastBytes) {
+      this.lastPs = transferPs(bytes, this.rate);
+      this.lastBytes = bytes;
+    }
+    return this.lastPs;
   }
 
   /** Book `dur` at the earliest time >= `earliest` that is free; bookings ending before `now` are forgotten. */

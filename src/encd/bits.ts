@@ -48,6 +48,20 @@ export function get32(b: Uint8Array, o: number): number {
   return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 }
 
+/** True on a little-endian host: a Uint32Array over little-endian words reads them as they are. */
+export const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/**
+ * The little-endian u32 words of `bytes` (a multiple of 4 bytes long): a view on them where the
+ * host is little-endian and they are 4-byte aligned, else a copy (which does not see later writes).
+ */
+export function wordsOf(bytes: Uint8Array): Uint32Array {
+  if (LITTLE_ENDIAN && bytes.byteOffset % 4 === 0) return new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 2);
+  const out = new Uint32Array(bytes.length >>> 2);
+  for (let i = 0; i < out.length; i++) out[i] = get32(bytes, 4 * i);
+  return out;
+}
+
 /** Read a u64 that must be a safe JS integer (every address ccsim emits is below 2^53). */
 export function readAddr(view: DataView, offset: number): number {
   const v = view.getBigUint64(offset, true);

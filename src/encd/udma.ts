@@ -196,16 +196,36 @@ export function descFields(): DescFields {
 /** Decode the TX descriptor at `offset` into `out`. */
 export function readTx(ring: Uint8Array, offset: number, out: DescFields): DescFields {
   inRing(ring, offset);
-  const w0 = get32(ring, offset);
-  const w1 = get32(ring, offset + 4);
+  return txOf(get32(ring, offset), get32(ring, offset + 4), get32(ring, offset + 8), get32(ring, offset + 12), out);
+}
+
+/** Decode the RX descriptor at `offset` into `out`. */
+export function readRx(ring: Uint8Array, offset: number, out: DescFields): DescFields {
+  inRing(ring, offset);
+  return rxOf(get32(ring, offset), get32(ring, offset + 8), get32(ring, offset + 12), out);
+}
+
+/**
+ * The same from a ring's little-endian words (`bits.wordsOf`), the descriptor at word `at` (the
+ * engines' path: one load per word). The caller keeps `at` inside the ring.
+ */
+export function readTxWords(w: Uint32Array, at: number, out: DescFields): DescFields {
+  return txOf(w[at]!, w[at + 1]!, w[at + 2]!, w[at + 3]!, out);
+}
+export function readRxWords(w: Uint32Array, at: number, out: DescFields): DescFields {
+  return rxOf(w[at]!, w[at + 2]!, w[at + 3]!, out);
+}
+
+/** A TX descriptor's fields from its four words. */
+function txOf(w0: number, w1: number, w2: number, w3: number, out: DescFields): DescFields {
   out.ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
   out.metaCtrl = w1;
   out.meta = (w0 & LEN_CTRL.META) !== 0;
   if (out.meta) {
-    out.length = get32(ring, offset + 8) & 0xffffff;
+    out.length = w2 & 0xffffff;
     out.op = w1 & 7;
     out.dtype = (w1 >>> 16) & 0xf;
-    out.dests = (get32(ring, offset + 12) & 0xff) + 1;
+    out.dests = (w3 & 0xff) + 1;
     return out;
   }
   out.length = decodeLength(w0);
@@ -213,24 +233,19 @@ export function readTx(ring: Uint8Array, offset: number, out: DescFields): DescF
   out.last = (w0 & LEN_CTRL.LAST) !== 0;
   out.concat = (w0 & LEN_CTRL.CONCAT) !== 0;
   out.dmb = (w0 & LEN_CTRL.DMB) !== 0;
-  // The u64 address at +8, NaN above 2^53 - 1 (as readAddr), written out here: a call the engines'
+  // The u64 address (NaN above 2^53 - 1, as readAddr), written out here: a call the engines'
   // decode does not inline boxes the address it returns.
-  const hi = get32(ring, offset + 12);
-  out.src = hi > 0x1fffff ? Number.NaN : hi * 0x100000000 + get32(ring, offset + 8);
+  out.src = w3 > 0x1fffff ? Number.NaN : w3 * 0x100000000 + w2;
   return out;
 }
 
-/** Decode the RX descriptor at `offset` into `out`. */
-export function readRx(ring: Uint8Array, offset: number, out: DescFields): DescFields {
-  inRing(ring, offset);
-  const w0 = get32(ring, offset);
+/** An RX descriptor's fields from its words 0, 2 and 3 (word 1, buf2_ptr_lo, is unused). */
+function rxOf(w0: number, w2: number, w3: number, out: DescFields): DescFields {
   out.length = decodeLength(w0);
   out.ringId = (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
   out.last = (w0 & LEN_CTRL.LAST) !== 0;
   out.strongOrder = (w0 & LEN_CTRL.STRONG_ORDER_WR) !== 0;
-  // (The address at +8, written out as in readTx.)
-  const hi = get32(ring, offset + 12);
-  out.dst = hi > 0x1fffff ? Number.NaN : hi * 0x100000000 + get32(ring, offset + 8);
+  out.dst = w3 > 0x1fffff ? Number.NaN : w3 * 0x100000000 + w2;
   return out;
 }
 

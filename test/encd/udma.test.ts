@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { cceMetaWord, decodeRx, decodeTx, encodeLength, isCmeDesc, META_CTRL_COPY, packCceMeta, packRx, packTx } from "../../src/encd/udma.ts";
-import { hex } from "../../src/encd/bits.ts";
+import { cceMetaWord, decodeRx, decodeTx, descFields, encodeLength, isCmeDesc, META_CTRL_COPY, packCceMeta, packRx, packTx, readRx, readRxWords, readTx, readTxWords } from "../../src/encd/udma.ts";
+import { hex, wordsOf } from "../../src/encd/bits.ts";
 import { SdmaCceType } from "../../src/ir/enums.ts";
 import { EncodeError } from "../../src/ir/errors.ts";
 
@@ -71,5 +71,28 @@ describe("16-byte UDMA descriptor", () => {
   it("rejects addresses that are not safe non-negative integers", () => {
     expect(() => packTx(-1, 4, 1, {})).toThrow(/not a valid 64-bit address/);
     expect(() => packRx(2 ** 60, 4, 1)).toThrow(EncodeError);
+  });
+
+  it("decodes from a ring's words as from its bytes (aligned view or misaligned copy), every field", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 64, maxLength: 64 }), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 3 }), (raw, shift, k) => {
+        // The ring's bytes at byte offset `shift` of their buffer (not 4-aligned unless 0).
+        const ring = new Uint8Array(raw.length + shift).subarray(shift);
+        ring.set(raw);
+        const w = wordsOf(ring);
+        expect(w.length).toBe(16);
+        expect(readTxWords(w, 4 * k, descFields())).toEqual(readTx(ring, 16 * k, descFields()));
+        expect(readRxWords(w, 4 * k, descFields())).toEqual(readRx(ring, 16 * k, descFields()));
+      }),
+      { numRuns: 300 },
+    );
+    // A CCE META descriptor and a data descriptor above 2^53 (NaN address), through both.
+    const ring = new Uint8Array(32);
+    ring.set(packCceMeta(SdmaCceType.MAX, 10, 4096, 1, undefined, 2), 0);
+    ring.set([0, 16, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0], 16);
+    const w = wordsOf(ring);
+    expect(readTxWords(w, 0, descFields())).toMatchObject({ meta: true, length: 4096, op: SdmaCceType.MAX, dtype: 10, dests: 2 });
+    expect(readTxWords(w, 4, descFields()).src).toBeNaN();
+    expect(readTxWords(w, 4, descFields())).toEqual(readTx(ring, 16, descFields()));
   });
 });
