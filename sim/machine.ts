@@ -10,7 +10,7 @@ import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../s
 import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
 import { DmaEngine, DmaQueue, RingSide, type DmaHost } from "./hw/dma.ts";
 import { Fabric } from "./hw/fabric.ts";
-import { DeviceMemory } from "./hw/memory.ts";
+import { DeviceMemory, regionAt, type Region } from "./hw/memory.ts";
 import { SemaphoreBlock } from "./hw/semaphore.ts";
 import { Topsp, type TopspHost } from "./hw/topsp.ts";
 import type { TraceSink } from "./trace.ts";
@@ -95,7 +95,7 @@ const VIOLATIONS_KEPT = 8;
 interface DeviceModel {
   readonly memory: DeviceMemory;
   /** HBM the image declares writable (payload and scratch), as sorted [start, end) offsets. */
-  readonly writable: { start: number; end: number }[];
+  readonly writable: Region[];
   readonly engines: Map<number, DmaEngine>;
   readonly topsps: Map<number, Topsp>;
   readonly semas: Map<number, SemaphoreBlock>;
@@ -187,8 +187,8 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     home,
     races,
     symbolic,
-    quiet(d, offset, len) {
-      return !races && !symbolic && inside(dev(home(d)).writable, offset, len);
+    quietRegions(d) {
+      return races || symbolic ? undefined : dev(home(d)).writable;
     },
     land(addr, from, bytes, len, acc, sym) {
       // Decoded into the run's own record (no object per landing), its device the stand-in's.
@@ -417,17 +417,8 @@ export function formatHang(h: HangReport): string[] {
 }
 
 /** [off, off + len) lies inside one of the sorted regions. */
-function inside(regions: readonly { start: number; end: number }[], off: number, len: number): boolean {
-  let lo = 0;
-  let hi = regions.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const r = regions[mid]!;
-    if (off < r.start) hi = mid - 1;
-    else if (off >= r.end) lo = mid + 1;
-    else return off + len <= r.end;
-  }
-  return false;
+function inside(regions: readonly Region[], off: number, len: number): boolean {
+  return regionAt(regions, off, len) !== undefined;
 }
 
 /**

@@ -11,6 +11,7 @@ import { PAGE_DESCS, type DescPages } from "../../src/encd/pages.ts";
 import type { DescriptorFeed } from "../../src/encd/image.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { cceReduce } from "./cce.ts";
+import { regionAt, type Region } from "./memory.ts";
 import { PacketClock, type Fabric } from "./fabric.ts";
 import type { Access, Clock, QueueClock, RaceDetector } from "../verify/races.ts";
 import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
@@ -34,11 +35,11 @@ export interface DmaHost {
   /** Write at `addr` as device `from` addresses it (its own address block). */
   land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
   /**
-   * True when a payload-less write of `len` bytes at `offset` of `device`'s HBM would change nothing
-   * the run observes when it lands: inside a declared region, with no race or symbolic tracking.
-   * Such a landing needs no event.
+   * The regions of `device`'s HBM (sorted) in which a payload-less write changes nothing the run
+   * observes when it lands: declared regions, undefined while races or symbolic values are
+   * tracked. Such a landing needs no event.
    */
-  quiet(device: number, offset: number, len: number): boolean;
+  quietRegions(device: number): readonly Region[] | undefined;
   /** Race detection, when on. */
   readonly races: RaceDetector | undefined;
   /** Symbolic payload, when on. */
@@ -148,11 +149,15 @@ export class DmaQueue {
   }
 }
 
+/** `Packet.op` of a plain copy (a CCE op is 0..7). */
+const NO_OP = -1;
+
 /** The packet an engine parsed last: its descriptors' fields, in arrays the engine reuses. */
 class Packet {
   nTx = 0;
   nRx = 0;
-  op: number | undefined = undefined;
+  /** The CCE op of a reduce packet; NO_OP for a copy. */
+  op = NO_OP;
   dtype = 0;
   /** Bytes the packet writes (a replicated CCE result counts once per destination). */
   bytes = 0;
@@ -204,6 +209,10 @@ export class DmaEngine {
   private toBase = Number.NaN;
   private toLinks: readonly Resource[] = [];
   private toHbm: Resource | undefined;
+  private toQuiet: readonly Region[] | undefined;
+  /** The quiet region the last destination's last quiet write was in. */
+  private quietLo = 0;
+  private quietHi = 0;
 
   constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
     this.host = host;
@@ -247,7 +256,7 @@ export class DmaEngine {
     readTxWords(tx.words(q.txHead), tx.at, f);
     if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, q.txHead)}: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
     let i = q.txHead;
-    let op: number | undefined;
+    let op = NO_OP;
     let dtype = 0;
     let bytes = 0;
     let dests = 1;
@@ -271,12 +280,12 @@ export class DmaEngine {
       srcBytes += f.length;
       i++;
       if (f.last) break;
-      if (!f.concat && op === undefined) throw new SimError("SIM1306", `${this.where(q, i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
+      if (!f.concat && op === NO_OP) throw new SimError("SIM1306", `${this.where(q, i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
     }
     const nTx = i - q.txHead;
-    if (op !== undefined) for (let k = 0; k < nSrc; k++) if (p.srcLen[k] !== bytes) throw new SimError("SIM1307", `${this.where(q, q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: p.srcLen.slice(0, nSrc) });
+    if (op !== NO_OP) for (let k = 0; k < nSrc; k++) if (p.srcLen[k] !== bytes) throw new SimError("SIM1307", `${this.where(q, q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: p.srcLen.slice(0, nSrc) });
     // A CCE packet writes its result to each of its destinations (replication).
-    const need = op === undefined ? srcBytes : bytes * dests;
+    const need = op === NO_OP ? srcBytes : bytes * dests;
     let nDst = 0;
     let got = 0;
     let j = q.rxHead;
@@ -330,7 +339,7 @@ export class DmaEngine {
       if (a.kind !== "hbm" || a.device !== this.device) {
         throw new SimError("SIM1309", `dev${this.device} dma${this.index} reads 0x${addr.toString(16)}, which is not its own HBM (${a.kind} of dev${a.device})`, { value: addr });
       }
-      off = a.offset;
+      off = a.offset - 0;
     }
     if (off + len > Number.MAX_SAFE_INTEGER) throw new SimError("SIM1305", "source range overflows", { value: addr });
     return off;
@@ -346,6 +355,21 @@ export class DmaEngine {
     this.toBase = hbmAddr(device, 0);
     this.toLinks = this.host.fabric.route(this.device, device);
     this.toHbm = this.host.fabric.hbm[this.host.home(device)];
+    this.toQuiet = this.host.quietRegions(device);
+    this.quietLo = this.quietHi = 0;
+  }
+
+  /**
+   * A payload-less write of [offset, offset + len) of the last destination's HBM needs no landing
+   * (`DmaHost.quietRegions`), and it is not in the region the last quiet one was (`run` checks
+   * that first: a call V8 does not inline boxes the offset it passes).
+   */
+  private quietElsewhere(offset: number, len: number): boolean {
+    const r = this.toQuiet && regionAt(this.toQuiet, offset, len);
+    if (!r) return false;
+    this.quietLo = r.start;
+    this.quietHi = r.end;
+    return true;
   }
 
   private run(q: DmaQueue, p: Packet): void {
@@ -372,10 +396,10 @@ export class DmaEngine {
       readBytes += len;
     }
     if (acc) for (let i = 0; i < p.nSrc; i++) host.races!.read(this.device, offs[i]!, p.srcLen[i]!, acc);
-    const stream = host.symbolic?.read(this.device, this.sources(p), p.op === undefined ? undefined : howOf(p.op, p.dtype));
+    const stream = host.symbolic?.read(this.device, this.sources(p), p.op === NO_OP ? undefined : howOf(p.op, p.dtype));
     let data: Uint8Array | undefined;
     if (!dropped) {
-      if (p.op !== undefined) {
+      if (p.op !== NO_OP) {
         data = cceReduce(p.op, p.dtype, this.readSources(mem, p));
         // Replication: the one result lands at every destination.
         if (data.length < p.bytes) {
@@ -396,7 +420,7 @@ export class DmaEngine {
     // Source reads are charged piece by piece, the extra reads of a reduce with the first one.
     let readsLeft = readBytes;
     const fixed = this.params.descriptorCostPs * (p.nTx + p.nRx);
-    let engineFree = k.now;
+    let engineFree = k.now - 0;
     let o = 0;
     for (let j = 0; j < p.nDst; j++) {
       const addr = p.dstAddr[j]!;
@@ -409,7 +433,7 @@ export class DmaEngine {
         const dst = readAddress(addr, this.device, this.addr);
         toHbm = dst.kind === "hbm";
         dstDevice = dst.device;
-        dstOffset = dst.offset;
+        dstOffset = dst.offset - 0;
         if ((!toHbm && dst.kind !== "sema") || dstDevice >= host.fabric.deviceCount) {
           throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${addr.toString(16)}, which is not HBM or a semaphore`, { value: addr });
         }
@@ -448,8 +472,9 @@ export class DmaEngine {
       const sym = stream && { stream, at: o % stream.length };
       o += len;
       const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land };
-      if (piece || !toHbm || !host.quiet(dstDevice, dstOffset, len)) this.landAt(land, addr, piece, len, wacc, sym);
-      host.trace?.packet(this.device, this.index, q.id, p.op === undefined ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
+      const quiet = toHbm && ((dstOffset >= this.quietLo && dstOffset + len <= this.quietHi) || this.quietElsewhere(dstOffset, len));
+      if (piece || !quiet) this.landAt(land, addr, piece, len, wacc, sym);
+      host.trace?.packet(this.device, this.index, q.id, p.op === NO_OP ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, this.freed);
   }

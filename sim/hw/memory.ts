@@ -68,3 +68,23 @@ export class DeviceMemory {
     }
   }
 }
+
+/** A range of HBM offsets, [start, end). */
+export interface Region {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** The region of the sorted, disjoint `regions` that holds all of [off, off + len), if one does. */
+export function regionAt(regions: readonly Region[], off: number, len: number): Region | undefined {
+  let lo = 0;
+  let hi = regions.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const r = regions[mid]!;
+    if (off < r.start) hi = mid - 1;
+    else if (off >= r.end) lo = mid + 1;
+    else return off + len <= r.end ? r : undefined;
+  }
+  return undefined;
+}
