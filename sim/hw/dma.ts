@@ -376,7 +376,7 @@ export class DmaEngine {
     const k = this.host.kernel;
     const host = this.host;
     const qc = host.races ? q.clock : undefined;
-    const acc: Access | undefined = qc && { agent: qc.agent, epoch: qc.tick(), clock: qc.issue(q.txHead + p.nTx, q.rxHead + p.nRx), desc: q.txHead, timePs: k.now };
+    const acc = qc && this.access(q, qc, p);
     q.txHead += p.nTx;
     q.rxHead += p.nRx;
     q.tx.release(q.txHead);
@@ -397,26 +397,7 @@ export class DmaEngine {
     }
     if (acc) for (let i = 0; i < p.nSrc; i++) host.races!.read(this.device, offs[i]!, p.srcLen[i]!, acc);
     const stream = host.symbolic?.read(this.device, this.sources(p), p.op === NO_OP ? undefined : howOf(p.op, p.dtype));
-    let data: Uint8Array | undefined;
-    if (!dropped) {
-      if (p.op !== NO_OP) {
-        data = cceReduce(p.op, p.dtype, this.readSources(mem, p));
-        // Replication: the one result lands at every destination.
-        if (data.length < p.bytes) {
-          const result = data;
-          data = new Uint8Array(p.bytes);
-          for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
-        }
-      } else if (p.nSrc === 1) data = mem.read(offs[0]!, p.srcLen[0]!);
-      else {
-        data = new Uint8Array(p.bytes);
-        let o = 0;
-        for (let i = 0; i < p.nSrc; i++) {
-          data.set(mem.read(offs[i]!, p.srcLen[i]!), o);
-          o += p.srcLen[i]!;
-        }
-      }
-    }
+    const data = dropped ? undefined : this.payload(mem, p);
     // Source reads are charged piece by piece, the extra reads of a reduce with the first one.
     let readsLeft = readBytes;
     const fixed = this.params.descriptorCostPs * (p.nTx + p.nRx);
@@ -427,31 +408,17 @@ export class DmaEngine {
       const len = p.dstLen[j]!;
       // Its HBM the usual case (the last device's, a subtraction away), else decoded.
       let toHbm = true;
-      let dstDevice = this.to;
       let dstOffset = addr - this.toBase;
       if (!(dstOffset >= 0 && dstOffset < HBM_LIMIT)) {
-        const dst = readAddress(addr, this.device, this.addr);
-        toHbm = dst.kind === "hbm";
-        dstDevice = dst.device;
-        dstOffset = dst.offset - 0;
-        if ((!toHbm && dst.kind !== "sema") || dstDevice >= host.fabric.deviceCount) {
-          throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${addr.toString(16)}, which is not HBM or a semaphore`, { value: addr });
-        }
-        if (dstDevice !== this.to) this.toDevice(dstDevice);
+        toHbm = this.destination(addr, q);
+        dstOffset = this.addr.offset - 0;
       }
       const first = j === 0;
       const share = Math.min(readsLeft, len + (first ? Math.max(0, readBytes - p.bytes) : 0));
       readsLeft -= share;
       // The engine's byte rate applies to the stream it writes; source reads are charged to HBM.
       const links = this.toLinks;
-      let down: Resource | undefined;
-      if (host.fabric.linksDown) for (const l of links) if (l.downAt !== undefined && k.now >= l.downAt) down ??= l;
-      if (down) {
-        // The write never gets across; its engine waits for it for good.
-        this.stuck = true;
-        host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${len}-byte write to ${describeAddress(addr, this.device)} and stops`);
-        return;
-      }
+      if (host.fabric.linksDown && this.cut(links, q, len, addr)) return;
       const sameHbm = links.length === 0 && toHbm;
       // The packet's stages on the engine's reused clock: engine, source HBM, links, destination HBM.
       // The engine is free once its data is on the first link; later hops buffer and forward.
@@ -471,7 +438,7 @@ export class DmaEngine {
       // A replicated reduce's one result lands at each destination.
       const sym = stream && { stream, at: o % stream.length };
       o += len;
-      const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land };
+      const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land - 0 };
       const quiet = toHbm && ((dstOffset >= this.quietLo && dstOffset + len <= this.quietHi) || this.quietElsewhere(dstOffset, len));
       if (piece || !quiet) this.landAt(land, addr, piece, len, wacc, sym);
       host.trace?.packet(this.device, this.index, q.id, p.op === NO_OP ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
@@ -481,6 +448,52 @@ export class DmaEngine {
 
   // The closures of the packet path live in these methods: a closure in `run` that captures its
   // locals would make it allocate a context for them on every packet, closure made or not.
+
+  /** Decode a destination that is not the last device's HBM into `this.addr` (its device becomes the last one); true for HBM, false for a semaphore. */
+  private destination(addr: number, q: DmaQueue): boolean {
+    const dst = readAddress(addr, this.device, this.addr);
+    const toHbm = dst.kind === "hbm";
+    if ((!toHbm && dst.kind !== "sema") || dst.device >= this.host.fabric.deviceCount) {
+      throw new SimError("SIM1310", `dev${this.device} dma${this.index} q${q.id} writes 0x${addr.toString(16)}, which is not HBM or a semaphore`, { value: addr });
+    }
+    if (dst.device !== this.to) this.toDevice(dst.device);
+    return toHbm;
+  }
+
+  /** A packet's access, for race detection. */
+  private access(q: DmaQueue, qc: QueueClock, p: Packet): Access {
+    return { agent: qc.agent, epoch: qc.tick(), clock: qc.issue(q.txHead + p.nTx, q.rxHead + p.nRx), desc: q.txHead, timePs: this.host.kernel.now };
+  }
+
+  /** The bytes a packet writes, read (and reduced) at its start: a payload run's, or a kept constant's. */
+  private payload(mem: LocalMemory, p: Packet): Uint8Array {
+    if (p.op !== NO_OP) {
+      const result = cceReduce(p.op, p.dtype, this.readSources(mem, p));
+      if (result.length >= p.bytes) return result;
+      // Replication: the one result lands at every destination.
+      const data = new Uint8Array(p.bytes);
+      for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
+      return data;
+    }
+    if (p.nSrc === 1) return mem.read(p.srcOff[0]!, p.srcLen[0]!);
+    const data = new Uint8Array(p.bytes);
+    let o = 0;
+    for (let i = 0; i < p.nSrc; i++) {
+      data.set(mem.read(p.srcOff[i]!, p.srcLen[i]!), o);
+      o += p.srcLen[i]!;
+    }
+    return data;
+  }
+
+  /** A link of the route is down (a fault): the write never gets across, and its engine waits for it for good. */
+  private cut(links: readonly Resource[], q: DmaQueue, len: number, addr: number): boolean {
+    const now = this.host.kernel.now;
+    const down = links.find((l) => l.downAt !== undefined && now >= l.downAt);
+    if (!down) return false;
+    this.stuck = true;
+    this.host.faultHit?.(`${down.name} is down (fault since ${(down.downAt! / 1e6).toFixed(3)} us): dev${this.device} dma${this.index} q${q.id} holds a ${len}-byte write to ${describeAddress(addr, this.device)} and stops`);
+    return true;
+  }
 
   /** Schedule a write's landing. */
   private landAt(land: Tick, addr: number, piece: Uint8Array | undefined, len: number, wacc: Access | undefined, sym: SymPiece | undefined): void {
