@@ -178,6 +178,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   const races = opts.races ? new RaceDetector((message) => violation("race", message)) : undefined;
   const symbolic = opts.symbolic ? new SymbolicMemory() : undefined;
   const landed = addressFields();
+  const rung = addressFields();
   const dmaHost: DmaHost = {
     kernel,
     fabric,
@@ -232,7 +233,8 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     trace,
     races: races !== undefined,
     mmio(d, addr, value, mask, clock) {
-      const a = decodeAddress(addr, d);
+      // (Decoded into a record of its own: a doorbell rings engines, which decode nothing into it.)
+      const a = readAddress(addr, d, rung);
       if (a.kind !== "doorbell" || a.device !== d) throw new SimError("SIM1508", `dev${d}: core MMIO write to ${describeAddress(addr, d)} is not a local DMA doorbell`, { value: addr });
       const engines = dev(d).engines;
       // A broadcast doorbell rings every engine of the SENG its mask names, in engine order.

@@ -1,6 +1,6 @@
 // SDMA engines: queues of TX/RX physical rings advanced by tail-pointer doorbells, served
 // round-robin at packet boundaries, one packet at a time; in-engine reduce for CCE packets.
-import { SimError } from "../../src/ir/errors.ts";
+import { InternalError, SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
 import { addressFields, describeAddress, HBM_LIMIT, hbmAddr, readAddress } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
@@ -52,6 +52,8 @@ export interface DmaHost {
 export interface LocalMemory {
   /** A copy of the bytes at `offset` (the caller's to keep). */
   read(offset: number, len: number): Uint8Array;
+  /** Writes that have kept bytes so far (a read's bytes are unchanged while it stands still). */
+  readonly keptWrites: number;
   /** True when these bytes are not kept (timing-only payload). */
   dropped(offset: number, len: number): boolean;
 }
@@ -124,6 +126,51 @@ export class RingSide {
   }
 }
 
+/** A write waiting to land (a record of `Landings`, reused). */
+interface Landing {
+  addr: number;
+  piece: Uint8Array | undefined;
+  len: number;
+  acc: Access | undefined;
+  sym: SymPiece | undefined;
+}
+
+/**
+ * A queue's semaphore writes scheduled to land, oldest first. Each lands at or after every earlier
+ * write of its queue (`DmaQueue.lastLand`), so they land in the order they were scheduled (equal
+ * times in scheduling order): one callback per queue takes the oldest, no closure per write.
+ */
+class Landings {
+  private readonly ring: Landing[] = [];
+  private head = 0;
+  private size = 0;
+
+  push(addr: number, piece: Uint8Array | undefined, len: number, acc: Access | undefined, sym: SymPiece | undefined): void {
+    if (this.size === this.ring.length) {
+      // Full: unroll it into a twice longer ring, oldest first.
+      const old = this.ring.splice(0, this.ring.length);
+      for (let i = 0; i < old.length; i++) this.ring.push(old[(this.head + i) % old.length]!);
+      for (let i = old.length; i < Math.max(4, 2 * old.length); i++) this.ring.push({ addr: 0, piece: undefined, len: 0, acc: undefined, sym: undefined });
+      this.head = 0;
+    }
+    const l = this.ring[(this.head + this.size++) % this.ring.length]!;
+    l.addr = addr;
+    l.piece = piece;
+    l.len = len;
+    l.acc = acc;
+    l.sym = sym;
+  }
+
+  /** The oldest (valid until the next push). */
+  shift(): Landing {
+    if (this.size === 0) throw new InternalError("a semaphore landing fired with none scheduled");
+    const l = this.ring[this.head]!;
+    this.head = (this.head + 1) % this.ring.length;
+    this.size--;
+    return l;
+  }
+}
+
 export class DmaQueue {
   readonly id: number;
   readonly tx: RingSide;
@@ -133,6 +180,9 @@ export class DmaQueue {
   txHead = 0;
   rxHead = 0;
   lastLand: Tick = 0;
+  /** Its semaphore writes on their way, and the event that lands the oldest (its engine's). */
+  readonly landings = new Landings();
+  landNext: () => void = () => {};
   /** Race detection: the queue as a memory agent. */
   readonly clock: QueueClock | undefined;
   constructor(id: number, tx: RingSide, rx: RingSide, clock?: QueueClock) {
@@ -201,6 +251,10 @@ export class DmaEngine {
   private readonly addr = addressFields();
   /** Its device's HBM (looked up at the first packet). */
   private mem: LocalMemory | undefined;
+  /** The bytes of the last one-source copy that read kept bytes, where they were, and `LocalMemory.keptWrites` then. */
+  private kept: Uint8Array = new Uint8Array(0);
+  private keptOff = -1;
+  private keptWrites = -1;
   /** Its own HBM's first address (`local`), and its HBM. */
   private readonly own: number;
   private readonly ownHbm: Resource | undefined;
@@ -226,6 +280,10 @@ export class DmaEngine {
   }
 
   addQueue(q: DmaQueue): void {
+    q.landNext = () => {
+      const l = q.landings.shift();
+      this.host.land(l.addr, this.device, l.piece, l.len, l.acc, l.sym);
+    };
     this.queues.set(q.id, q);
     this.order = [...this.queues.values()].sort((a, b) => a.id - b.id);
   }
@@ -410,7 +468,7 @@ export class DmaEngine {
       let toHbm = true;
       let dstOffset = addr - this.toBase;
       if (!(dstOffset >= 0 && dstOffset < HBM_LIMIT)) {
-        toHbm = this.destination(addr, q);
+        toHbm = this.destination(p, j, q);
         dstOffset = this.addr.offset - 0;
       }
       const first = j === 0;
@@ -440,7 +498,10 @@ export class DmaEngine {
       o += len;
       const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land - 0 };
       const quiet = toHbm && ((dstOffset >= this.quietLo && dstOffset + len <= this.quietHi) || this.quietElsewhere(dstOffset, len));
-      if (piece || !quiet) this.landAt(land, addr, piece, len, wacc, sym);
+      if (!toHbm) {
+        q.landings.push(addr, piece, len, wacc, sym);
+        k.at(land, Prio.LAND, q.landNext);
+      } else if (piece || !quiet) this.landAt(land, addr, piece, len, wacc, sym);
       host.trace?.packet(this.device, this.index, q.id, p.op === NO_OP ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, this.freed);
@@ -450,7 +511,9 @@ export class DmaEngine {
   // locals would make it allocate a context for them on every packet, closure made or not.
 
   /** Decode a destination that is not the last device's HBM into `this.addr` (its device becomes the last one); true for HBM, false for a semaphore. */
-  private destination(addr: number, q: DmaQueue): boolean {
+  private destination(p: Packet, j: number, q: DmaQueue): boolean {
+    // (The address is looked up here, not passed: a call V8 does not inline boxes a double argument.)
+    const addr = p.dstAddr[j]!;
     const dst = readAddress(addr, this.device, this.addr);
     const toHbm = dst.kind === "hbm";
     if ((!toHbm && dst.kind !== "sema") || dst.device >= this.host.fabric.deviceCount) {
@@ -475,7 +538,18 @@ export class DmaEngine {
       for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
       return data;
     }
-    if (p.nSrc === 1) return mem.read(p.srcOff[0]!, p.srcLen[0]!);
+    if (p.nSrc === 1) {
+      // A kept constant (a semaphore write's value), most often the one read last: its bytes again
+      // while no write has kept bytes since (no one changes the data of a landing).
+      const off = p.srcOff[0]!;
+      const len = p.srcLen[0]!;
+      if (off !== this.keptOff || len !== this.kept.length || mem.keptWrites !== this.keptWrites) {
+        this.kept = mem.read(off, len);
+        this.keptOff = off;
+        this.keptWrites = mem.keptWrites;
+      }
+      return this.kept;
+    }
     const data = new Uint8Array(p.bytes);
     let o = 0;
     for (let i = 0; i < p.nSrc; i++) {

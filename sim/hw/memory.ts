@@ -7,6 +7,8 @@ export class DeviceMemory {
   private readonly pages = new Map<number, Uint8Array>();
   /** Timing-only runs: the loaded ranges, the only ones whose bytes are kept. */
   private readonly loaded: { start: number; end: number }[] = [];
+  /** Writes that have kept bytes so far. */
+  keptWrites = 0;
   /** False: only loaded ranges hold bytes (other reads give zeros, other writes are dropped). */
   readonly storePayload: boolean;
 
@@ -52,6 +54,7 @@ export class DeviceMemory {
 
   write(off: number, bytes: Uint8Array): void {
     if (this.dropped(off, bytes.length)) return;
+    this.keptWrites++;
     let done = 0;
     while (done < bytes.length) {
       const a = off + done;
