@@ -2,6 +2,7 @@
 // without copying, and a streamed ring drops the pages its engine has run (the runtime re-arms a
 // finite ring in place; the simulator keeps what is in flight, not the whole op).
 import { DESC_BYTES, type DescSlot } from "./udma.ts";
+import { LITTLE_ENDIAN, wordsOf } from "./bits.ts";
 
 /** Descriptors per page: 8 KiB pages. */
 export const PAGE_DESCS = 512;
@@ -26,6 +27,10 @@ export class DescPages implements DescSlot {
   /** The slot `next` handed out last (the list is its own slot: no allocation per descriptor). */
   bytes: Uint8Array = EMPTY;
   offset = 0;
+  /** Its page's words (`wordsOf`), where they are a view of its bytes. */
+  words: Uint32Array | undefined = undefined;
+  /** The page `words` views. */
+  private wordsPage: Uint8Array = EMPTY;
 
   /** `keep` false: count and pack descriptors without keeping them (the last one stays readable). */
   constructor(keep = true) {
@@ -45,23 +50,30 @@ export class DescPages implements DescSlot {
   next(): DescSlot {
     const i = this.count++;
     if (this.scratch) {
-      this.bytes = this.scratch;
-      this.offset = 0;
+      this.slot(this.scratch, 0);
       return this;
     }
     const page = (i >>> PAGE_SHIFT) - this.first;
     if (page === this.pages.length) this.pages.push(pool.pop() ?? new Uint8Array(DESC_BYTES * PAGE_DESCS));
-    this.bytes = this.pages[page]!;
-    this.offset = DESC_BYTES * (i & (PAGE_DESCS - 1));
+    this.slot(this.pages[page]!, DESC_BYTES * (i & (PAGE_DESCS - 1)));
     return this;
   }
 
   /** A counting list: the slot that holds its last descriptor, to pack it there (a tally's last RX). */
   lastSlot(): DescSlot {
     if (!this.scratch) throw new RangeError("lastSlot of a list that keeps its descriptors");
-    this.bytes = this.scratch;
-    this.offset = 0;
+    this.slot(this.scratch, 0);
     return this;
+  }
+
+  /** Hand out `offset` of `bytes` (with its words, looked up when the page changes). */
+  private slot(bytes: Uint8Array, offset: number): void {
+    if (bytes !== this.wordsPage) {
+      this.wordsPage = bytes;
+      this.words = LITTLE_ENDIAN ? wordsOf(bytes) : undefined;
+    }
+    this.bytes = bytes;
+    this.offset = offset;
   }
 
   /** The page holding descriptor `i` (read it at `offsetOf(i)`); `i` must be held. */

@@ -71,15 +71,27 @@ export function lenCtrl(bytes: number, ringId: number, f: DescFlags): number {
   return w >>> 0;
 }
 
-/** Where a packer writes: a byte array and the offset of the descriptor in it. */
+/** Where a packer writes: a byte array and the offset of the descriptor in it (4-aligned where `words` is given). */
 export interface DescSlot {
   readonly bytes: Uint8Array;
   readonly offset: number;
+  /** The same bytes as little-endian words (`bits.wordsOf`: a view, on a little-endian host), when the slot has them. */
+  readonly words?: Uint32Array | undefined;
 }
 
 function write(at: DescSlot, w0: number, w1: number, w2: number, w3: number): Uint8Array {
   const b = at.bytes;
   const o = at.offset;
+  const w = at.words;
+  if (w) {
+    // The slot's words (a little-endian host's view of its bytes): one store per word.
+    const i = o >>> 2;
+    w[i] = w0;
+    w[i + 1] = w1;
+    w[i + 2] = w2;
+    w[i + 3] = w3;
+    return b;
+  }
   put32(b, o, w0);
   put32(b, o + 4, w1);
   put32(b, o + 8, w2);
@@ -96,13 +108,16 @@ function fresh(): DescSlot {
 /** TX (M2S) data descriptor: reads `bytes` at `src`. */
 export function packTx(src: number, bytes: number, ringId: number, flags: DescFlags, metaCtrl = META_CTRL_COPY, at: DescSlot = fresh()): Uint8Array {
   checkAddr(src, "buf_ptr", FORMAT);
-  return write(at, lenCtrl(bytes, ringId, flags), field(metaCtrl, 32, "meta_ctrl", FORMAT), src % TWO_32, Math.floor(src / TWO_32));
+  const hi = Math.floor(src / TWO_32);
+  // (The low word by subtraction: exact below 2^53, where a float modulo is a library call.)
+  return write(at, lenCtrl(bytes, ringId, flags), field(metaCtrl, 32, "meta_ctrl", FORMAT), src - hi * TWO_32, hi);
 }
 
 /** RX (S2M) descriptor: writes `bytes` at `dst`; buf2_ptr_lo is 0. */
 export function packRx(dst: number, bytes: number, ringId: number, flags: DescFlags = {}, at: DescSlot = fresh()): Uint8Array {
   checkAddr(dst, "buf1_ptr", FORMAT);
-  return write(at, lenCtrl(bytes, ringId, flags), 0, dst % TWO_32, Math.floor(dst / TWO_32));
+  const hi = Math.floor(dst / TWO_32);
+  return write(at, lenCtrl(bytes, ringId, flags), 0, dst - hi * TWO_32, hi);
 }
 
 /** The CCE op word for ADD / MAX / MIN over one SDMA dtype (input = output = accumulation dtype). */

@@ -1,7 +1,7 @@
 // Virtual rings: descriptors appended per queue while composing, then dumped (padded) to the physical ring.
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
-import { DESC_BYTES, encodeLength, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescSlot } from "./udma.ts";
+import { DESC_BYTES, encodeLength, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescFlags, type DescSlot } from "./udma.ts";
 import { checkAddr } from "./bits.ts";
 import { DescPages } from "./pages.ts";
 import { addUnitAddress, Signature } from "./signature.ts";
@@ -12,12 +12,16 @@ export const VRING_DESC_LIMIT = 0xfffff0;
 export const INITIAL_RING_ID = 1;
 /** SDMA dtype code of uint32, the type of the reduce-shaped pad packet. */
 const SDMA_UINT32 = 9;
-/** Descriptor flags the packers take, made once (they are packed millions of times). */
-const NO_FLAGS = {} as const;
-const CONCAT = { concat: true, last: false } as const;
-const LAST = { concat: false, last: true } as const;
-const SINGLE = { first: true, last: true, dmb: false } as const;
-const SINGLE_DMB = { first: true, last: true, dmb: true } as const;
+/**
+ * Descriptor flags the packers take, made once (they are packed millions of times), every one of
+ * one shape (the packer reads them without a lookup per shape).
+ */
+const flags = (f: DescFlags): Required<DescFlags> => ({ first: false, last: false, concat: false, dmb: false, intEn: false, meta: false, strongOrder: false, ...f });
+const NO_FLAGS = flags({});
+const CONCAT = flags({ concat: true });
+const LAST = flags({ last: true });
+const SINGLE = flags({ first: true, last: true });
+const SINGLE_DMB = flags({ first: true, last: true, dmb: true });
 /** Bytes of a semaphore poke or a pad no-op. */
 export const WORD_BYTES = 4;
 
@@ -154,14 +158,7 @@ export class Vring {
   /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
   addCopy(src: number, dst: number, bytes: number): DescCounts {
     if (this.mode?.sig) this.signCopy(bytes, src, dst);
-    if (this.mode?.tally) {
-      const n = Math.ceil(bytes / MAX_DESC_BYTES);
-      this.tally(n, n);
-      if (n > 0) this.tallyLastRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES);
-      this.totalTxBytes += bytes;
-      this.totalRxBytes += bytes;
-      return { tx: n, rx: n };
-    }
+    if (this.mode?.tally) return this.tallyCopy(dst, bytes);
     let done = 0;
     let n = 0;
     while (done < bytes) {
@@ -189,28 +186,41 @@ export class Vring {
     const dsts = typeof dst === "number" ? [dst] : dst;
     if (srcs.length < (dsts.length > 1 ? 1 : 2)) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
     if (this.mode?.sig) this.signCce(op, sdmaDtype, bytes, packetBytes, srcs, dsts);
-    if (this.mode?.tally) {
-      const packets = Math.ceil(bytes / packetBytes);
-      const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
-      this.tally(c.tx, c.rx);
-      if (packets > 0) this.tallyLastRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes);
-      this.totalTxBytes += bytes * srcs.length;
-      this.totalRxBytes += bytes * dsts.length;
-      return c;
-    }
+    if (this.mode?.tally) return this.tallyCce(srcs, dsts, bytes, packetBytes);
     let done = 0;
     const c = { tx: 0, rx: 0 };
     while (done < bytes) {
       const chunk = Math.min(bytes - done, packetBytes);
       packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.nextTx(), dsts.length);
       for (let i = 0; i < srcs.length; i++) packTx(srcs[i]! + done, chunk, INITIAL_RING_ID, i === srcs.length - 1 ? LAST : CONCAT, 0, this.nextTx());
-      for (const d of dsts) packRx(d + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
+      for (let i = 0; i < dsts.length; i++) packRx(dsts[i]! + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
       this.totalTxBytes += chunk * srcs.length;
       this.totalRxBytes += chunk * dsts.length;
       c.tx += 1 + srcs.length;
       c.rx += dsts.length;
       done += chunk;
     }
+    return c;
+  }
+
+  /** `addCopy` counted, not packed. */
+  private tallyCopy(dst: number, bytes: number): DescCounts {
+    const n = Math.ceil(bytes / MAX_DESC_BYTES);
+    this.tally(n, n);
+    if (n > 0) this.tallyLastRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES);
+    this.totalTxBytes += bytes;
+    this.totalRxBytes += bytes;
+    return { tx: n, rx: n };
+  }
+
+  /** `addCce` counted, not packed (its own method: the packing loop inlines the packers). */
+  private tallyCce(srcs: readonly number[], dsts: readonly number[], bytes: number, packetBytes: number): DescCounts {
+    const packets = Math.ceil(bytes / packetBytes);
+    const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
+    this.tally(c.tx, c.rx);
+    if (packets > 0) this.tallyLastRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes);
+    this.totalTxBytes += bytes * srcs.length;
+    this.totalRxBytes += bytes * dsts.length;
     return c;
   }
 

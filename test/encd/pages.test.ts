@@ -2,7 +2,8 @@
 // drops is handed to the next list that grows — whose descriptors read back as packed.
 import { describe, expect, it } from "vitest";
 import { DescPages, PAGE_DESCS } from "../../src/encd/pages.ts";
-import { DESC_BYTES, packRx, readRx, descFields } from "../../src/encd/udma.ts";
+import { DESC_BYTES, packCceMeta, packRx, packTx, readRx, descFields } from "../../src/encd/udma.ts";
+import { SdmaCceType } from "../../src/ir/enums.ts";
 
 function fill(list: DescPages, n: number, base: number): void {
   for (let i = 0; i < n; i++) packRx(base + 16 * i, 4 + (i % 100), 1, {}, list.next());
@@ -26,5 +27,23 @@ describe("descriptor pages", () => {
     expect(f.dst).toBe(0x1000 + 16 * (3 * PAGE_DESCS - 1));
     expect(() => a.page(0)).toThrow(/not held/);
     expect(b.flat().length).toBe(b.count * DESC_BYTES);
+  });
+
+  it("packs through a page's words the bytes a packer writes byte by byte (kept pages and a counting slot)", () => {
+    const kept = new DescPages();
+    const counted = new DescPages(false);
+    const addrs = [0, 0xffffffff, 0x100000000, 2 ** 48 + 0x1234_5678, 2 ** 53 - 1];
+    for (const addr of addrs) {
+      for (const list of [kept, counted]) {
+        const expected = [packTx(addr, 4096, 1, { last: true, dmb: true }), packRx(addr, 65536, 1, { strongOrder: true }), packCceMeta(SdmaCceType.MAX, 10, 4096, 1)];
+        const got = [packTx(addr, 4096, 1, { last: true, dmb: true }, undefined, list.next()), packRx(addr, 65536, 1, { strongOrder: true }, list.next()), packCceMeta(SdmaCceType.MAX, 10, 4096, 1, list.next())];
+        got.forEach((bytes, k) => {
+          const at = list.keeps ? list.offsetOf(list.count - 3 + k) : 0;
+          if (!list.keeps && k < 2) return; // a counting list holds its last descriptor only
+          expect(bytes.subarray(at, at + DESC_BYTES)).toEqual(expected[k]);
+        });
+      }
+    }
+    expect(kept.count).toBe(3 * addrs.length);
   });
 });
