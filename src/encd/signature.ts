@@ -1,5 +1,5 @@
 // A running 64-bit hash of what a program does, for comparing programs that should be alike.
-import { addressFields, readAddress } from "./address.ts";
+import { addressFields, readAddress, type AddressFields } from "./address.ts";
 
 /** Two 32-bit FNV-1a-style lanes over a stream of numbers (integers below 2^53). */
 export class Signature {
@@ -46,12 +46,17 @@ export function addUnitAddress(sig: Signature, addr: number, from: number, unitD
   const other = unit !== ((own / unitDevices) | 0);
   if (other) sig.cross.push(device);
   const place = (device - unit * unitDevices) * 2 + (other ? 1 : 0);
+  // (Kinds and windows by comparison: a lookup keyed by the string costs more than the rest.)
   let code: number;
-  if (a.kind === "hbm") code = place;
-  else if (a.kind === "sema") code = ((place * 16 + a.topsp) * 256 + a.sema) * 4 + WINDOWS[a.window];
-  else if (a.kind === "doorbell") code = (((place * 1024 + (a.engine ?? 1023)) * 8 + a.seng) * 4096 + a.queue) * 2 + (a.dir === "m2s" ? 0 : 1);
-  else code = place;
-  sig.add(code * 8 + KIND[a.kind]);
+  if (a.kind === "hbm") code = place * 8 + KIND.hbm;
+  else if (a.kind === "sema") code = (((place * 16 + a.topsp) * 256 + a.sema) * 4 + windowCode(a.window)) * 8 + KIND.sema;
+  else if (a.kind === "doorbell") code = ((((place * 1024 + (a.engine ?? 1023)) * 8 + a.seng) * 4096 + a.queue) * 2 + (a.dir === "m2s" ? 0 : 1)) * 8 + KIND.doorbell;
+  else code = place * 8 + KIND.unmapped;
+  sig.add(code);
+}
+
+function windowCode(w: AddressFields["window"]): number {
+  return w === "read" ? WINDOWS.read : w === "set" ? WINDOWS.set : w === "inc" ? WINDOWS.inc : WINDOWS.dec;
 }
 
 /** The record addresses are decoded into (hashing keeps nothing of it). */
