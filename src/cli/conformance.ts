@@ -1,7 +1,7 @@
 // npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--preset NAME ...] [--verbose]
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
+import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
 import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "./sizes.ts";
 
@@ -15,7 +15,7 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --min-bytes SIZE   smallest op size (default one element)
   --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); symbolically above
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
-  --jobs N           worker threads (default: this machine's cores); counts do not depend on it
+  --jobs N           threads (default: this machine's cores: this one and N - 1 workers); counts do not depend on it
   --knobs            also vary channels, priority classes and a second op on another stream
   --verbose          one line per case (on one thread, as each case ends)
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
@@ -85,11 +85,11 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const failures: string[] = [];
   const t0 = performance.now();
   const line = (c: ConformanceCase, o: CaseOutcome): string => `${String(c.id).padStart(5)} ${o.kind.padEnd(7)} ${o.kind === "pass" ? o.algorithms.join(",") : o.code}  ${c.label}\n`;
-  const parallel = jobs > 1 && list.length >= 2 * jobs;
+  const parallel = jobs > 1 && list.length >= 2;
   // On one thread, each case's line goes out as it ends (a run that stops says where it was);
   // on several, all at the end, in case order.
   const outcomes = parallel
-    ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs)
+    ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs, { local: task })
     : list.map((c) => {
         const o = runCase(c);
         if (verbose) out(line(c, o));

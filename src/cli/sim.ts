@@ -72,10 +72,10 @@ sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
   -d, --datatype TYPE  element type (default: the scenario op's)
   --show-algorithm     add the algorithm column
   --report-to-json-file FILE  write nccom-test's JSON report ({"results": [...]})
-  -j, --jobs N         threads (default: this machine's cores): sizes run on N worker threads when
-                       there are at least 2 sizes per thread; otherwise a big program (1 M descriptors
-                       or more) has its descriptor rings composed on a second thread as it runs.
-                       The output is the same as with --jobs 1 (one thread)
+  -j, --jobs N         threads (default: this machine's cores): the sizes of a sweep run on this one
+                       and N - 1 worker threads, the biggest first; a single run of a big program
+                       (1 M descriptors or more) has its descriptor rings composed on a second
+                       thread as it runs. The output is the same as with --jobs 1 (one thread)
   --plot FILE          draw busbw and time against size (SVG, log axes, one line per op/algorithm)
   A sweep is timing only unless --check is given (values: checked where they fit, symbolic above).
 

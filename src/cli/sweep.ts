@@ -7,7 +7,7 @@ import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { CcsimError } from "../ir/errors.ts";
 import { revive, runParallel } from "../run/parallel.ts";
-import { runPoint, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
+import { runPoint, task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";
@@ -64,18 +64,20 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked) };
   });
   // Each point runs on its own machine: with --jobs above 1 (and no hooks into the run) the points
-  // run on worker threads; results come back in order, so the output is the same.
-  const parallel = (args.jobs ?? 1) > 1 && points0.length >= 2 * args.jobs && !hooks.mutateImage && !hooks.trace;
+  // run on this thread and worker threads, biggest first (bytes x ranks), each thread taking the
+  // next as it is free; results come back in order, so the output is the same.
+  const parallel = (args.jobs ?? 1) > 1 && points0.length >= 2 && !hooks.mutateImage && !hooks.trace;
+  let finished = 0;
+  const inputs = points0.map((p): SweepTask => ({ scenario: p.one, devicesDir: args.devices, logLevel: args.logLevel, launchPs: spec.topsp.launchPs, unfolded: hooks.unfolded === true }));
   const results: SweepTaskResult[] = parallel
-    ? runParallel<SweepTask, SweepTaskResult>(
-        SWEEP_TASK,
-        points0.map((p) => ({ scenario: p.one, devicesDir: args.devices, logLevel: args.logLevel, launchPs: spec.topsp.launchPs, unfolded: hooks.unfolded === true })),
-        args.jobs!,
-        (k, r) => {
+    ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs!, {
+        local: task,
+        order: biggestFirst(points0.map((p) => p.op.bytes * p.one.ranks)),
+        onResult: (_k, r) => {
           if (r.kind === "done") events += r.outcome.events;
-          progress?.(k + 1, plan.length, events);
+          progress?.(++finished, plan.length, events);
         },
-      )
+      })
     : [];
   for (const [k, { op, checked, one }] of points0.entries()) {
     const r = parallel ? results[k]! : runPoint(one, spec, log, hooks);
@@ -99,4 +101,9 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   else if (symbolic.length) notes.push(`values checked up to ${Math.max(0, ...points.filter((p) => p.checked === "values").map((p) => p.row.bytes))} B; symbolically above (${symbolic.length} sizes)`);
   else notes.push("values checked at every size");
   return { kind: "done", points, notes };
+}
+
+/** Indices of `work` from the biggest to the smallest (ties in index order). */
+export function biggestFirst(work: readonly number[]): number[] {
+  return work.map((_, i) => i).sort((a, b) => work[b]! - work[a]! || a - b);
 }

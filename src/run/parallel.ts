@@ -23,57 +23,86 @@ export interface ErrorData {
   readonly stack?: string | undefined;
 }
 
+/** How `runParallel` runs its tasks. */
+export interface ParallelOptions<T, R> {
+  /** Called as each result comes in (in the order they finish). */
+  readonly onResult?: (index: number, result: R) => void;
+  /**
+   * The task itself, to run on the calling thread too: between the workers' results it takes tasks
+   * as they do, so `jobs` threads work with one worker fewer to start.
+   */
+  readonly local?: (input: T) => R;
+  /** The order tasks are taken in (indices; default: input order). Biggest first balances the threads. */
+  readonly order?: readonly number[];
+}
+
+/** The shared control words: results posted (the caller waits on it), and the next task to take. */
+const POSTED = 0;
+const NEXT = 1;
+
 /**
  * Run `task(input)` of module `moduleUrl` (which exports `task`) for every input on up to `jobs`
- * worker threads; returns the results in input order. A CcsimError in a task is rethrown as such
- * (the first in input order); anything else is rethrown as an Error with the worker's stack.
+ * threads: worker threads (and the caller's, with `local`), each taking the next task in `order`
+ * as it is free. Returns the results in input order, whatever order they finished in. A CcsimError
+ * in a task is rethrown as such (the first in input order); anything else is rethrown as an Error
+ * with the thread's stack.
  */
-export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs: number, onResult?: (index: number, result: R) => void): R[] {
-  const n = Math.min(jobs, inputs.length);
-  const results: Outcome<R>[] = new Array(inputs.length);
+export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs: number, opts: ParallelOptions<T, R> = {}): R[] {
   if (inputs.length === 0) return [];
-  const signal = new Int32Array(new SharedArrayBuffer(4));
-  const workers: { worker: Worker; port: MessagePort; busy: boolean }[] = [];
-  for (let w = 0; w < n; w++) {
+  const order = opts.order ?? inputs.map((_, i) => i);
+  if (order.length !== inputs.length || new Set(order).size !== inputs.length || order.some((i) => !(i >= 0 && i < inputs.length))) throw new RangeError("runParallel: order must list every input once");
+  const results: (Outcome<R> | undefined)[] = new Array(inputs.length);
+  const ctrl = new Int32Array(new SharedArrayBuffer(8));
+  const threads = Math.min(jobs, inputs.length);
+  const ports: MessagePort[] = [];
+  const workers: Worker[] = [];
+  for (let w = 0; w < (opts.local ? threads - 1 : threads); w++) {
     const ch = new MessageChannel();
-    const worker = moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, signal }, [ch.port2]);
-    workers.push({ worker, port: ch.port1, busy: false });
+    workers.push(moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, inputs, order }, [ch.port2]));
+    ports.push(ch.port1);
   }
-  let next = 0;
   let done = 0;
-  const feed = (w: (typeof workers)[number]) => {
-    if (next >= inputs.length) return;
-    w.worker.postMessage({ index: next, input: inputs[next] });
-    next++;
-    w.busy = true;
+  const take = (o: Outcome<R>) => {
+    results[o.index] = o;
+    done++;
+    if (o.result !== undefined) opts.onResult?.(o.index, o.result);
   };
-  for (const w of workers) feed(w);
   try {
     while (done < inputs.length) {
-      const seen = Atomics.load(signal, 0);
+      const seen = Atomics.load(ctrl, POSTED);
       let got = false;
-      for (const w of workers) {
-        for (let m = receiveMessageOnPort(w.port); m; m = receiveMessageOnPort(w.port)) {
-          const o = m.message as Outcome<R>;
-          results[o.index] = o;
-          done++;
+      for (const port of ports) {
+        for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
+          take(m.message as Outcome<R>);
           got = true;
-          w.busy = false;
-          if (o.result !== undefined) onResult?.(o.index, o.result);
-          feed(w);
         }
       }
-      if (!got && done < inputs.length) Atomics.wait(signal, 0, seen, 60_000);
+      if (got) continue;
+      if (opts.local) {
+        const k = Atomics.add(ctrl, NEXT, 1);
+        if (k < order.length) {
+          take(runTask(opts.local, order[k]!, inputs[order[k]!]!));
+          continue;
+        }
+      }
+      Atomics.wait(ctrl, POSTED, seen, 60_000);
     }
   } finally {
-    for (const w of workers) {
-      w.worker.postMessage(null);
-      void w.worker.terminate();
-    }
+    // (Workers end when no task is left; one still running after an error is stopped.)
+    for (const w of workers) void w.terminate();
   }
-  const failed = results.find((o) => o.error);
+  const failed = results.find((o) => o!.error);
   if (failed?.error) throw revive(failed.error);
-  return results.map((o) => o.result as R);
+  return results.map((o) => o!.result as R);
+}
+
+/** One task, its error as data. */
+function runTask<T, R>(task: (input: T) => R, index: number, input: T): Outcome<R> {
+  try {
+    return { index, result: task(input) };
+  } catch (e) {
+    return { index, error: errorData(e) };
+  }
 }
 
 const SELF = import.meta.url;
@@ -92,27 +121,20 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
   return worker;
 }
 
-/** A worker's task loop (`moduleWorker(..., "serveTasks", ...)`): each message runs `task` of the task module; results go back on the port. */
-export async function serveTasks(data: { moduleUrl: string; port: MessagePort; signal: Int32Array }): Promise<void> {
-  const { parentPort } = await import("node:worker_threads");
+/**
+ * A worker's task loop (`moduleWorker(..., "serveTasks", ...)`): it takes the next task in `order`
+ * (a shared counter) until none is left, running `task` of the task module on each; results go
+ * back on the port.
+ */
+export async function serveTasks(data: { moduleUrl: string; port: MessagePort; ctrl: Int32Array; inputs: readonly unknown[]; order: readonly number[] }): Promise<void> {
   const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
-  const { port, signal } = data;
-  parentPort!.on("message", (msg: { index: number; input: unknown } | null) => {
-    if (msg === null) {
-      port.close();
-      parentPort!.close();
-      return;
-    }
-    let out: Outcome<unknown>;
-    try {
-      out = { index: msg.index, result: mod.task(msg.input) };
-    } catch (e) {
-      out = { index: msg.index, error: errorData(e) };
-    }
-    port.postMessage(out);
-    Atomics.add(signal, 0, 1);
-    Atomics.notify(signal, 0);
-  });
+  const { port, ctrl, inputs, order } = data;
+  for (let k = Atomics.add(ctrl, NEXT, 1); k < order.length; k = Atomics.add(ctrl, NEXT, 1)) {
+    port.postMessage(runTask(mod.task, order[k]!, inputs[order[k]!]));
+    Atomics.add(ctrl, POSTED, 1);
+    Atomics.notify(ctrl, POSTED);
+  }
+  port.close();
 }
 
 /** An error as data that crosses threads (`revive` makes it an error again). */
