@@ -350,9 +350,18 @@ export class ProgramBuilder {
    */
   endOp(report = true): { device: number; topsp: number }[] {
     const took: { device: number; topsp: number }[] = [];
+    // The channels that ran in this op, by TopSP (one pass: a filter per TopSP was quadratic in ranks).
+    const ran = new Map<number, EncdChannel[]>();
+    for (const c of this.channels) {
+      if (c.lastEndedOp !== this.opIndex) continue;
+      const key = c.placement.device * 16 + c.placement.topsp;
+      const list = ran.get(key);
+      if (list) list.push(c);
+      else ran.set(key, [c]);
+    }
     for (const [device, d] of this.devices) {
       for (const [index, ts] of d.topsps) {
-        const active = this.channels.filter((c) => c.placement.device === device && c.placement.topsp === index && c.lastEndedOp === this.opIndex);
+        const active = ran.get(device * 16 + index) ?? [];
         const mesh = ts.meshOp === this.opIndex;
         if (active.length > 0 && mesh) throw new InternalError(`dev${device} topsp${index} ran both ring channels and a mesh tape in op ${this.opIndex}`);
         if (mesh) {
