@@ -117,3 +117,23 @@ describe("values that do not fit", () => {
     expect(dropped.ops[0]!.violations.map((v) => v.kind)).not.toContain("race");
   });
 });
+
+describe("race detection that does not fit the heap", () => {
+  it("is left out, with a warning naming its shadow memory and the budget; the check itself still runs", () => {
+    const warnings: string[] = [];
+    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const scn = loadScenario("scenarios/ring8.json");
+    const one = { ...scn, ops: scn.ops.slice(0, 1), faults: [{ kind: "drop-wait" as const, device: 3, nth: 2 }] };
+    // Within the budget, a dropped wait is a race; beyond it, only unbalanced semaphores show it.
+    const within = runScenario(one, loadDevice(scn.instance), log);
+    if (within.kind !== "done") throw new Error("hung");
+    expect(within.ops[0]!.violations.map((v) => v.kind)).toContain("race");
+    expect(warnings).toEqual([]);
+    const beyond = runScenario(one, loadDevice(scn.instance), log, { racesBudget: 1 << 10 });
+    if (beyond.kind !== "done") throw new Error("hung");
+    expect(beyond.ops[0]!.checked).toBe("values");
+    expect(beyond.ops[0]!.violations.map((v) => v.kind)).not.toContain("race");
+    expect(beyond.ops[0]!.violations.map((v) => v.kind)).toContain("unbalanced semaphore");
+    expect(warnings[0]).toMatch(/^op 0 \(all-reduce 4194304 B\): race detection would keep about 0\.\d GiB of shadow memory \(a piece per packet-sized range of every rank's buffers\); it may use 0\.0 GiB \(half of the JavaScript heap\): checking values without race detection$/);
+  });
+});
