@@ -1,7 +1,7 @@
 // SDMA engines: queues of TX/RX physical rings advanced by tail-pointer doorbells, served
 // round-robin at packet boundaries, one packet at a time; in-engine reduce for CCE packets.
 import { InternalError, SimError } from "../../src/ir/errors.ts";
-import type { Tick } from "../../src/ir/time.ts";
+import { WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { addressFields, describeAddress, HBM_LIMIT, hbmAddr, readAddress } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
 import { DESC_BYTES, descFields, readRxWords, readTxWords } from "../../src/encd/udma.ts";
@@ -179,7 +179,7 @@ export class DmaQueue {
   rxTail = 0;
   txHead = 0;
   rxHead = 0;
-  lastLand: Tick = 0;
+  lastLand: Tick = WIDE_ZERO;
   /** Its semaphore writes on their way, and the event that lands the oldest (its engine's). */
   readonly landings = new Landings();
   landNext: () => void = () => {};
@@ -265,8 +265,8 @@ export class DmaEngine {
   private toHbm: Resource | undefined;
   private toQuiet: readonly Region[] | undefined;
   /** The quiet region the last destination's last quiet write was in. */
-  private quietLo = 0;
-  private quietHi = 0;
+  private quietLo = WIDE_ZERO;
+  private quietHi = WIDE_ZERO;
 
   constructor(host: DmaHost, device: number, index: number, params: EngineParams) {
     this.host = host;
@@ -414,7 +414,7 @@ export class DmaEngine {
     this.toLinks = this.host.fabric.route(this.device, device);
     this.toHbm = this.host.fabric.hbm[this.host.home(device)];
     this.toQuiet = this.host.quietRegions(device);
-    this.quietLo = this.quietHi = 0;
+    this.quietLo = this.quietHi = WIDE_ZERO;
   }
 
   /**

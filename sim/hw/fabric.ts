@@ -2,7 +2,7 @@
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
 import { acrossNodes, podNodesOf, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
-import type { Tick } from "../../src/ir/time.ts";
+import { WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
 
 export class Fabric {
@@ -158,15 +158,15 @@ export interface PacketTiming {
 export class PacketClock implements PacketTiming {
   /** Spans resources are busy, when traced. */
   onBusy: ((res: Resource, bytes: number, start: Tick, end: Tick) => void) | undefined = undefined;
-  engineFree: Tick = 0;
-  land: Tick = 0;
+  engineFree: Tick = WIDE_ZERO;
+  land: Tick = WIDE_ZERO;
   // Times stay plain doubles: arithmetic from the start (`- 0`) and no time assigned on one branch
   // only (either would make V8 box each time it changes: a dozen allocations per packet).
-  private start = 0;
-  private cs = 0;
-  private finish = 0;
-  private lat = 0;
-  private cumLat = 0;
+  private start = WIDE_ZERO;
+  private cs = WIDE_ZERO;
+  private finish = WIDE_ZERO;
+  private lat = WIDE_ZERO;
+  private cumLat = WIDE_ZERO;
 
   /** A packet that may start at `t0`. */
   begin(t0: Tick): void {

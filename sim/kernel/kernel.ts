@@ -1,5 +1,5 @@
 // The discrete-event kernel: events ordered by (time, priority, sequence), time in integer picoseconds.
-import { transferPs, type Tick } from "../../src/ir/time.ts";
+import { transferPs, WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { SimError } from "../../src/ir/errors.ts";
 
 /** Priorities at equal time: data landing first, then cores waking, then issue, then engines. */
@@ -19,7 +19,7 @@ export interface RunSummary {
  * typed arrays, callbacks beside them — so scheduling allocates nothing but the callback.
  */
 export class Kernel {
-  now: Tick = 0;
+  now: Tick = WIDE_ZERO;
   private seq = 0;
   private executed = 0;
   private size = 0;
@@ -145,9 +145,9 @@ export class Resource {
   readonly rate: number;
   /** A fault: from this time on the resource carries nothing (a link that is down). */
   downAt: Tick | undefined;
-  freeAt: Tick = 0;
-  busyPs = 0;
-  bytes = 0;
+  freeAt: Tick = WIDE_ZERO;
+  busyPs = WIDE_ZERO;
+  bytes = WIDE_ZERO;
   /**
    * Booked intervals, sorted and disjoint, as [start0, end0, start1, end1, ...] in `booked[0, len)`
    * from index `head` (the ones before it ended before an earlier `now`: forgotten, dropped in

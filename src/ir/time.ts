@@ -4,6 +4,14 @@ import { InternalError } from "./errors.ts";
 /** Simulated time or duration in integer picoseconds. */
 export type Tick = number;
 
+/**
+ * Zero for a field that will count past 2^31 (a time in picoseconds, bytes moved): V8 takes -0 for
+ * a double where 0 would be a small integer, so the field is a double from the start instead of
+ * changing representation (and throwing away the code that reads it) when it first passes 2^31.
+ * It adds, compares and prints as 0.
+ */
+export const WIDE_ZERO = -0;
+
 export const PS_PER_NS = 1_000;
 export const PS_PER_US = 1_000_000;
 export const PS_PER_S = 1_000_000_000_000;
