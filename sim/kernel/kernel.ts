@@ -19,7 +19,7 @@ export interface RunSummary {
  * typed arrays, callbacks beside them — so scheduling allocates nothing but the callback.
  */
 export class Kernel {
-  now: Tick = WIDE_ZERO;
+  now: Tick = 0;
   private seq = 0;
   private executed = 0;
   private size = 0;
