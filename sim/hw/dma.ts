@@ -140,17 +140,17 @@ interface Landing {
  * write of its queue (`DmaQueue.lastLand`), so they land in the order they were scheduled (equal
  * times in scheduling order): one callback per queue takes the oldest, no closure per write.
  */
-class Landings {
-  private readonly ring: Landing[] = [];
+export class Landings {
+  private ring: Landing[] = [];
   private head = 0;
   private size = 0;
 
   push(addr: number, piece: Uint8Array | undefined, len: number, acc: Access | undefined, sym: SymPiece | undefined): void {
     if (this.size === this.ring.length) {
-      // Full: unroll it into a twice longer ring, oldest first.
-      const old = this.ring.splice(0, this.ring.length);
-      for (let i = 0; i < old.length; i++) this.ring.push(old[(this.head + i) % old.length]!);
-      for (let i = old.length; i < Math.max(4, 2 * old.length); i++) this.ring.push({ addr: 0, piece: undefined, len: 0, acc: undefined, sym: undefined });
+      // Full: a twice longer ring, oldest first.
+      const old = this.ring;
+      const n = old.length;
+      this.ring = Array.from({ length: Math.max(4, 2 * n) }, (_, i) => (i < n ? old[(this.head + i) % n]! : { addr: 0, piece: undefined, len: 0, acc: undefined, sym: undefined }));
       this.head = 0;
     }
     const l = this.ring[(this.head + this.size++) % this.ring.length]!;
@@ -497,11 +497,12 @@ export class DmaEngine {
       const sym = stream && { stream, at: o % stream.length };
       o += len;
       const wacc = acc && { ...acc, epoch: qc!.tick(), timePs: land - 0 };
-      const quiet = toHbm && ((dstOffset >= this.quietLo && dstOffset + len <= this.quietHi) || this.quietElsewhere(dstOffset, len));
       if (!toHbm) {
         q.landings.push(addr, piece, len, wacc, sym);
         k.at(land, Prio.LAND, q.landNext);
-      } else if (piece || !quiet) this.landAt(land, addr, piece, len, wacc, sym);
+      } else if (piece || !((dstOffset >= this.quietLo && dstOffset + len <= this.quietHi) || this.quietElsewhere(dstOffset, len))) {
+        this.landAt(land, addr, piece, len, wacc, sym);
+      }
       host.trace?.packet(this.device, this.index, q.id, p.op === NO_OP ? "copy" : "cce", len, describeAddress(addr, this.device), k.now, land);
     }
     k.at(engineFree, Prio.ENGINE, this.freed);
