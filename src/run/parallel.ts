@@ -1,9 +1,10 @@
 // Independent runs on worker threads, with a synchronous caller: tasks go out to the workers and
 // the caller blocks (Atomics.wait) until results come back, reading them with
 // receiveMessageOnPort. Results come back in task order, so output does not depend on the jobs.
+import { existsSync, readlinkSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort, type TransferListItem } from "node:worker_threads";
-import { CompileError, EncodeError, ScenarioError, SimError, type CcsimError } from "../ir/errors.ts";
+import { CompileError, EncodeError, InternalError, ScenarioError, SimError, type CcsimError } from "../ir/errors.ts";
 
 /** The machine's cores: the default number of jobs. */
 export function defaultJobs(): number {
@@ -36,9 +37,17 @@ export interface ParallelOptions<T, R> {
   readonly order?: readonly number[];
 }
 
-/** The shared control words: results posted (the caller waits on it), and the next task to take. */
+/**
+ * The shared control words: results posted (the caller waits on it), the next task to take, then
+ * two per worker: its operating-system thread id (0: not known) and the task it is running plus one
+ * (0: none).
+ */
 const POSTED = 0;
 const NEXT = 1;
+const tidWord = (w: number) => 2 + 2 * w;
+const taskWord = (w: number) => 3 + 2 * w;
+/** How often (ms) the waiting caller checks that the workers still live. */
+const LIVENESS_MS = 1000;
 
 /**
  * Run `task(input)` of module `moduleUrl` (which exports `task`) for every input on up to `jobs`
@@ -52,13 +61,14 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const order = opts.order ?? inputs.map((_, i) => i);
   if (order.length !== inputs.length || new Set(order).size !== inputs.length || order.some((i) => !(i >= 0 && i < inputs.length))) throw new RangeError("runParallel: order must list every input once");
   const results: (Outcome<R> | undefined)[] = new Array(inputs.length);
-  const ctrl = new Int32Array(new SharedArrayBuffer(8));
   const threads = Math.min(jobs, inputs.length);
+  const nWorkers = opts.local ? threads - 1 : threads;
+  const ctrl = new Int32Array(new SharedArrayBuffer(4 * (2 + 2 * nWorkers)));
   const ports: MessagePort[] = [];
   const workers: Worker[] = [];
-  for (let w = 0; w < (opts.local ? threads - 1 : threads); w++) {
+  for (let w = 0; w < nWorkers; w++) {
     const ch = new MessageChannel();
-    workers.push(moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, inputs, order }, [ch.port2]));
+    workers.push(moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, slot: w, inputs, order }, [ch.port2]));
     ports.push(ch.port1);
   }
   let done = 0;
@@ -67,17 +77,21 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
     done++;
     if (o.result !== undefined) opts.onResult?.(o.index, o.result);
   };
+  /** Take every result posted so far; true if there was one. */
+  const drain = (): boolean => {
+    let got = false;
+    for (const port of ports) {
+      for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
+        take(m.message as Outcome<R>);
+        got = true;
+      }
+    }
+    return got;
+  };
   try {
     while (done < inputs.length) {
       const seen = Atomics.load(ctrl, POSTED);
-      let got = false;
-      for (const port of ports) {
-        for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) {
-          take(m.message as Outcome<R>);
-          got = true;
-        }
-      }
-      if (got) continue;
+      if (drain()) continue;
       if (opts.local) {
         const k = Atomics.add(ctrl, NEXT, 1);
         if (k < order.length) {
@@ -85,7 +99,7 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
           continue;
         }
       }
-      Atomics.wait(ctrl, POSTED, seen, 60_000);
+      if (Atomics.wait(ctrl, POSTED, seen, LIVENESS_MS) === "timed-out") checkLiveness(ctrl, nWorkers, drain, results);
     }
   } finally {
     // (Workers end when no task is left; one still running after an error is stopped.)
@@ -94,6 +108,41 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const failed = results.find((o) => o!.error);
   if (failed?.error) throw revive(failed.error);
   return results.map((o) => o!.result as R);
+}
+
+/**
+ * A worker thread ends without a word when V8 stops it (out of memory): the task it was running
+ * would never post, and the caller, blocked, never sees the thread's exit event. So the caller
+ * checks, while it waits, that each worker's thread still exists (Linux: /proc/self/task; where
+ * that is not readable a worker's id stays 0 and is not checked).
+ */
+function checkLiveness<R>(ctrl: Int32Array, nWorkers: number, drain: () => boolean, results: readonly (Outcome<R> | undefined)[]): void {
+  const gone = (w: number): boolean => {
+    const tid = Atomics.load(ctrl, tidWord(w));
+    return tid !== 0 && !existsSync(`/proc/self/task/${tid}`);
+  };
+  const dead = Array.from({ length: nWorkers }, (_, w) => w).filter(gone);
+  if (dead.length === 0) return;
+  // What they posted before they went is on their ports; a task one held without a result never will be.
+  drain();
+  for (const w of dead) {
+    const held = Atomics.load(ctrl, taskWord(w)) - 1;
+    if (held >= 0 && results[held] === undefined) {
+      throw new InternalError(`worker thread ${w + 1} stopped while running task ${held + 1} of ${results.length}, without a result (out of memory?)`);
+    }
+  }
+  // Every worker gone and tasks left that nobody took (a caller with a task of its own takes them itself).
+  const left = results.filter((o) => o === undefined).length;
+  if (dead.length === nWorkers && left > 0) throw new InternalError(`every worker thread stopped with ${left} of ${results.length} tasks not run`);
+}
+
+/** This thread's operating-system id (Linux), or 0. */
+function osThreadId(): number {
+  try {
+    return Number(readlinkSync("/proc/thread-self").split("/").pop()) || 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** One task, its error as data. */
@@ -126,11 +175,14 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
  * (a shared counter) until none is left, running `task` of the task module on each; results go
  * back on the port.
  */
-export async function serveTasks(data: { moduleUrl: string; port: MessagePort; ctrl: Int32Array; inputs: readonly unknown[]; order: readonly number[] }): Promise<void> {
+export async function serveTasks(data: { moduleUrl: string; port: MessagePort; ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): Promise<void> {
+  const { port, ctrl, slot, inputs, order } = data;
+  Atomics.store(ctrl, tidWord(slot), osThreadId());
   const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
-  const { port, ctrl, inputs, order } = data;
   for (let k = Atomics.add(ctrl, NEXT, 1); k < order.length; k = Atomics.add(ctrl, NEXT, 1)) {
+    Atomics.store(ctrl, taskWord(slot), order[k]! + 1);
     port.postMessage(runTask(mod.task, order[k]!, inputs[order[k]!]));
+    Atomics.store(ctrl, taskWord(slot), 0);
     Atomics.add(ctrl, POSTED, 1);
     Atomics.notify(ctrl, POSTED);
   }

@@ -2,6 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { runParallel } from "../../src/run/parallel.ts";
 import { biggestFirst } from "../../src/cli/sweep.ts";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { ScenarioError } from "../../src/ir/errors.ts";
 import { task, type Input } from "./fixtures/parallel-task.ts";
 
@@ -35,6 +38,16 @@ describe("runParallel", () => {
     const inputs = [1, 13, 2, 3].map((x) => ({ x }));
     expect(() => runParallel<Input, Out>(MODULE, inputs, 2, { local: task })).toThrow(ScenarioError);
     expect(() => runParallel<Input, Out>(MODULE, inputs, 2)).toThrow(/thirteen/);
+  });
+
+  it("a worker thread that stops in a task is an internal error, not a wait for good", () => {
+    // (Where the thread cannot be watched — no /proc/self/task — the caller would wait: not tested there.)
+    if (!existsSync("/proc/thread-self")) return;
+    // In a child process with a time limit: a caller that waits for good must fail the test, not hang it.
+    const script = fileURLToPath(new URL("./fixtures/parallel-dies.ts", import.meta.url));
+    const child = spawnSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8", timeout: 60_000 });
+    expect(child.signal).toBeNull();
+    expect(child.stdout.trim()).toBe("InternalError: internal error: worker thread 1 stopped while running task 2 of 3, without a result (out of memory?)");
   });
 
   it("refuses an order that does not list every input once", () => {
