@@ -89,7 +89,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   // On one thread, each case's line goes out as it ends (a run that stops says where it was);
   // on several, all at the end, in case order.
   const outcomes = parallel
-    ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs, { local: task })
+    ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs, { local: task, label: (k) => `case ${list[k]!.id}` })
     : list.map((c) => {
         const o = runCase(c);
         if (verbose) out(line(c, o));

@@ -73,6 +73,7 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs!, {
         local: task,
         order: biggestFirst(points0.map((p) => p.op.bytes * p.one.ranks)),
+        label: (k) => `${points0[k]!.op.op} ${points0[k]!.op.bytes} B`,
         onResult: (_k, r) => {
           if (r.kind === "done") events += r.outcome.events;
           progress?.(++finished, plan.length, events);

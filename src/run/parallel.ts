@@ -35,6 +35,8 @@ export interface ParallelOptions<T, R> {
   readonly local?: (input: T) => R;
   /** The order tasks are taken in (indices; default: input order). Biggest first balances the threads. */
   readonly order?: readonly number[];
+  /** What task `index` is, for a message about it (default: its number). */
+  readonly label?: (index: number) => string;
 }
 
 /**
@@ -68,7 +70,11 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const workers: Worker[] = [];
   for (let w = 0; w < nWorkers; w++) {
     const ch = new MessageChannel();
-    workers.push(moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, slot: w, inputs, order }, [ch.port2]));
+    const worker = moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, slot: w, inputs, order }, [ch.port2]);
+    // (A worker that fails says so through its task's result or `checkLiveness`; its exit event, once
+    // the caller's thread runs events again, must not end the process.)
+    worker.on("error", () => {});
+    workers.push(worker);
     ports.push(ch.port1);
   }
   let done = 0;
@@ -99,7 +105,7 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
           continue;
         }
       }
-      if (Atomics.wait(ctrl, POSTED, seen, LIVENESS_MS) === "timed-out") checkLiveness(ctrl, nWorkers, drain, results);
+      if (Atomics.wait(ctrl, POSTED, seen, LIVENESS_MS) === "timed-out") checkLiveness(ctrl, nWorkers, drain, results, opts.label);
     }
   } finally {
     // (Workers end when no task is left; one still running after an error is stopped.)
@@ -116,7 +122,7 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
  * checks, while it waits, that each worker's thread still exists (Linux: /proc/self/task; where
  * that is not readable a worker's id stays 0 and is not checked).
  */
-function checkLiveness<R>(ctrl: Int32Array, nWorkers: number, drain: () => boolean, results: readonly (Outcome<R> | undefined)[]): void {
+function checkLiveness<R>(ctrl: Int32Array, nWorkers: number, drain: () => boolean, results: readonly (Outcome<R> | undefined)[], label?: (index: number) => string): void {
   const gone = (w: number): boolean => {
     const tid = Atomics.load(ctrl, tidWord(w));
     return tid !== 0 && !existsSync(`/proc/self/task/${tid}`);
@@ -128,7 +134,7 @@ function checkLiveness<R>(ctrl: Int32Array, nWorkers: number, drain: () => boole
   for (const w of dead) {
     const held = Atomics.load(ctrl, taskWord(w)) - 1;
     if (held >= 0 && results[held] === undefined) {
-      throw new InternalError(`worker thread ${w + 1} stopped while running task ${held + 1} of ${results.length}, without a result (out of memory?)`);
+      throw new InternalError(`worker thread ${w + 1} stopped while running task ${held + 1} of ${results.length}${label ? ` (${label(held)})` : ""}, without a result (out of memory?)`);
     }
   }
   // Every worker gone and tasks left that nobody took (a caller with a task of its own takes them itself).

@@ -47,7 +47,7 @@ describe("runParallel", () => {
     const script = fileURLToPath(new URL("./fixtures/parallel-dies.ts", import.meta.url));
     const child = spawnSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8", timeout: 60_000 });
     expect(child.signal).toBeNull();
-    expect(child.stdout.trim()).toBe("InternalError: internal error: worker thread 1 stopped while running task 2 of 3, without a result (out of memory?)");
+    expect(child.stdout.trim()).toBe("InternalError: internal error: worker thread 1 stopped while running task 2 of 3 (x = 99), without a result (out of memory?)");
   });
 
   it("refuses an order that does not list every input once", () => {
