@@ -57,6 +57,7 @@ export function explainText(scn: Scenario, explain: readonly Explanation[]): str
     for (const x of e.gates) lines.push(`    ${x.gate.padEnd(17)} ${x.verdict.ok ? "feasible" : "no"}: ${x.verdict.reason}`);
     lines.push(`  resolved: enc_alg_type ${e.resolved.value} "${e.resolved.name}", metaring_type ${METARING_NAME[e.metaringType]} (${e.metaringType})`);
     if (e.fallback) lines.push(`  fallback: ${e.fallback}`);
+    if (e.channelsNote) lines.push(`  channels: ${e.channelsNote}`);
     lines.push(`  operation: ${e.channels} channel(s), copy slice ${e.copySliceBytes} B, reduce slice ${e.reduceSliceBytes} B, ${e.pipelineSliceN} pipeline slice(s)`);
     if (e.hier) {
       lines.push(`  hierarchical stages: ${e.hier.stages.map((st) => `${st.level} ${st.op} on ${algorithmLabel(st.alg)}`).join(" -> ")}`);

@@ -13,9 +13,9 @@ import type { DescriptorFeed } from "../encd/image.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
-import { postOperations, type EncOperation, type Explanation } from "./post.ts";
+import type { EncOperation, Explanation } from "./post.ts";
 import { parseReplicaGroups } from "./groups.ts";
-import { CompileContext, idsPerNodeOf } from "./context.ts";
+import { CompileContext, idsPerNodeOf, postProgram } from "./context.ts";
 import { podNodesOf } from "../ir/spec.ts";
 import type { Signature } from "../encd/signature.ts";
 import { whyNotFold } from "../encd/fold.ts";
@@ -87,8 +87,7 @@ function check(cond: boolean, code: string, message: string, path: string, value
 /** postOperation's reasoning for every op, without composing anything (for --explain when an op is refused). */
 export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Explanation[] {
   const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
-  const channels = scn.channels ?? spec.ring.defaultChannels;
-  return postOperations({ scn, spec, groups, channels, chunkBytes: scn.chunkBytes ?? spec.ring.chunkBytes }).explain;
+  return postProgram(scn, spec, groups, scn.ops.map((_, i) => i), scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain;
 }
 
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */

@@ -54,6 +54,54 @@ export interface MeshPlace {
   readonly semas: { readonly handshake: number; readonly data: number; readonly data2: number; readonly compl: number };
 }
 
+/** Whether ops `opIndices` run as a concurrent program (each stream on TopSPs and queues of its own). */
+function concurrentOf(scn: Scenario, opIndices: readonly number[]): boolean {
+  return scn.concurrent === true && opIndices.length > 1;
+}
+
+/** The streams of the program, in order (one, unless it is concurrent). */
+function streamsOf(scn: Scenario, opIndices: readonly number[]): number[] {
+  return concurrentOf(scn, opIndices) ? [...new Set(opIndices.map((i) => scn.ops[i]!.stream))].sort((a, b) => a - b) : [0];
+}
+
+/**
+ * Channel sets per stream: 0 for the replica groups' own rings; a hierarchical op adds 1 (its
+ * intra-node stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA
+ * engines; a pipelined hierarchical all-reduce runs its intra all-gather beside the next slices'
+ * intra reduce-scatter: a fourth. So 1, 3 or 4; a stream's sets follow the previous stream's, and
+ * concurrent streams share the engines, so one stream's sets take them all.
+ */
+function setsPerStream(scn: Scenario, opIndices: readonly number[], p: Posted): number {
+  const hier = opIndices.some((i) => p.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
+  return hier ? (scn.hierarchical.slices > 1 ? 4 : 3) : 1;
+}
+
+/**
+ * Ops `opIndices` posted at the channel count the program runs: the preset's unless the scenario
+ * sets one; where the program's channel sets would need more DMA engines (foldN a channel) or ring
+ * channel records (32) than a rank has at the preset's count, as many channels as fit, and `note`
+ * says why. (A count the scenario sets is kept: the context refuses it if it does not fit.)
+ */
+export function postProgram(scn: Scenario, spec: DeviceSpec, groups: readonly (readonly number[])[], opIndices: readonly number[], chunkBytes: number): { posted: Posted; channels: number; note?: string } {
+  const post = (c: number): Posted => postOperations({ scn, spec, groups, channels: c, chunkBytes });
+  const preset = spec.ring.defaultChannels;
+  if (scn.channels !== undefined) return { posted: post(scn.channels), channels: scn.channels };
+  const engines = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
+  const streams = streamsOf(scn, opIndices).length;
+  const foldN = spec.ring.foldN;
+  const fits = (p: Posted, c: number): boolean => setsPerStream(scn, opIndices, p) * c * foldN <= engines && setsPerStream(scn, opIndices, p) * streams * c <= 32;
+  const atPreset = post(preset);
+  let channels = preset;
+  let posted = atPreset;
+  while (channels > 1 && !fits(posted, channels)) posted = post(--channels);
+  if (channels === preset) return { posted, channels };
+  const sets = setsPerStream(scn, opIndices, atPreset);
+  const what = `${sets > 1 ? `a hierarchical op's ${sets} channel sets` : "one channel set"}${streams > 1 ? ` on each of ${streams} concurrent streams` : ""}`;
+  const need = sets * preset * foldN > engines ? `${sets * preset * foldN} DMA engines (${foldN} a channel); a rank has ${engines}` : `${sets * streams * preset} ring channel records; there are 32`;
+  const note = `${channels}, not ${spec.name}'s ${preset}: at ${preset}, ${what} would need ${need}`;
+  return { posted: { ...posted, explain: posted.explain.map((e) => ({ ...e, channelsNote: note })) }, channels, note };
+}
+
 export class CompileContext {
   readonly channels: number;
   readonly foldN: number;
@@ -125,43 +173,30 @@ export class CompileContext {
     this.podIds = podIds;
     check(podIds <= ADDRESS_BLOCK, "CMP1303", `a pod of ${podNodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
     check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % podIds === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a ${podNodes > 1 ? "pod" : "node"}'s devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a ${podNodes > 1 ? "pod" : "node"})`, "nodes", scn.nodes);
-    const channels = scn.channels ?? spec.ring.defaultChannels;
-    this.channels = channels;
     const foldN = spec.ring.foldN;
     this.foldN = foldN;
     this.enginesPerRank = spec.dma.enginesPerCore * vcore;
     this.tsPerRank = (spec.topsp.perDevice / spec.coresPerDevice) * vcore;
-    this.slotsPerTopsp = Math.ceil(channels / this.tsPerRank);
 
     const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
     this.groups = groups;
     checkSignatures(scn, groups);
     this.chunkBytes = scn.chunkBytes ?? spec.ring.chunkBytes;
-    const posted = postOperations({ scn, spec, groups, channels, chunkBytes: this.chunkBytes });
+    // A concurrent program gives each stream its channel sets on TopSPs of its own.
+    this.concurrent = concurrentOf(scn, opIndices);
+    this.streams = streamsOf(scn, opIndices);
+    const { posted, channels, note } = postProgram(scn, spec, groups, opIndices, this.chunkBytes);
+    this.channels = channels;
     this.posted = posted;
-    this.warnings = [...posted.warnings];
+    this.warnings = [...posted.warnings, ...(note ? [`channels: ${note}`] : [])];
     const refused = posted.refused.find((e) => e !== undefined);
     if (refused) throw refused;
     this.info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
-
-    // Channel sets: 0 for the replica groups' own rings; a hierarchical op adds 1 (its intra-node
-    // stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA engines.
-    const hier = opIndices.some((i) => posted.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
-    // A concurrent program gives each stream its channel sets on TopSPs of its own.
-    this.concurrent = scn.concurrent === true && opIndices.length > 1;
-    this.streams = this.concurrent ? [...new Set(opIndices.map((i) => scn.ops[i]!.stream))].sort((a, b) => a - b) : [0];
-    if (this.concurrent) {
-      check(this.streams.length <= this.tsPerRank, "CMP1313", `${this.streams.length} concurrent streams need a TopSP each; a rank of ${spec.name} has ${this.tsPerRank}`, "concurrent", true);
-      // One TopSP may carry all of a stream's channels.
-      this.slotsPerTopsp = channels;
-    }
-    // A pipelined hierarchical all-reduce runs its intra all-gather beside the next slices' intra
-    // reduce-scatter: a fourth channel set.
-    const pipelined = hier && scn.hierarchical.slices > 1;
-    // Sets per stream (the main one, and a hierarchical op's levels); a stream's sets follow the
-    // previous stream's. Concurrent streams share the engines, so one stream's sets take them all.
-    this.perStream = hier ? (pipelined ? 4 : 3) : 1;
-    // Channel sets in use: per stream 1, 3 (hierarchical) or 4 (pipelined hierarchical).
+    // One TopSP may carry all of a concurrent stream's channels.
+    this.slotsPerTopsp = this.concurrent ? channels : Math.ceil(channels / this.tsPerRank);
+    if (this.concurrent) check(this.streams.length <= this.tsPerRank, "CMP1313", `${this.streams.length} concurrent streams need a TopSP each; a rank of ${spec.name} has ${this.tsPerRank}`, "concurrent", true);
+    this.perStream = setsPerStream(scn, opIndices, posted);
+    // Channel sets in use.
     const sets = this.perStream * this.streams.length;
     check(this.perStream * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${this.perStream > 1 ? ` x ${this.perStream} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
@@ -209,7 +244,7 @@ export class CompileContext {
     this.streams.forEach((st, p) => this.streamComms.set(st, p === 0 ? this.main : makeComm(p * this.perStream, groups)));
     // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
     // the same position on every node.
-    if (hier) {
+    if (this.perStream > 1) {
       const intra: number[][] = [];
       const inter: number[][] = [];
       for (const [gi, g] of groups.entries()) {
@@ -222,7 +257,7 @@ export class CompileContext {
       // Each stream's own level comms, on its sets.
       this.streams.forEach((st, p) => {
         const b = p * this.perStream;
-        this.hierByStream.set(st, { intra: makeComm(b + 1, intra), inter: makeComm(b + 2, inter), ...(pipelined ? { intraAg: makeComm(b + 3, intra) } : {}) });
+        this.hierByStream.set(st, { intra: makeComm(b + 1, intra), inter: makeComm(b + 2, inter), ...(this.perStream === 4 ? { intraAg: makeComm(b + 3, intra) } : {}) });
       });
     }
 
