@@ -7,7 +7,8 @@ import pino from "pino";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runScenario, type PipelineHooks } from "../../src/run/pipeline.ts";
+import { memoryAgents, racesFit, runScenario, type PipelineHooks } from "../../src/run/pipeline.ts";
+import { compileProgram } from "../../src/enc/compile.ts";
 import { loadDevice, loadScenario } from "../../src/run/load.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange } from "../../src/check/symbolic.ts";
 import { corruptFirstReduce, duplicateCceSource, moveCceSource, moveRemoteWrite } from "../helpers-image.ts";
@@ -134,6 +135,22 @@ describe("race detection that does not fit the heap", () => {
     expect(beyond.ops[0]!.checked).toBe("values");
     expect(beyond.ops[0]!.violations.map((v) => v.kind)).not.toContain("race");
     expect(beyond.ops[0]!.violations.map((v) => v.kind)).toContain("unbalanced semaphore");
-    expect(warnings[0]).toMatch(/^op 0 \(all-reduce 4194304 B\): race detection would keep about 0\.\d GiB of shadow memory \(a piece per packet-sized range of every rank's buffers\); it may use 0\.0 GiB \(half of the JavaScript heap\): checking values without race detection$/);
+    expect(warnings[0]).toMatch(/^op 0 \(all-reduce 4194304 B\): race detection would keep about 0\.\d GiB of shadow memory and vector clocks \(a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, \d+ of them, in each queue, core and semaphore\); it may use 0\.0 GiB \(half of the JavaScript heap\): checking values without race detection$/);
+  });
+
+  it("counts the vector clocks: an entry per memory agent in each holder, so their memory grows with the agents squared", () => {
+    const op = { op: "all-reduce" as const, bytes: 4096, dtype: "fp32" as const, reduce: "sum" as const, stream: 0, priorityClass: 0 };
+    const groups = [Array.from({ length: 8 }, (_, i) => i)];
+    const shadow = racesFit(op, groups, 0).need;
+    expect(shadow).toBeGreaterThan(0);
+    expect(racesFit(op, groups, 1000).need - shadow).toBe(16 * 1000 * 1000);
+    // 1,024 trn1 ranks have about 19,000 agents: about 6 GB of clocks, past any default heap's half.
+    expect(racesFit(op, groups, 19456, 2 ** 31).fits).toBe(false);
+    expect(racesFit(op, groups, 4352, 2 ** 31).fits).toBe(true);
+    // A program's agents: its DMA queues and network proxies (ring8: 8 devices' queues, no proxy).
+    const scn = loadScenario("scenarios/ring8.json");
+    const { image } = compileProgram({ ...scn, ops: scn.ops.slice(0, 1) }, loadDevice(scn.instance), [0]);
+    expect(memoryAgents(image)).toBe(image.devices.reduce((n, d) => n + d.queues.length, 0));
+    expect(memoryAgents(image)).toBeGreaterThanOrEqual(8);
   });
 });
