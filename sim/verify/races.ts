@@ -17,12 +17,16 @@ const EMPTY: Clock = new Int32Array(0);
 
 /** `a` joined with `b` (and `agent` at `epoch`), as a new clock, or `a` itself when that adds nothing. */
 export function joined(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
+  // The first entry of `b` ahead of `a` (its entries past `a`'s length count against 0), if any.
+  const common = Math.min(a.length, b.length);
+  let k = 0;
+  while (k < common && b[k]! <= a[k]!) k++;
+  if (k === common) while (k < b.length && b[k]! <= 0) k++;
   let out: Clock | undefined;
-  for (let k = 0; k < b.length; k++) {
-    const v = b[k]!;
-    if (v <= (k < a.length ? a[k]! : 0)) continue;
-    if (!out) out = widened(a, Math.max(b.length, agent + 1));
-    out[k] = v;
+  if (k < b.length) {
+    // From there on, a copy of `a` takes the join (loops without a bounds test per entry).
+    out = widened(a, Math.max(b.length, agent + 1));
+    for (; k < b.length; k++) if (b[k]! > out[k]!) out[k] = b[k]!;
   }
   if (agent >= 0 && epoch > (agent < a.length ? a[agent]! : 0)) {
     out ??= widened(a, agent + 1);
@@ -35,7 +39,11 @@ export function joined(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
 export function joinInto(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
   const need = Math.max(b.length, agent + 1);
   const out = need > a.length ? widened(a, need) : a;
-  for (let k = 0; k < b.length; k++) if (b[k]! > out[k]!) out[k] = b[k]!;
+  const n = b.length;
+  for (let k = 0; k < n; k++) {
+    const v = b[k]!;
+    if (v > out[k]!) out[k] = v;
+  }
   if (agent >= 0 && epoch > out[agent]!) out[agent] = epoch;
   return out;
 }
@@ -127,6 +135,8 @@ export class QueueClock {
   private vc: Clock = EMPTY;
   /** A packet holds `vc`: the next join copies it. */
   private shared = false;
+  /** The clock joined last. */
+  private lastJoined: Clock | undefined = undefined;
   /** Doorbells not yet fully consumed, per side in ring order, and how many of them are joined. */
   private readonly pending = { tx: new Fifo(), rx: new Fifo() };
 
@@ -153,6 +163,10 @@ export class QueueClock {
   }
 
   private join(c: Clock): void {
+    // A doorbell's clock is a core's snapshot, never changed: one joined last adds nothing again
+    // (a core's doorbells of one step share it).
+    if (c === this.lastJoined) return;
+    this.lastJoined = c;
     if (!this.shared) {
       this.vc = joinInto(this.vc, c);
       return;

@@ -8,6 +8,7 @@ import { main } from "../../src/cli/conformance.ts";
 
 const CASES = Number(process.env.CCSIM_CONFORMANCE_CASES ?? 160);
 const SEED = Number(process.env.CCSIM_CONFORMANCE_SEED ?? 20261202);
+const CASE_TIMEOUT_MS = 300_000;
 const specs = loadPresets();
 
 describe("conformance matrix", () => {
@@ -38,7 +39,9 @@ describe("conformance matrix with channels, priority classes and a second op on 
     const o = runCase(c);
     if (o.kind === "fail") expect.fail(`${o.code}: ${o.message}`);
     if (o.kind === "refused") expect(REFUSAL_CODES.has(o.code)).toBe(true);
-  });
+    // (A case of many ranks checks values with race detection, whose clocks grow with the ranks: one
+    // takes over a minute alone, more beside other test files.)
+  }, CASE_TIMEOUT_MS);
 });
 
 describe("npm run conformance --verbose", () => {
