@@ -40,8 +40,10 @@ options:
                        bytes kept), none (timing only). values and symbolic also detect races:
                        a read or write no semaphore orders after the write it depends on
   --races on|off       override the scenario's race detection (on by default; its shadow memory
-                       holds about one piece per packet-sized range a run touches: an op whose
-                       pieces would need more than half the JavaScript heap runs without it, warned)
+                       holds about one piece per packet-sized range a run touches, its vector
+                       clocks an entry per DMA queue and proxy in each queue, core and semaphore:
+                       an op whose pieces and clocks would need more than half the JavaScript heap
+                       runs without it, warned)
   --seed N             override the scenario's seed (input values)
   -r, --nworkers N     run on N ranks (one replica group of all of them)
   --stats              after the results: per-link bytes and busy fraction, the busiest link,
