@@ -321,7 +321,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   const proxies: ProxyQueue[] = [];
   for (const di of image.devices) {
     for (const q of di.proxyQueues ?? []) {
-      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, read: (d, off, len) => dev(d).memory.read(off, len), home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
+      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, payload: (d, off, len) => (dev(d).memory.dropped(off, len) ? undefined : dev(d).memory.read(off, len)), home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
     }
   }
   for (const p of proxies) p.start();

@@ -18,7 +18,8 @@ export interface ProxyHost {
   readonly kernel: Kernel;
   readonly fabric: Fabric;
   readonly network: { readonly latencyPs: number; readonly messageCostPs: number };
-  read(device: number, offset: number, len: number): Uint8Array;
+  /** The bytes at `offset` of `device`'s HBM (a copy), or undefined where they are not kept (a timing-only run's payload). */
+  payload(device: number, offset: number, len: number): Uint8Array | undefined;
   /** The device that stands for `device` in this run: itself, or its place in the unit (pod) a folded image holds. */
   home(device: number): number;
   land(addr: number, from: number, bytes: Uint8Array | undefined, len: number, acc?: Access, sym?: SymPiece): void;
@@ -103,7 +104,7 @@ export class ProxyQueue {
     if (e.bytes > 0) {
       if (src.kind !== "hbm" || src.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src, this.device)}, not this device's HBM`, { value: e.src });
       if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst, remote)}, not HBM`, { value: e.dst });
-      data = host.read(this.device, src.offset, e.bytes);
+      data = host.payload(this.device, src.offset, e.bytes);
       if (races) races.read(this.device, src.offset, e.bytes, acc(kern.now));
       stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }]);
     }
