@@ -64,9 +64,11 @@ export function wordsOf(bytes: Uint8Array): Uint32Array {
 
 /** Read a u64 that must be a safe JS integer (every address ccsim emits is below 2^53). */
 export function readAddr(view: DataView, offset: number): number {
-  const v = view.getBigUint64(offset, true);
-  if (v > BigInt(Number.MAX_SAFE_INTEGER)) return Number.NaN;
-  return Number(v);
+  // As two words (a BigInt per read was most of what decoding a program allocated): a high word
+  // above 21 bits puts the value at 2^53 or more.
+  const hi = view.getUint32(offset + 4, true);
+  if (hi > 0x1fffff) return Number.NaN;
+  return hi * 0x100000000 + view.getUint32(offset, true);
 }
 
 export function hex(bytes: Uint8Array): string {

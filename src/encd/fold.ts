@@ -33,7 +33,9 @@ function addValue(sig: Signature, v: unknown, device: number, unitDevices: numbe
     return;
   }
   if (v && typeof v === "object") {
-    for (const [k, x] of Object.entries(v)) addValue(sig, x, device, unitDevices, ADDRESS_FIELDS.has(k));
+    // (A decoded record's own keys, in Object.entries' order, without an array of pairs per record.)
+    const rec = v as Record<string, unknown>;
+    for (const k in rec) addValue(sig, rec[k], device, unitDevices, ADDRESS_FIELDS.has(k));
   }
 }
 

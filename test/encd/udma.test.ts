@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { cceMetaWord, decodeRx, decodeTx, descFields, encodeLength, isCmeDesc, META_CTRL_COPY, packCceMeta, packRx, packTx, readRx, readRxWords, readTx, readTxWords } from "../../src/encd/udma.ts";
-import { hex, wordsOf } from "../../src/encd/bits.ts";
+import { hex, readAddr, wordsOf } from "../../src/encd/bits.ts";
 import { SdmaCceType } from "../../src/ir/enums.ts";
 import { EncodeError } from "../../src/ir/errors.ts";
 
@@ -94,5 +94,17 @@ describe("16-byte UDMA descriptor", () => {
     expect(readTxWords(w, 0, descFields())).toMatchObject({ meta: true, length: 4096, op: SdmaCceType.MAX, dtype: 10, dests: 2 });
     expect(readTxWords(w, 4, descFields()).src).toBeNaN();
     expect(readTxWords(w, 4, descFields())).toEqual(readTx(ring, 16, descFields()));
+  });
+});
+
+describe("readAddr", () => {
+  it("reads a little-endian u64 below 2^53 exactly, and NaN from 2^53 up", () => {
+    const at = (v: bigint): number => {
+      const view = new DataView(new ArrayBuffer(12));
+      view.setBigUint64(4, v, true);
+      return readAddr(view, 4);
+    };
+    for (const v of [0n, 5n, 0xffffffffn, 0x100000000n, 0x1_2345_6789_abcdn, 2n ** 53n - 1n]) expect(at(v)).toBe(Number(v));
+    for (const v of [2n ** 53n, 2n ** 53n + 1n, 2n ** 64n - 1n]) expect(at(v)).toBeNaN();
   });
 });
