@@ -89,7 +89,10 @@ export function postProgram(scn: Scenario, spec: DeviceSpec, groups: readonly (r
   const engines = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
   const streams = streamsOf(scn, opIndices).length;
   const foldN = spec.ring.foldN;
-  const fits = (p: Posted, c: number): boolean => setsPerStream(scn, opIndices, p) * c * foldN <= engines && setsPerStream(scn, opIndices, p) * streams * c <= 32;
+  const fits = (p: Posted, c: number): boolean => {
+    const sets = setsPerStream(scn, opIndices, p);
+    return sets * c * foldN <= engines && sets * streams * c <= 32;
+  };
   const atPreset = post(preset);
   let channels = preset;
   let posted = atPreset;

@@ -75,12 +75,12 @@ export function memoryAgents(image: ProgramImage): number {
 }
 
 /**
- * Whether race detection of `op` over these groups fits: a shadow piece per packet-sized range of
- * every rank's buffers, and the vector clocks of the program's `agents`.
+ * Whether race detection of `ops` (one program) over these groups fits: a shadow piece per
+ * packet-sized range of every rank's buffers, and the vector clocks of the program's `agents`.
  */
-export function racesFit(op: OpSpec, groups: readonly (readonly number[])[], agents: number, budget = racesBudget()): { need: number; fits: boolean } {
-  const piece = Math.min(4096, 1024 * dtypeSize(op.dtype));
-  const need = Math.ceil(payloadBytes(op, groups) / piece) * RACE_PIECE_COST + RACE_CLOCK_COST * agents * agents;
+export function racesFit(ops: readonly OpSpec[], groups: readonly (readonly number[])[], agents: number, budget = racesBudget()): { need: number; fits: boolean } {
+  let need = RACE_CLOCK_COST * agents * agents;
+  for (const op of ops) need += Math.ceil(payloadBytes(op, groups) / Math.min(4096, 1024 * dtypeSize(op.dtype))) * RACE_PIECE_COST;
   return { need, fits: need <= budget };
 }
 
@@ -181,7 +181,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // Race detection whose shadow memory and clocks would not fit is left out (the run would die of it).
     if (races && mode !== "none") {
       const agents = memoryAgents(image);
-      const { need, fits } = racesFit(op, scn.replicaGroups, agents, hooks.racesBudget);
+      const { need, fits } = racesFit([op], scn.replicaGroups, agents, hooks.racesBudget);
       if (!fits) {
         const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
         log.warn(`op ${i} (${op.op} ${op.bytes} B): race detection would keep about ${gib(need)} of shadow memory and vector clocks (a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, ${agents} of them, in each queue, core and semaphore); it may use ${gib(hooks.racesBudget ?? racesBudget())} (half of the JavaScript heap): checking ${mode === "values" ? "values" : "symbolically"} without race detection`);
@@ -273,8 +273,8 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, composeThre
       loadInputs(scn, k, ol, image);
     });
   }
-  // (Race detection as each op alone has it: only where every op's shadow memory fits, together.)
-  const races = values && scn.races && scn.ops.reduce((n, op) => n + racesFit(op, scn.replicaGroups, 0).need, 0) + RACE_CLOCK_COST * memoryAgents(image) ** 2 <= racesBudget();
+  // (Race detection as each op alone has it: only where every op's shadow memory and the clocks fit, together.)
+  const races = values && scn.races && racesFit(scn.ops, scn.replicaGroups, memoryAgents(image)).fits;
   const res = runImage(spec, image, { storePayload: values, races, ...(scn.faults ? { faults: scn.faults } : {}) });
   log.info({ events: res.events, endPs: res.endPs, opEndPs: res.opEndPs }, "simulated the ops concurrently");
   if (res.hang) return { kind: "hang", op: -1, hang: res.hang };

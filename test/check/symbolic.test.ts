@@ -141,12 +141,12 @@ describe("race detection that does not fit the heap", () => {
   it("counts the vector clocks: an entry per memory agent in each holder, so their memory grows with the agents squared", () => {
     const op = { op: "all-reduce" as const, bytes: 4096, dtype: "fp32" as const, reduce: "sum" as const, stream: 0, priorityClass: 0 };
     const groups = [Array.from({ length: 8 }, (_, i) => i)];
-    const shadow = racesFit(op, groups, 0).need;
+    const shadow = racesFit([op], groups, 0).need;
     expect(shadow).toBeGreaterThan(0);
-    expect(racesFit(op, groups, 1000).need - shadow).toBe(16 * 1000 * 1000);
+    expect(racesFit([op], groups, 1000).need - shadow).toBe(16 * 1000 * 1000);
     // 1,024 trn1 ranks have about 19,000 agents: about 6 GB of clocks, past any default heap's half.
-    expect(racesFit(op, groups, 19456, 2 ** 31).fits).toBe(false);
-    expect(racesFit(op, groups, 4352, 2 ** 31).fits).toBe(true);
+    expect(racesFit([op], groups, 19456, 2 ** 31).fits).toBe(false);
+    expect(racesFit([op], groups, 4352, 2 ** 31).fits).toBe(true);
     // A program's agents: its DMA queues and network proxies (ring8: 8 devices' queues, no proxy).
     const scn = loadScenario("scenarios/ring8.json");
     const { image } = compileProgram({ ...scn, ops: scn.ops.slice(0, 1) }, loadDevice(scn.instance), [0]);
