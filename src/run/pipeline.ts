@@ -84,6 +84,12 @@ export function racesFit(ops: readonly OpSpec[], groups: readonly (readonly numb
   return { need, fits: need <= budget };
 }
 
+/** The warning for race detection left out of `what` (it would need `need` bytes; `agents` memory agents). */
+function racesLeftOut(what: string, need: number, agents: number, budget: number | undefined, checking: string): string {
+  const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+  return `${what}: race detection would keep about ${gib(need)} of shadow memory and vector clocks (a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, ${agents} of them, in each queue, core and semaphore); it may use ${gib(budget ?? racesBudget())} (half of the JavaScript heap): checking ${checking} without race detection`;
+}
+
 /** What one op did to the machine's resources (for --stats). */
 export interface OpStats {
   readonly timePs: number;
@@ -183,8 +189,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       const agents = memoryAgents(image);
       const { need, fits } = racesFit([op], scn.replicaGroups, agents, hooks.racesBudget);
       if (!fits) {
-        const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-        log.warn(`op ${i} (${op.op} ${op.bytes} B): race detection would keep about ${gib(need)} of shadow memory and vector clocks (a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, ${agents} of them, in each queue, core and semaphore); it may use ${gib(hooks.racesBudget ?? racesBudget())} (half of the JavaScript heap): checking ${mode === "values" ? "values" : "symbolically"} without race detection`);
+        log.warn(racesLeftOut(`op ${i} (${op.op} ${op.bytes} B)`, need, agents, hooks.racesBudget, mode === "values" ? "values" : "symbolically"));
         races = false;
       }
     }
@@ -250,7 +255,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}) });
   }
   if (scn.concurrent && scn.ops.length > 1) {
-    const c = runConcurrent(scn, spec, log, hooks.composeThread);
+    const c = runConcurrent(scn, spec, log, hooks);
     if (c.kind === "hang") return { kind: "hang", op: c.op, hang: c.hang, done };
     return { kind: "done", ops: done, explain, concurrent: c.outcome };
   }
@@ -262,9 +267,11 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
  * stream's ops chained on its TopSP and queues, the streams at once. Values are checked when the
  * scenario checks values and every op's payload fits; otherwise the run is timing only.
  */
-function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, composeThread: PipelineHooks["composeThread"]): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
+function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
   const all = scn.ops.map((_, i) => i);
-  const values = scn.check === "values" && scn.ops.every((op) => valuesCheckFit(op, scn.replicaGroups).fits);
+  const values = scn.check === "values" && scn.ops.every((op) => valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget).fits);
+  if (scn.check === "values" && !values) log.warn("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
+  const composeThread = hooks.composeThread;
   const { image, layout } = compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});
   const expected = new Map<number, Map<number, number[]>>();
   if (values) {
@@ -274,7 +281,13 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, composeThre
     });
   }
   // (Race detection as each op alone has it: only where every op's shadow memory and the clocks fit, together.)
-  const races = values && scn.races && racesFit(scn.ops, scn.replicaGroups, memoryAgents(image)).fits;
+  let races = values && scn.races;
+  if (races) {
+    const agents = memoryAgents(image);
+    const { need, fits } = racesFit(scn.ops, scn.replicaGroups, agents, hooks.racesBudget);
+    if (!fits) log.warn(racesLeftOut("the concurrent run", need, agents, hooks.racesBudget, "values"));
+    races = fits;
+  }
   const res = runImage(spec, image, { storePayload: values, races, ...(scn.faults ? { faults: scn.faults } : {}) });
   log.info({ events: res.events, endPs: res.endPs, opEndPs: res.opEndPs }, "simulated the ops concurrently");
   if (res.hang) return { kind: "hang", op: -1, hang: res.hang };

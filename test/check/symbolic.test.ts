@@ -138,6 +138,28 @@ describe("race detection that does not fit the heap", () => {
     expect(warnings[0]).toMatch(/^op 0 \(all-reduce 4194304 B\): race detection would keep about 0\.\d GiB of shadow memory and vector clocks \(a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, \d+ of them, in each queue, core and semaphore\); it may use 0\.0 GiB \(half of the JavaScript heap\): checking values without race detection$/);
   });
 
+  it("is left out of a concurrent run with a warning too, the values still checked", () => {
+    const warnings: string[] = [];
+    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const scn = loadScenario("scenarios/streams4.json");
+    const out = runScenario(scn, loadDevice(scn.instance), log, { racesBudget: 1 << 10 });
+    if (out.kind !== "done") throw new Error("hung");
+    expect(out.concurrent?.checked).toBe("values");
+    expect(out.concurrent?.mismatch).toBeUndefined();
+    expect(warnings.length).toBe(scn.ops.length + 1);
+    expect(warnings.at(-1)).toMatch(/^the concurrent run: race detection would keep about 0\.\d GiB of shadow memory and vector clocks \(.*\d+ of them.*\); it may use 0\.0 GiB \(half of the JavaScript heap\): checking values without race detection$/);
+  });
+
+  it("a concurrent run whose payload does not fit says it is timing only", () => {
+    const warnings: string[] = [];
+    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const scn = loadScenario("scenarios/streams4.json");
+    const out = runScenario(scn, loadDevice(scn.instance), log, { valuesBudget: 1 << 20 });
+    if (out.kind !== "done") throw new Error("hung");
+    expect(out.concurrent?.checked).toBe("none");
+    expect(warnings.at(-1)).toBe("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
+  });
+
   it("counts the vector clocks: an entry per memory agent in each holder, so their memory grows with the agents squared", () => {
     const op = { op: "all-reduce" as const, bytes: 4096, dtype: "fp32" as const, reduce: "sum" as const, stream: 0, priorityClass: 0 };
     const groups = [Array.from({ length: 8 }, (_, i) => i)];
