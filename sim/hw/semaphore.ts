@@ -35,8 +35,8 @@ export class SemaphoreBlock {
   /** Race detection: a write to `sema` publishes `clock` (and `agent`'s own `epoch`, when given). */
   release(sema: number, clock: Clock, agent = -1, epoch = 0): void {
     this.clocks ??= [];
-    // A semaphore's clock is only ever read (joined into a waiter), never handed out: grown in place.
-    this.clocks[sema] = joinInto(this.clocks[sema] ?? new Int32Array(0), clock, agent, epoch);
+    // A semaphore's clock is only ever read (joined into a waiter), never handed out: joined in place.
+    this.clocks[sema] = joinInto(this.clocks[sema] ?? [], clock, agent, epoch);
   }
 
   /** What a wait satisfied by `sema` now acquires. */

@@ -10,48 +10,105 @@
 // reads are not ordered before it, are races. Accesses by one agent are in its program order.
 import { RangeMap } from "./ranges.ts";
 
-/** A vector clock: entry a is the latest epoch of memory agent a known to be ordered before. */
-export type Clock = Int32Array;
+/**
+ * A vector clock: entry a is the latest epoch of memory agent a known to be ordered before. Held in
+ * chunks of CHUNK agents (a missing chunk, or one past the end, is all zeros) that are never changed
+ * once made: a join that changes a chunk makes a new one, and a chunk one side already covers is
+ * taken by reference. Agents are numbered device by device, so news of far agents travels as shared
+ * chunks: a join compares most of them by reference, and copies a chunk of CHUNK entries, not the
+ * clock, where it adds something (a machine of thousands of agents makes millions of joins).
+ */
+export type Clock = (Chunk | undefined)[];
+type Chunk = Int32Array;
 
-const EMPTY: Clock = new Int32Array(0);
+const SHIFT = 6;
+const CHUNK = 1 << SHIFT;
+const MASK = CHUNK - 1;
+
+/** Entry `agent` of `c`. */
+export function entry(c: Clock, agent: number): number {
+  const ch = c[agent >> SHIFT];
+  return ch === undefined ? 0 : ch[agent & MASK]!;
+}
+
+/** A clock of these entries (tests, and clocks built by hand). */
+export function clockOf(entries: readonly number[]): Clock {
+  const c: Clock = [];
+  for (let k = 0; k < entries.length; k += CHUNK) {
+    const ch = new Int32Array(CHUNK);
+    ch.set(entries.slice(k, k + CHUNK));
+    c.push(ch);
+  }
+  return c;
+}
+
+/** The first `n` entries of `c`. */
+export function entriesOf(c: Clock, n: number): number[] {
+  return Array.from({ length: n }, (_, a) => entry(c, a));
+}
+
+/** Chunk `x` joined with `y`: `x` or `y` itself where one covers the other, else a new chunk. */
+function joinChunk(x: Chunk | undefined, y: Chunk | undefined): Chunk | undefined {
+  if (y === undefined || y === x) return x;
+  if (x === undefined) return y;
+  // x covers y (the usual case), or y covers x: each a loop on one test.
+  let k = 0;
+  while (k < CHUNK && y[k]! <= x[k]!) k++;
+  if (k === CHUNK) return x;
+  k = 0;
+  while (k < CHUNK && x[k]! <= y[k]!) k++;
+  if (k === CHUNK) return y;
+  const out = new Int32Array(CHUNK);
+  for (let k = 0; k < CHUNK; k++) out[k] = Math.max(x[k]!, y[k]!);
+  return out;
+}
+
+/** Chunk `x` with entry `i` at least `epoch`. */
+function raised(x: Chunk | undefined, i: number, epoch: number): Chunk | undefined {
+  if (x !== undefined && x[i]! >= epoch) return x;
+  const out = new Int32Array(CHUNK);
+  if (x !== undefined) out.set(x);
+  out[i] = epoch;
+  return out;
+}
 
 /** `a` joined with `b` (and `agent` at `epoch`), as a new clock, or `a` itself when that adds nothing. */
 export function joined(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
-  // The first entry of `b` ahead of `a` (its entries past `a`'s length count against 0), if any.
-  const common = Math.min(a.length, b.length);
-  let k = 0;
-  while (k < common && b[k]! <= a[k]!) k++;
-  if (k === common) while (k < b.length && b[k]! <= 0) k++;
   let out: Clock | undefined;
-  if (k < b.length) {
-    // From there on, a copy of `a` takes the join (loops without a bounds test per entry).
-    out = widened(a, Math.max(b.length, agent + 1));
-    for (; k < b.length; k++) if (b[k]! > out[k]!) out[k] = b[k]!;
+  for (let k = 0; k < b.length; k++) {
+    const x = a[k];
+    const r = joinChunk(x, b[k]);
+    if (r === x) continue;
+    out ??= grown(a.slice(), b.length);
+    out[k] = r;
   }
-  if (agent >= 0 && epoch > (agent < a.length ? a[agent]! : 0)) {
-    out ??= widened(a, agent + 1);
-    if (epoch > out[agent]!) out[agent] = epoch;
+  if (agent >= 0 && epoch > 0) {
+    const k = agent >> SHIFT;
+    const x = (out ?? a)[k];
+    const r = raised(x, agent & MASK, epoch);
+    if (r !== x) {
+      out ??= a.slice();
+      grown(out, k + 1)[k] = r;
+    }
   }
   return out ?? a;
 }
 
-/** Join `b` (and `agent` at `epoch`) into `a` in place when it is long enough; a clock nobody else holds. */
+/** Join `b` (and `agent` at `epoch`) into `a` in place; a clock nobody else holds. */
 export function joinInto(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
-  const need = Math.max(b.length, agent + 1);
-  const out = need > a.length ? widened(a, need) : a;
-  const n = b.length;
-  for (let k = 0; k < n; k++) {
-    const v = b[k]!;
-    if (v > out[k]!) out[k] = v;
+  grown(a, b.length);
+  for (let k = 0; k < b.length; k++) a[k] = joinChunk(a[k], b[k]);
+  if (agent >= 0 && epoch > 0) {
+    const k = agent >> SHIFT;
+    grown(a, k + 1)[k] = raised(a[k], agent & MASK, epoch);
   }
-  if (agent >= 0 && epoch > out[agent]!) out[agent] = epoch;
-  return out;
+  return a;
 }
 
-function widened(a: Clock, n: number): Clock {
-  const out = new Int32Array(Math.max(a.length, n));
-  out.set(a);
-  return out;
+/** `c` with at least `n` chunks (missing ones undefined, not holes). */
+function grown(c: Clock, n: number): Clock {
+  while (c.length < n) c.push(undefined);
+  return c;
 }
 
 /** What shadow memory keeps of an access: which agent, its epoch, and where it came from. */
@@ -74,12 +131,12 @@ function stampOf(a: Access): Stamp {
 
 /** `before` is ordered before an access of `agent` under `clock`. */
 function ordered(before: Stamp, agent: number, clock: Clock): boolean {
-  return before.agent === agent || (before.agent < clock.length && clock[before.agent]! >= before.epoch);
+  return before.agent === agent || entry(clock, before.agent) >= before.epoch;
 }
 
 /** A core or proxy's own clock, copied on write once it has been handed out. */
 export class ThreadClock {
-  private vc: Clock = EMPTY;
+  private vc: Clock = [];
   private shared = false;
 
   /** Join what a semaphore publishes (a wait it satisfied). */
@@ -132,7 +189,7 @@ class Fifo {
 export class QueueClock {
   readonly agent: number;
   private epoch = 0;
-  private vc: Clock = EMPTY;
+  private vc: Clock = [];
   /** A packet holds `vc`: the next join copies it. */
   private shared = false;
   /** The clock joined last. */

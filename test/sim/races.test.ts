@@ -1,12 +1,13 @@
 // Race detection: a read of data whose write no semaphore orders before it, or a write over data
 // not yet consumed, fails the check (exit 3) even when the values pass; correct programs are clean.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runSim } from "../run-sim.ts";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main, EXIT } from "../../src/cli/sim.ts";
-import { joined, QueueClock, ThreadClock } from "../../sim/verify/races.ts";
+import { clockOf, entriesOf, entry, joined, joinInto, QueueClock, ThreadClock } from "../../sim/verify/races.ts";
 import { dropMeshWait } from "../helpers-image.ts";
 
 const run = runSim;
@@ -71,27 +72,63 @@ describe("race detection", () => {
 
 describe("vector clocks", () => {
   it("join keeps the larger entry and returns the same clock when nothing is added", () => {
-    const a = Int32Array.from([3, 0, 5]);
-    expect(joined(a, Int32Array.from([1, 0, 5]))).toBe(a);
-    expect([...joined(a, Int32Array.from([1, 4]))]).toEqual([3, 4, 5]);
-    expect([...joined(a, new Int32Array(0), 4, 7)]).toEqual([3, 0, 5, 0, 7]);
-    expect([...a]).toEqual([3, 0, 5]);
+    const a = clockOf([3, 0, 5]);
+    expect(joined(a, clockOf([1, 0, 5]))).toBe(a);
+    expect(entriesOf(joined(a, clockOf([1, 4])), 3)).toEqual([3, 4, 5]);
+    expect(entriesOf(joined(a, [], 4, 7), 5)).toEqual([3, 0, 5, 0, 7]);
+    expect(entriesOf(a, 3)).toEqual([3, 0, 5]);
+  });
+
+  it("shares the chunks one side covers and copies only a chunk that changes", () => {
+    // Three chunks of 64 agents; b is ahead in the second only.
+    const a = clockOf(Array.from({ length: 192 }, (_, i) => i % 7));
+    const b = joined(a, clockOf([...Array(64).fill(0), 99]));
+    expect(b[0]).toBe(a[0]);
+    expect(b[1]).not.toBe(a[1]);
+    expect(b[2]).toBe(a[2]);
+    expect(entry(b, 64)).toBe(99);
+    expect(entry(a, 64)).toBe(64 % 7);
+    // An agent's own epoch far past the end: chunks in between stay missing (zeros).
+    const c = joined([], [], 1000, 3);
+    expect(c.length).toBe((1000 >> 6) + 1);
+    expect(entry(c, 1000)).toBe(3);
+    expect(entry(c, 999)).toBe(0);
+    expect(entry(c, 5000)).toBe(0);
+  });
+
+  it("joined and joinInto agree with entry-by-entry maxima over random clocks of up to 300 agents", () => {
+    const flat = fc.array(fc.nat(20), { maxLength: 300 });
+    fc.assert(
+      fc.property(flat, flat, fc.integer({ min: -1, max: 320 }), fc.nat(30), (xs, ys, agent, epoch) => {
+        const want = Array.from({ length: Math.max(xs.length, ys.length, agent + 1) }, (_, i) => Math.max(xs[i] ?? 0, ys[i] ?? 0, i === agent ? epoch : 0));
+        const a = clockOf(xs);
+        const before = entriesOf(a, xs.length);
+        const j = joined(a, clockOf(ys), agent, epoch);
+        expect(entriesOf(j, want.length + 70)).toEqual([...want, ...Array(70).fill(0)]);
+        expect(entriesOf(a, xs.length)).toEqual(before);
+        if (want.every((v, i) => v === (xs[i] ?? 0))) expect(j).toBe(a);
+        const b = clockOf(ys);
+        const keep = entriesOf(b, ys.length);
+        expect(entriesOf(joinInto(clockOf(xs), b, agent, epoch), want.length + 70)).toEqual([...want, ...Array(70).fill(0)]);
+        expect(entriesOf(b, ys.length)).toEqual(keep);
+      }),
+    );
   });
 
   it("a queue's packet runs under the doorbells that released its descriptors, not later ones", () => {
     const q = new QueueClock(0);
-    q.doorbell(true, 0, 2, Int32Array.from([0, 1]));
-    q.doorbell(true, 2, 2, Int32Array.from([0, 9]));
-    expect([...q.issue(2, 0)]).toEqual([0, 1]);
-    expect([...q.issue(4, 0)]).toEqual([0, 9]);
+    q.doorbell(true, 0, 2, clockOf([0, 1]));
+    q.doorbell(true, 2, 2, clockOf([0, 9]));
+    expect(entriesOf(q.issue(2, 0), 2)).toEqual([0, 1]);
+    expect(entriesOf(q.issue(4, 0), 2)).toEqual([0, 9]);
   });
 
   it("a core's snapshot does not change when it acquires more later", () => {
     const t = new ThreadClock();
-    t.acquire(Int32Array.from([2]));
+    t.acquire(clockOf([2]));
     const s = t.snapshot();
-    t.acquire(Int32Array.from([5, 1]));
-    expect([...s]).toEqual([2]);
-    expect([...t.snapshot()]).toEqual([5, 1]);
+    t.acquire(clockOf([5, 1]));
+    expect(entriesOf(s, 2)).toEqual([2, 0]);
+    expect(entriesOf(t.snapshot(), 2)).toEqual([5, 1]);
   });
 });
