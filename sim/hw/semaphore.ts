@@ -1,7 +1,7 @@
 // EVT_SEM: 256 signed 32-bit semaphores per TopSP with read / set / inc / dec windows, and waiters.
 import type { Kernel } from "../kernel/kernel.ts";
 import { Prio } from "../kernel/kernel.ts";
-import { joinInto, type Clock } from "../verify/races.ts";
+import { SemaClock, type Clock } from "../verify/races.ts";
 
 export interface Waiter {
   readonly sema: number;
@@ -17,7 +17,7 @@ export class SemaphoreBlock {
   /** Called on every value change (for traces and tests). */
   onChange: ((sema: number, value: number) => void) | undefined;
   /** Race detection: per semaphore, the join of the clocks of every write that released it. */
-  private clocks: (Clock | undefined)[] | undefined;
+  private clocks: (SemaClock | undefined)[] | undefined;
 
   constructor(kernel: Kernel, count: number, wakePs: number) {
     this.kernel = kernel;
@@ -35,13 +35,12 @@ export class SemaphoreBlock {
   /** Race detection: a write to `sema` publishes `clock` (and `agent`'s own `epoch`, when given). */
   release(sema: number, clock: Clock, agent = -1, epoch = 0): void {
     this.clocks ??= [];
-    // A semaphore's clock is only ever read (joined into a waiter), never handed out: joined in place.
-    this.clocks[sema] = joinInto(this.clocks[sema] ?? [], clock, agent, epoch);
+    (this.clocks[sema] ??= new SemaClock()).release(clock, agent, epoch);
   }
 
   /** What a wait satisfied by `sema` now acquires. */
   published(sema: number): Clock | undefined {
-    return this.clocks?.[sema];
+    return this.clocks?.[sema]?.published();
   }
 
   /** Wait until value >= target; `release` runs `wakePs` after the write that satisfies it (now, if it already holds). */

@@ -13,17 +13,24 @@ import { RangeMap } from "./ranges.ts";
 /**
  * A vector clock: entry a is the latest epoch of memory agent a known to be ordered before. Held in
  * chunks of CHUNK agents (a missing chunk, or one past the end, is all zeros) that are never changed
- * once made: a join that changes a chunk makes a new one, and a chunk one side already covers is
- * taken by reference. Agents are numbered device by device, so news of far agents travels as shared
+ * once another clock may hold them (`SemaClock` raises one it made and kept to itself): a join that
+ * changes a chunk makes a new one, and a chunk one side already covers is taken by reference. Agents are numbered device by device, so news of far agents travels as shared
  * chunks: a join compares most of them by reference, and copies a chunk of CHUNK entries, not the
  * clock, where it adds something (a machine of thousands of agents makes millions of joins).
  */
 export type Clock = (Chunk | undefined)[];
-type Chunk = Int32Array;
+type Chunk = number[];
 
 const SHIFT = 6;
 const CHUNK = 1 << SHIFT;
 const MASK = CHUNK - 1;
+
+/** A chunk of zeros (a plain array of small integers: allocated and read faster than a typed array this small). */
+function zeros(): Chunk {
+  const c: Chunk = [];
+  for (let i = 0; i < CHUNK; i++) c.push(0);
+  return c;
+}
 
 /** Entry `agent` of `c`. */
 export function entry(c: Clock, agent: number): number {
@@ -35,8 +42,8 @@ export function entry(c: Clock, agent: number): number {
 export function clockOf(entries: readonly number[]): Clock {
   const c: Clock = [];
   for (let k = 0; k < entries.length; k += CHUNK) {
-    const ch = new Int32Array(CHUNK);
-    ch.set(entries.slice(k, k + CHUNK));
+    const ch = zeros();
+    for (let i = 0; i < CHUNK && k + i < entries.length; i++) ch[i] = entries[k + i]!;
     c.push(ch);
   }
   return c;
@@ -58,16 +65,15 @@ function joinChunk(x: Chunk | undefined, y: Chunk | undefined): Chunk | undefine
   k = 0;
   while (k < CHUNK && x[k]! <= y[k]!) k++;
   if (k === CHUNK) return y;
-  const out = new Int32Array(CHUNK);
-  for (let k = 0; k < CHUNK; k++) out[k] = Math.max(x[k]!, y[k]!);
+  const out = x.slice();
+  for (let k = 0; k < CHUNK; k++) if (y[k]! > out[k]!) out[k] = y[k]!;
   return out;
 }
 
 /** Chunk `x` with entry `i` at least `epoch`. */
 function raised(x: Chunk | undefined, i: number, epoch: number): Chunk | undefined {
   if (x !== undefined && x[i]! >= epoch) return x;
-  const out = new Int32Array(CHUNK);
-  if (x !== undefined) out.set(x);
+  const out = x === undefined ? zeros() : x.slice();
   out[i] = epoch;
   return out;
 }
@@ -109,6 +115,43 @@ export function joinInto(a: Clock, b: Clock, agent = -1, epoch = 0): Clock {
 function grown(c: Clock, n: number): Clock {
   while (c.length < n) c.push(undefined);
   return c;
+}
+
+/**
+ * A semaphore's clock: the join of every clock released into it. Released clocks are snapshots
+ * (never changed), so one joined last adds nothing again: a queue's packets of one doorbell release
+ * the same clock, and only the queue's own epoch moves. The chunk holding that epoch, made here and
+ * not handed out since, is raised in place.
+ */
+export class SemaClock {
+  private readonly vc: Clock = [];
+  private last: Clock | undefined = undefined;
+  private own: Chunk | undefined = undefined;
+
+  release(clock: Clock, agent: number, epoch: number): void {
+    const vc = this.vc;
+    if (clock !== this.last) {
+      joinInto(vc, clock);
+      this.last = clock;
+    }
+    if (agent < 0 || epoch <= 0) return;
+    const k = agent >> SHIFT;
+    const i = agent & MASK;
+    grown(vc, k + 1);
+    const x = vc[k];
+    if (x !== undefined && x === this.own) {
+      if (epoch > x[i]!) x[i] = epoch;
+      return;
+    }
+    const r = raised(x, i, epoch);
+    if (r !== x) vc[k] = this.own = r;
+  }
+
+  /** The clock, for a wait it satisfied to join (its chunks are shared from now on). */
+  published(): Clock {
+    this.own = undefined;
+    return this.vc;
+  }
 }
 
 /** What shadow memory keeps of an access: which agent, its epoch, and where it came from. */

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main, EXIT } from "../../src/cli/sim.ts";
-import { clockOf, entriesOf, entry, joined, joinInto, QueueClock, ThreadClock } from "../../sim/verify/races.ts";
+import { clockOf, entriesOf, entry, joined, joinInto, QueueClock, SemaClock, ThreadClock, type Clock } from "../../sim/verify/races.ts";
 import { dropMeshWait } from "../helpers-image.ts";
 
 const run = runSim;
@@ -111,6 +111,37 @@ describe("vector clocks", () => {
         const keep = entriesOf(b, ys.length);
         expect(entriesOf(joinInto(clockOf(xs), b, agent, epoch), want.length + 70)).toEqual([...want, ...Array(70).fill(0)]);
         expect(entriesOf(b, ys.length)).toEqual(keep);
+      }),
+    );
+  });
+
+  it("a semaphore's clock is the join of what was released into it, and what a waiter took never changes", () => {
+    const release = fc.record({ kind: fc.constant("release" as const), entries: fc.array(fc.nat(9), { maxLength: 200 }), agent: fc.integer({ min: -1, max: 200 }), epoch: fc.nat(40), again: fc.boolean() });
+    const wait = fc.record({ kind: fc.constant("wait" as const) });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(release, wait), { maxLength: 30 }), (steps) => {
+        const sema = new SemaClock();
+        let want: number[] = [];
+        let last: Clock | undefined;
+        const taken: { clock: Clock; entries: number[] }[] = [];
+        for (const st of steps) {
+          if (st.kind === "wait") {
+            const t = new ThreadClock();
+            t.acquire(sema.published());
+            const clock = t.snapshot();
+            expect(entriesOf(clock, 260)).toEqual(Array.from({ length: 260 }, (_, i) => want[i] ?? 0));
+            taken.push({ clock, entries: entriesOf(clock, 260) });
+            continue;
+          }
+          // (The same snapshot released again, as a queue's packets of one doorbell do.)
+          const clock = st.again && last ? last : clockOf(st.entries);
+          last = clock;
+          const e = entriesOf(clock, 260);
+          want = Array.from({ length: 260 }, (_, i) => Math.max(want[i] ?? 0, e[i]!, i === st.agent ? st.epoch : 0));
+          sema.release(clock, st.agent, st.epoch);
+        }
+        expect(entriesOf(sema.published(), 260)).toEqual(Array.from({ length: 260 }, (_, i) => want[i] ?? 0));
+        for (const t of taken) expect(entriesOf(t.clock, 260)).toEqual(t.entries);
       }),
     );
   });
