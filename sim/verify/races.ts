@@ -118,38 +118,44 @@ function grown(c: Clock, n: number): Clock {
 }
 
 /**
- * A semaphore's clock: the join of every clock released into it. Released clocks are snapshots
- * (never changed), so one joined last adds nothing again: a queue's packets of one doorbell release
- * the same clock, and only the queue's own epoch moves. The chunk holding that epoch, made here and
- * not handed out since, is raised in place.
+ * A semaphore's clock: the join of every clock released into it, made when a wait takes it. A
+ * queue's (or proxy's) packets release ever later clocks of that agent (its clock only grows), so
+ * of the releases since the last wait only each agent's latest clock, and its highest epoch, count:
+ * a semaphore many packets increment joins once per releasing agent, not once per packet.
  */
 export class SemaClock {
   private readonly vc: Clock = [];
-  private last: Clock | undefined = undefined;
-  private own: Chunk | undefined = undefined;
+  /** Releases since the last wait: per agent (in order of first release), its latest clock and highest epoch. */
+  private readonly agents: number[] = [];
+  private readonly clocks: Clock[] = [];
+  private readonly epochs: number[] = [];
 
+  /** A write by `agent` (at `epoch`) under `clock`; a core's own store has no agent (-1). */
   release(clock: Clock, agent: number, epoch: number): void {
-    const vc = this.vc;
-    if (clock !== this.last) {
-      joinInto(vc, clock);
-      this.last = clock;
-    }
-    if (agent < 0 || epoch <= 0) return;
-    const k = agent >> SHIFT;
-    const i = agent & MASK;
-    grown(vc, k + 1);
-    const x = vc[k];
-    if (x !== undefined && x === this.own) {
-      if (epoch > x[i]!) x[i] = epoch;
+    if (agent < 0) {
+      joinInto(this.vc, clock);
       return;
     }
-    const r = raised(x, i, epoch);
-    if (r !== x) vc[k] = this.own = r;
+    const j = this.agents.indexOf(agent);
+    if (j < 0) {
+      this.agents.push(agent);
+      this.clocks.push(clock);
+      this.epochs.push(epoch);
+      return;
+    }
+    this.clocks[j] = clock;
+    if (epoch > this.epochs[j]!) this.epochs[j] = epoch;
   }
 
-  /** The clock, for a wait it satisfied to join (its chunks are shared from now on). */
+  /** The clock, for a wait it satisfied to join. */
   published(): Clock {
-    this.own = undefined;
+    const n = this.agents.length;
+    for (let j = 0; j < n; j++) joinInto(this.vc, this.clocks[j]!, this.agents[j]!, this.epochs[j]!);
+    if (n > 0) {
+      this.agents.length = 0;
+      this.clocks.length = 0;
+      this.epochs.length = 0;
+    }
     return this.vc;
   }
 }
