@@ -13,8 +13,8 @@ import { RangeMap } from "./ranges.ts";
 /**
  * A vector clock: entry a is the latest epoch of memory agent a known to be ordered before. Held in
  * chunks of CHUNK agents (a missing chunk, or one past the end, is all zeros) that are never changed
- * once another clock may hold them (`SemaClock` raises one it made and kept to itself): a join that
- * changes a chunk makes a new one, and a chunk one side already covers is taken by reference. Agents are numbered device by device, so news of far agents travels as shared
+ * once made: a join that changes a chunk makes a new one, and a chunk one side already covers is
+ * taken by reference. Agents are numbered device by device, so news of far agents travels as shared
  * chunks: a join compares most of them by reference, and copies a chunk of CHUNK entries, not the
  * clock, where it adds something (a machine of thousands of agents makes millions of joins).
  */
