@@ -59,9 +59,10 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   let events = 0;
   // Every point is validated before the first one runs.
   const points0 = plan.map((op) => {
-    // Values where they fit, symbolic above.
-    const checked: CheckMode = want === "values" && !valuesCheckFit(op, scn.replicaGroups).fits ? "symbolic" : want;
-    return { op, checked, one: sweepPoint(src, op.op, args.dtype, op.bytes, checked) };
+    const point = sweepPoint(src, op.op, args.dtype, op.bytes, want);
+    // Values where they fit, symbolic above (the point's op: a counts op has its counts there).
+    const checked: CheckMode = want === "values" && !valuesCheckFit(point.ops[0]!, point.replicaGroups).fits ? "symbolic" : want;
+    return { op, checked, one: checked === want ? point : { ...point, check: checked } };
   });
   // Each point runs on its own machine: with --jobs above 1 (and no hooks into the run) the points
   // run on this thread and worker threads, biggest first (bytes x ranks), each thread taking the

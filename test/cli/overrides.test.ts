@@ -40,6 +40,13 @@ describe("command-line overrides are validated like the file", () => {
     const refused = run(["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K"]);
     expect(refused.code).toBe(EXIT.BAD_INPUT);
     expect(refused.err).toMatch(/ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm, rank_n\(8\) .*\[CMP1201\]/);
+    // Checking values sizes each point's payload from its own counts (the file has none for the op).
+    const checked = run(["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K", "--check", "values"]);
+    expect(checked.code, checked.err).toBe(EXIT.BAD_INPUT);
+    expect(checked.err).toContain("[CMP1201]");
+    const gathered = run(["scenarios/ring32-2nc.json", "-r", "6", "--op", "all-gather-v", "-b", "1K", "-e", "4K", "--check", "values", "--json"]);
+    expect(gathered.code, gathered.err).toBe(EXIT.BAD_INPUT);
+    expect(gathered.err).toContain("[CMP1201]");
     for (const [file, op, ranks] of [["scenarios/allgatherv8.json", "all-gather-v", "5"], ["scenarios/alltoallv8.json", "all-to-all-v", "4"]] as const) {
       const r = run([file, "-r", ranks, "-b", "1K", "-e", "64K", "-f", "8", "--op", op, "--check", "values", "--json"]);
       expect(r.code, r.err).toBe(EXIT.OK);
