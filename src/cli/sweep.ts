@@ -97,10 +97,15 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     points.push({ row: o.row, outcome: o, checked, scenario: one, explain: r.explain });
     if (!parallel) progress?.(k + 1, plan.length, events);
   }
-  const symbolic = points.filter((p) => p.checked === "symbolic");
+  // (Sizes that were refused ran no check.)
+  const ran = points.filter((p) => !p.error);
+  const symbolic = ran.filter((p) => p.checked === "symbolic");
+  const values = ran.filter((p) => p.checked === "values");
   if (want === "none") notes.push("timing only: no payload bytes kept (--check values compares results where they fit in memory, symbolically above; --check symbolic everywhere)");
+  else if (ran.length === 0) notes.push("no size ran: nothing checked");
   else if (want === "symbolic") notes.push("checked symbolically at every size (contributions by range, no payload kept)");
-  else if (symbolic.length) notes.push(`values checked up to ${Math.max(0, ...points.filter((p) => p.checked === "values").map((p) => p.row.bytes))} B; symbolically above (${symbolic.length} sizes)`);
+  else if (symbolic.length && values.length) notes.push(`values checked up to ${Math.max(...values.map((p) => p.row.bytes))} B; symbolically above (${symbolic.length} sizes)`);
+  else if (symbolic.length) notes.push("checked symbolically at every size: no size's payload fits in memory for a values check");
   else notes.push("values checked at every size");
   return { kind: "done", points, notes };
 }

@@ -47,6 +47,12 @@ describe("sweeps", () => {
     expect(Object.keys(j.results[0])).toEqual(["size(B)", "count(elems)", "type", "algbw(GB/s)", "busbw(GB/s)", "time:avg(us)"]);
     expect(r.out).toMatch(/# timing only/);
   });
+  it("a check note counts only the sizes that ran: every size refused checks nothing", () => {
+    const r = run(["scenarios/ring8.json", "-b", "1K", "-e", "4K", "--op", "all-to-all", "--check", "values"]);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain("# no size ran: nothing checked");
+    expect(r.out).not.toContain("values checked");
+  });
   it("checks values where asked and says so; -d and -r override the scenario", () => {
     const r = run(["scenarios/ring8.json", "-b", "4K", "-e", "16K", "--op", "reduce-scatter", "-d", "bf16", "-r", "4", "--check", "values"]);
     expect(r.code).toBe(0);
