@@ -235,7 +235,10 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     }
     for (const v of violated) for (const x of v.violations) err(`ccsim: check failed for ${v.row.op} ${v.row.bytes} B ${v.row.dtype}: ${x.kind}: ${x.message}\n`);
     // Sizes that failed were reported in their rows; the exit code says so at the end.
-    for (const e of sweepErrors) err(`ccsim: ${args.scenario}: ${e.render()}\n`);
+    // (Each distinct error once: a refusal usually holds at every size.)
+    const seen = new Map<string, number>();
+    for (const e of sweepErrors) seen.set(e.render(), (seen.get(e.render()) ?? 0) + 1);
+    for (const [msg, n] of seen) err(`ccsim: ${args.scenario}: ${msg}${n > 1 ? ` (${n} sweep points)` : ""}\n`);
     if (failed.length > 0 || violated.length > 0) return EXIT.CHECK_FAILED;
     if (sweepErrors.some((e) => e instanceof SimError)) return EXIT.INTERNAL;
     return sweepErrors.length > 0 ? EXIT.BAD_INPUT : EXIT.OK;

@@ -52,6 +52,8 @@ describe("sweeps", () => {
     expect(r.code).toBe(1);
     expect(r.out).toContain("# no size ran: nothing checked");
     expect(r.out).not.toContain("values checked");
+    // The refusal is said once, with how many points it held for.
+    expect(r.err.trim().split("\n")).toEqual([expect.stringMatching(/^ccsim: scenarios\/ring8\.json: ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm.*\[CMP1201\] \(3 sweep points\)$/)]);
   });
   it("checks values where asked and says so; -d and -r override the scenario", () => {
     const r = run(["scenarios/ring8.json", "-b", "4K", "-e", "16K", "--op", "reduce-scatter", "-d", "bf16", "-r", "4", "--check", "values"]);
