@@ -16,6 +16,13 @@ import { HOW_MIXED, HOW_NONE, reduceHow } from "../../src/ir/dtypes.ts";
 
 const run = runSim;
 
+/** A logger that keeps the warnings' messages. */
+function warningLog() {
+  const warnings: string[] = [];
+  const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+  return { warnings, log };
+}
+
 describe("the symbolic reference", () => {
   const g = [4, 5, 6];
   it("all-reduce: every rank's whole input; reduce-scatter: block k of every input", () => {
@@ -101,8 +108,7 @@ it("a reduce by the wrong op: the values check and the symbolic check both fail 
 
 describe("values that do not fit", () => {
   it("run symbolically instead, with a warning naming the payload and the budget", () => {
-    const warnings: string[] = [];
-    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const { warnings, log } = warningLog();
     const scn = loadScenario("scenarios/ring8.json");
     const out = runScenario(scn, loadDevice(scn.instance), log, { valuesBudget: 1 << 20 });
     if (out.kind !== "done") throw new Error("hung");
@@ -121,8 +127,7 @@ describe("values that do not fit", () => {
 
 describe("race detection that does not fit the heap", () => {
   it("is left out, with a warning naming its shadow memory and the budget; the check itself still runs", () => {
-    const warnings: string[] = [];
-    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const { warnings, log } = warningLog();
     const scn = loadScenario("scenarios/ring8.json");
     const one = { ...scn, ops: scn.ops.slice(0, 1), faults: [{ kind: "drop-wait" as const, device: 3, nth: 2 }] };
     // Within the budget, a dropped wait is a race; beyond it, only unbalanced semaphores show it.
@@ -139,8 +144,7 @@ describe("race detection that does not fit the heap", () => {
   });
 
   it("is left out of a concurrent run with a warning too, the values still checked", () => {
-    const warnings: string[] = [];
-    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const { warnings, log } = warningLog();
     const scn = loadScenario("scenarios/streams4.json");
     const out = runScenario(scn, loadDevice(scn.instance), log, { racesBudget: 1 << 10 });
     if (out.kind !== "done") throw new Error("hung");
@@ -151,8 +155,7 @@ describe("race detection that does not fit the heap", () => {
   });
 
   it("a concurrent run whose payload does not fit says it is timing only", () => {
-    const warnings: string[] = [];
-    const log = pino({ level: "warn", base: null, timestamp: false }, { write: (s: string) => void warnings.push(JSON.parse(s).msg) });
+    const { warnings, log } = warningLog();
     const scn = loadScenario("scenarios/streams4.json");
     const out = runScenario(scn, loadDevice(scn.instance), log, { valuesBudget: 1 << 20 });
     if (out.kind !== "done") throw new Error("hung");
