@@ -23,6 +23,15 @@ function warningLog() {
   return { warnings, log };
 }
 
+/** streams4 (four ops, and the four at once) run with these hooks, and its warnings. */
+function streams4With(hooks: PipelineHooks) {
+  const { warnings, log } = warningLog();
+  const scn = loadScenario("scenarios/streams4.json");
+  const out = runScenario(scn, loadDevice(scn.instance), log, hooks);
+  if (out.kind !== "done") throw new Error("hung");
+  return { out, warnings, scn };
+}
+
 describe("the symbolic reference", () => {
   const g = [4, 5, 6];
   it("all-reduce: every rank's whole input; reduce-scatter: block k of every input", () => {
@@ -144,10 +153,7 @@ describe("race detection that does not fit the heap", () => {
   });
 
   it("is left out of a concurrent run with a warning too, the values still checked", () => {
-    const { warnings, log } = warningLog();
-    const scn = loadScenario("scenarios/streams4.json");
-    const out = runScenario(scn, loadDevice(scn.instance), log, { racesBudget: 1 << 10 });
-    if (out.kind !== "done") throw new Error("hung");
+    const { out, warnings, scn } = streams4With({ racesBudget: 1 << 10 });
     expect(out.concurrent?.checked).toBe("values");
     expect(out.concurrent?.mismatch).toBeUndefined();
     expect(warnings.length).toBe(scn.ops.length + 1);
@@ -155,10 +161,7 @@ describe("race detection that does not fit the heap", () => {
   });
 
   it("a concurrent run whose payload does not fit says it is timing only", () => {
-    const { warnings, log } = warningLog();
-    const scn = loadScenario("scenarios/streams4.json");
-    const out = runScenario(scn, loadDevice(scn.instance), log, { valuesBudget: 1 << 20 });
-    if (out.kind !== "done") throw new Error("hung");
+    const { out, warnings } = streams4With({ valuesBudget: 1 << 20 });
     expect(out.concurrent?.checked).toBe("none");
     expect(warnings.at(-1)).toBe("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
   });
