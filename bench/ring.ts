@@ -3,7 +3,9 @@
 // its own (so its wall time and peak RSS are its own), against a bare event loop (the simulator's
 // kernel with empty events) measured in this run.
 //
-//   npm run bench [-- SIZE...] [--skip-1024]     SIZEs (bytes) replace ring8's two sizes
+//   npm run bench [-- SIZE...] [--skip-1024] [--repeat N]
+//     SIZEs (bytes) replace ring8's two sizes; --repeat runs the bare loop and each case N times
+//     (each case in N processes) and prints medians, with every run's figure
 import { spawnSync } from "node:child_process";
 import { algorithmLabel, compileStreamed, describeFolding } from "../src/enc/compile.ts";
 import { loadDevice, loadScenario } from "../src/run/load.ts";
@@ -64,29 +66,56 @@ function runCase(name: CaseName, bytes: number): void {
   console.log(JSON.stringify({ events: r.events, simulateS: (t2 - t1) / 1000, peakRssMiB: process.resourceUsage().maxRSS / 1024 }));
 }
 
+/** The median of `xs` (the mean of the middle two for an even count). */
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 const args = process.argv.slice(2);
 if (args[0] === "--case") {
   runCase(args[1] as CaseName, Number(args[2]));
 } else {
-  const bare = bareLoop(10_000_000);
+  const r = args.indexOf("--repeat");
+  const repeat = r >= 0 ? Number(args[r + 1]) : 1;
+  if (!Number.isInteger(repeat) || repeat < 1) {
+    process.stderr.write(`bench: --repeat takes a whole number of runs >= 1, not ${JSON.stringify(args[r + 1])}\n`);
+    process.exit(1);
+  }
+  const sizeArgs = args.filter((a, i) => a !== "--skip-1024" && a !== "--repeat" && (r < 0 || i !== r + 1));
+  const bares = Array.from({ length: repeat }, () => bareLoop(10_000_000));
+  const bare = median(bares);
   const bareS = 10_000_000 / bare;
-  console.log(`bare event loop: ${Math.round(bare)} events/s (10 M events in ${bareS.toFixed(2)} s, the simulator's kernel)`);
-  const sizes = args.map(Number).filter((n) => n > 0);
+  const of = repeat > 1 ? ` (median of ${repeat}: ${bares.map((b) => (b / 1e6).toFixed(1)).join(", ")} M)` : "";
+  console.log(`bare event loop: ${Math.round(bare)} events/s${of} (10 M events in ${bareS.toFixed(2)} s, the simulator's kernel)`);
+  const sizes = sizeArgs.map(Number).filter((n) => n > 0);
   const runs: [CaseName, number][] = (sizes.length ? sizes : [64 << 20, 1 << 30]).map((b) => ["ring8", b]);
   if (!args.includes("--skip-1024")) runs.push(["hier1024", 1 << 30]);
   for (const [name, bytes] of runs) {
-    const t0 = performance.now();
-    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, "--case", name, String(bytes)], { encoding: "utf8", maxBuffer: 1 << 24 });
-    const wall = (performance.now() - t0) / 1000;
-    if (child.status !== 0) {
-      process.stderr.write(child.stderr);
-      throw new Error(`bench case ${name} ${bytes} B failed (exit ${child.status})`);
+    const walls: number[] = [];
+    const rates: number[] = [];
+    const rss: number[] = [];
+    let lines: string[] = [];
+    for (let k = 0; k < repeat; k++) {
+      const t0 = performance.now();
+      const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, "--case", name, String(bytes)], { encoding: "utf8", maxBuffer: 1 << 24 });
+      walls.push((performance.now() - t0) / 1000);
+      if (child.status !== 0) {
+        process.stderr.write(child.stderr);
+        throw new Error(`bench case ${name} ${bytes} B failed (exit ${child.status})`);
+      }
+      lines = child.stdout.trimEnd().split("\n");
+      const m = JSON.parse(lines.pop()!) as { events: number; simulateS: number; peakRssMiB: number };
+      rates.push(m.events / m.simulateS);
+      rss.push(m.peakRssMiB);
     }
-    const lines = child.stdout.trimEnd().split("\n");
-    const m = JSON.parse(lines.pop()!) as { events: number; simulateS: number; peakRssMiB: number };
-    const rate = m.events / m.simulateS;
+    // (The lines of the last run; the figures below are medians over the runs.)
+    const rate = median(rates);
+    const wall = median(walls);
+    const each = (xs: number[], f: (x: number) => string) => (repeat > 1 ? ` [${xs.map(f).join(", ")}]` : "");
     console.log(lines.join("\n"));
-    console.log(`  ${Math.round(rate)} events/s simulated, ${((100 * rate) / bare).toFixed(1)} % of the bare loop`);
-    console.log(`  whole process: ${wall.toFixed(2)} s wall (${(wall / bareS).toFixed(1)}x the bare loop's 10 M events), peak RSS ${m.peakRssMiB.toFixed(0)} MiB`);
+    console.log(`  ${Math.round(rate)} events/s simulated, ${((100 * rate) / bare).toFixed(1)} % of the bare loop${repeat > 1 ? `, median of ${repeat}` : ""}${each(rates, (x) => `${((100 * x) / bare).toFixed(1)} %`)}`);
+    console.log(`  whole process: ${wall.toFixed(2)} s wall (${(wall / bareS).toFixed(1)}x the bare loop's 10 M events)${each(walls, (x) => `${x.toFixed(2)} s`)}, peak RSS ${median(rss).toFixed(0)} MiB`);
   }
 }
