@@ -237,7 +237,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     // Sizes that failed were reported in their rows; the exit code says so at the end.
     // (Each distinct error once: a refusal usually holds at every size.)
     const seen = new Map<string, number>();
-    for (const e of sweepErrors) seen.set(e.render(), (seen.get(e.render()) ?? 0) + 1);
+    for (const msg of sweepErrors.map((e) => e.render())) seen.set(msg, (seen.get(msg) ?? 0) + 1);
     for (const [msg, n] of seen) err(`ccsim: ${args.scenario}: ${msg}${n > 1 ? ` (${n} sweep points)` : ""}\n`);
     if (failed.length > 0 || violated.length > 0) return EXIT.CHECK_FAILED;
     if (sweepErrors.some((e) => e instanceof SimError)) return EXIT.INTERNAL;
