@@ -10,7 +10,7 @@ import { acrossNodes, podNodesOf } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type RingMode } from "../encd/program.ts";
-import type { ProxyEntry } from "../encd/proxy.ts";
+import type { ProxyFifo } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, meshEngines, opPlan, postOperations, type Posted } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
@@ -144,7 +144,7 @@ export class CompileContext {
   private readonly meshProxySema: number;
   private readonly chans = new Map<string, EncdChannel>();
   private readonly meshPrograms = new Map<number, MeshProgram>();
-  private readonly proxyQueues = new Map<string, ProxyEntry[]>();
+  private readonly proxyQueues = new Map<string, ProxyFifo>();
   private readonly meshProxies = new Map<number, NetQueue>();
 
   constructor(
@@ -426,7 +426,7 @@ export class CompileContext {
    * Network hops: one proxy work queue per (rank, channel), triggered by a semaphore after the
    * mesh / RDH ones; sends across nodes stage in local slots first.
    */
-  proxyQueue(comm: Comm, rank: number, c: number): { entries: ProxyEntry[]; proxyInc: number } {
+  proxyQueue(comm: Comm, rank: number, c: number): { entries: ProxyFifo; proxyInc: number } {
     const ci = this.info[rank]!;
     const p = this.place(rank, comm.set, c);
     const key = `${comm.set}/${rank}/${c}`;

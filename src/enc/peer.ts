@@ -4,12 +4,12 @@
 // increment per engine, after that engine's earlier descriptors; the batch's first entry waits
 // for all of them, the rest go with it, and landings keep their order).
 import type { EncdChannel } from "../encd/program.ts";
-import type { ProxyEntry } from "../encd/proxy.ts";
+import type { ProxyEntry, ProxyFifo } from "../encd/proxy.ts";
 import { blockOf } from "../encd/address.ts";
 
 /** A rank's network proxy queue and the INC address of its trigger semaphore. */
 export interface NetQueue {
-  readonly entries: ProxyEntry[];
+  readonly entries: ProxyFifo;
   readonly trigger: number;
   /** Whether a peer on `device` is reached through the network. */
   readonly remote: (device: number) => boolean;

@@ -15,7 +15,7 @@ import type { OpSpec } from "../ir/spec.ts";
 import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
-import type { ProxyEntry } from "../encd/proxy.ts";
+import type { ProxyFifo } from "../encd/proxy.ts";
 import { blockOf, semaAddr } from "../encd/address.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { ChannelGens, StageComposer } from "./context.ts";
@@ -51,7 +51,7 @@ export interface NetHop {
   /** INC address of the proxy queue's fold-0 trigger semaphore (fold f increments the f-th after it). */
   readonly proxyInc: number;
   /** The queue's entries, appended in step order. */
-  readonly entries: ProxyEntry[];
+  readonly entries: ProxyFifo;
   /** Local slots the sends stage into before the proxy carries them (toNext only). */
   readonly staging: number;
   readonly foldN: number;
@@ -61,7 +61,7 @@ export interface NetHop {
 }
 
 /** Hand `n` bytes at local `src` to the channel's proxy for `dst` in address block `block`, then signal `sema` there (one per remote fold). */
-function proxySend(chan: EncdChannel, net: { readonly proxyInc: number; readonly entries: ProxyEntry[]; readonly foldN: number }, src: number, dst: number, n: number, sema: number, block: number): void {
+function proxySend(chan: EncdChannel, net: { readonly proxyInc: number; readonly entries: ProxyFifo; readonly foldN: number }, src: number, dst: number, n: number, sema: number, block: number): void {
   // Each fold counts on its own trigger semaphore: a fold that runs a step ahead cannot stand in
   // for a slower fold whose share of this entry has not landed yet.
   chan.semaInc(net.proxyInc);
@@ -205,7 +205,7 @@ export interface PairNet {
   readonly toTarget: boolean;
   readonly fromSource: boolean;
   readonly proxyInc: number;
-  readonly entries: ProxyEntry[];
+  readonly entries: ProxyFifo;
   readonly foldN: number;
   readonly targetBlock: number;
   readonly sourceBlock: number;

@@ -16,7 +16,7 @@ import { dumpToPringPadded, Vring, VRING_DESC_LIMIT, WORD_BYTES, type VringStore
 import { Signature } from "./signature.ts";
 import { DescPages } from "./pages.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
-import { packProxyEntries, type ProxyEntry } from "./proxy.ts";
+import { ProxyFifo } from "./proxy.ts";
 import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
 import { MESH_SLOT, type DeviceImage, type MemorySegment, type ProgramImage, type QueueImage, type TopspImage } from "./image.ts";
 export type { DeviceImage, MemorySegment, ProgramImage, QueueImage, TopspImage } from "./image.ts";
@@ -94,7 +94,7 @@ interface DeviceState {
   semaphores: { topsp: number; sema: number; value: number }[];
   vrings: Map<string, { engine: number; queue: number; vring: Vring; stream?: VringStore }>;
   topsps: Map<number, TopspState>;
-  proxies: { topsp: number; sema: number; folds: number; entries: ProxyEntry[] }[];
+  proxies: { topsp: number; sema: number; folds: number; entries: ProxyFifo }[];
   /** Per TopSP: the DMA queue carrying its barrier arrivals. */
   barrierQueues: Map<number, { vring: Vring; mask: number; seng: number; engine: number }>;
 }
@@ -327,8 +327,9 @@ export class ProgramBuilder {
   }
 
   /** A network proxy work queue triggered by semaphores `sema` .. `sema + folds - 1` of `topsp` on `device` (one per DMA fold that feeds it). */
-  addProxyQueue(device: number, topsp: number, sema: number, folds = 1): ProxyEntry[] {
-    const q = { topsp, sema, folds, entries: [] as ProxyEntry[] };
+  addProxyQueue(device: number, topsp: number, sema: number, folds = 1): ProxyFifo {
+    // (The streaming pass makes descriptors only: its entries are checked and dropped.)
+    const q = { topsp, sema, folds, entries: new ProxyFifo(this.rings.kind !== "stream") };
     this.dev(device).proxies.push(q);
     return q.entries;
   }
@@ -481,9 +482,9 @@ export class ProgramBuilder {
           for (const [i, b] of ts.barriers) packBarrierConfig(b, barrierConfig, i);
           return { index, ctrlSpad, opNum: ts.ctrl.length, ringConfig: ts.ringConfig, slotSpad, meshConfig, barrierConfig, reportOps: ts.reportOps };
         });
-      const proxyQueues = d.proxies.filter((p) => p.entries.length > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, ...(p.folds > 1 ? { folds: p.folds } : {}), fifo: packProxyEntries(p.entries) }));
+      const proxyQueues = d.proxies.filter((p) => p.entries.count > 0).map((p) => ({ topsp: p.topsp, sema: p.sema, ...(p.folds > 1 ? { folds: p.folds } : {}), fifo: p.entries.packed() }));
       // A proxy queue's trigger semaphores (one per fold) each end at the sum of the triggers.
-      for (const p of d.proxies) for (let f = 0; f < p.folds; f++) this.countUp(device, p.topsp, p.sema + f, p.entries.reduce((n, e) => n + e.trigger, 0));
+      for (const p of d.proxies) for (let f = 0; f < p.folds; f++) this.countUp(device, p.topsp, p.sema + f, p.entries.triggers);
       const initial = new Map(d.semaphores.map((s) => [`${s.topsp}/${s.sema}`, s.value]));
       const finalSemaphores = [...d.counters].map(([key, n]) => {
         const [topsp, sema] = key.split("/").map(Number) as [number, number];

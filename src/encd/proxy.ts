@@ -29,17 +29,65 @@ const FORMAT = "proxy_entry";
 export function packProxyEntries(entries: readonly ProxyEntry[]): Uint8Array {
   const out = new Uint8Array(entries.length * PROXY_ENTRY_BYTES);
   const v = new DataView(out.buffer);
-  entries.forEach((e, i) => {
-    const o = i * PROXY_ENTRY_BYTES;
-    v.setBigUint64(o, addr64(e.src, "src", FORMAT), true);
-    v.setBigUint64(o + 8, addr64(e.dst, "dst", FORMAT), true);
-    v.setUint32(o + 16, field(e.bytes, 32, "bytes", FORMAT), true);
-    v.setUint16(o + 20, field(e.trigger, 16, "trigger", FORMAT), true);
-    v.setUint16(o + 22, field(e.semaN, 16, "sema_n", FORMAT), true);
-    v.setBigUint64(o + 24, addr64(e.sema, "sema", FORMAT), true);
-    v.setUint32(o + 32, field(e.block, 32, "block", FORMAT), true);
-  });
+  entries.forEach((e, i) => packProxyEntry(v, i * PROXY_ENTRY_BYTES, e));
   return out;
+}
+
+/** One entry into `v` at byte `o`. */
+function packProxyEntry(v: DataView, o: number, e: ProxyEntry): void {
+  v.setBigUint64(o, addr64(e.src, "src", FORMAT), true);
+  v.setBigUint64(o + 8, addr64(e.dst, "dst", FORMAT), true);
+  v.setUint32(o + 16, field(e.bytes, 32, "bytes", FORMAT), true);
+  v.setUint16(o + 20, field(e.trigger, 16, "trigger", FORMAT), true);
+  v.setUint16(o + 22, field(e.semaN, 16, "sema_n", FORMAT), true);
+  v.setBigUint64(o + 24, addr64(e.sema, "sema", FORMAT), true);
+  v.setUint32(o + 32, field(e.block, 32, "block", FORMAT), true);
+}
+
+/**
+ * A proxy work queue as it is composed: each entry packed as it is appended (40 bytes, not an
+ * object: a program across many nodes appends millions), or only checked and dropped where the
+ * composition keeps no image (the streaming pass, which makes descriptors only).
+ */
+export class ProxyFifo {
+  /** Entries appended, and the sum of their triggers (what the queue's semaphore ends at). */
+  count = 0;
+  triggers = 0;
+  private bytes: Uint8Array;
+  private view: DataView;
+  private readonly keep: boolean;
+
+  constructor(keep = true) {
+    this.keep = keep;
+    this.bytes = new Uint8Array(keep ? 16 * PROXY_ENTRY_BYTES : PROXY_ENTRY_BYTES);
+    this.view = new DataView(this.bytes.buffer);
+  }
+
+  push(...entries: ProxyEntry[]): void {
+    for (const e of entries) {
+      if (this.keep && (this.count + 1) * PROXY_ENTRY_BYTES > this.bytes.length) {
+        const grown = new Uint8Array(this.bytes.length * 2);
+        grown.set(this.bytes);
+        this.bytes = grown;
+        this.view = new DataView(grown.buffer);
+      }
+      // (Dropped entries are packed into one scratch slot: the packer's checks still run.)
+      packProxyEntry(this.view, this.keep ? this.count * PROXY_ENTRY_BYTES : 0, e);
+      this.count++;
+      this.triggers += e.trigger;
+    }
+  }
+
+  /** The packed entries, in order (trimmed to their length). */
+  packed(): Uint8Array {
+    if (!this.keep) throw new RangeError("a proxy fifo that keeps no entries has none to pack");
+    const n = this.count * PROXY_ENTRY_BYTES;
+    if (this.bytes.length !== n) {
+      this.bytes = this.bytes.slice(0, n);
+      this.view = new DataView(this.bytes.buffer);
+    }
+    return this.bytes;
+  }
 }
 
 export function decodeProxyEntry(fifo: Uint8Array, i: number): ProxyEntry {

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { decodeSlotEntry, packSlotEntry, StepFlag } from "../../src/encd/slot.ts";
 import { ALGO_CONFIG_RING_BYTES, CHANNEL_CONFIG_BYTES, decodeChannelConfig, packChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
 import { blockOf, decodeAddress, describeAddress, hbmAddr, semaAddr, tailDoorbellAddr } from "../../src/encd/address.ts";
-import { decodeProxyEntry, packProxyEntries, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
+import { decodeProxyEntry, packProxyEntries, PROXY_ENTRY_BYTES, ProxyFifo } from "../../src/encd/proxy.ts";
 import { hex } from "../../src/encd/bits.ts";
 
 const cfg = (over: Partial<ChannelConfig> = {}): ChannelConfig => ({
@@ -124,5 +124,27 @@ describe("proxy entry", () => {
     expect([...b.subarray(32, 40)]).toEqual([3, 0, 0, 0, 0, 0, 0, 0]);
     expect(decodeProxyEntry(b, 0)).toEqual(e);
     expect(() => packProxyEntries([{ ...e, block: -1 }])).toThrow(/block=-1/);
+  });
+
+  it("a proxy fifo packs each entry as it comes: the bytes of the whole list, trimmed, and the trigger sum", () => {
+    // 37 entries: the fifo grows past its first 16 slots twice.
+    const entries = Array.from({ length: 37 }, (_, i) => ({ src: hbmAddr(1, 0x100 * i), dst: hbmAddr(2, 0x40 * i), bytes: 1024 + i, trigger: i % 3, semaN: 1, sema: semaAddr(2, 1, i % 8, "inc"), block: i % 4 }));
+    const fifo = new ProxyFifo();
+    fifo.push(...entries.slice(0, 5));
+    for (const e of entries.slice(5)) fifo.push(e);
+    expect(fifo.count).toBe(37);
+    expect(fifo.triggers).toBe(entries.reduce((n, e) => n + e.trigger, 0));
+    expect(fifo.packed()).toEqual(packProxyEntries(entries));
+    expect(fifo.packed().length).toBe(37 * PROXY_ENTRY_BYTES);
+  });
+
+  it("a proxy fifo that keeps nothing (the streaming pass) still counts and checks its entries", () => {
+    const e = { src: hbmAddr(1, 0x100), dst: hbmAddr(2, 0x200), bytes: 4096, trigger: 2, semaN: 2, sema: semaAddr(2, 1, 9, "inc"), block: 3 };
+    const fifo = new ProxyFifo(false);
+    fifo.push(e, e, e);
+    expect(fifo.count).toBe(3);
+    expect(fifo.triggers).toBe(6);
+    expect(() => fifo.packed()).toThrow(/keeps no entries/);
+    expect(() => fifo.push({ ...e, trigger: 1 << 16 })).toThrow(/trigger/);
   });
 });
