@@ -328,7 +328,7 @@ export class ProgramBuilder {
 
   /** A network proxy work queue triggered by semaphores `sema` .. `sema + folds - 1` of `topsp` on `device` (one per DMA fold that feeds it). */
   addProxyQueue(device: number, topsp: number, sema: number, folds = 1): ProxyFifo {
-    // (The streaming pass makes descriptors only: its entries are checked and dropped.)
+    // (The streaming pass makes descriptors only: its entries are counted, not kept.)
     const q = { topsp, sema, folds, entries: new ProxyFifo(this.rings.kind !== "stream") };
     this.dev(device).proxies.push(q);
     return q.entries;

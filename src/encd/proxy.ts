@@ -46,8 +46,9 @@ function packProxyEntry(v: DataView, o: number, e: ProxyEntry): void {
 
 /**
  * A proxy work queue as it is composed: each entry packed as it is appended (40 bytes, not an
- * object: a program across many nodes appends millions), or only checked and dropped where the
- * composition keeps no image (the streaming pass, which makes descriptors only).
+ * object: a program across many nodes appends millions), or only counted where the composition
+ * keeps no image (the streaming pass, which makes descriptors only: the counting pass before it
+ * packed the same entries).
  */
 export class ProxyFifo {
   /** Entries appended, and the sum of their triggers (what the queue's semaphore ends at). */
@@ -59,20 +60,21 @@ export class ProxyFifo {
 
   constructor(keep = true) {
     this.keep = keep;
-    this.bytes = new Uint8Array(keep ? 16 * PROXY_ENTRY_BYTES : PROXY_ENTRY_BYTES);
+    this.bytes = new Uint8Array(keep ? 16 * PROXY_ENTRY_BYTES : 0);
     this.view = new DataView(this.bytes.buffer);
   }
 
   push(...entries: ProxyEntry[]): void {
     for (const e of entries) {
-      if (this.keep && (this.count + 1) * PROXY_ENTRY_BYTES > this.bytes.length) {
-        const grown = new Uint8Array(this.bytes.length * 2);
-        grown.set(this.bytes);
-        this.bytes = grown;
-        this.view = new DataView(grown.buffer);
+      if (this.keep) {
+        if ((this.count + 1) * PROXY_ENTRY_BYTES > this.bytes.length) {
+          const grown = new Uint8Array(this.bytes.length * 2);
+          grown.set(this.bytes);
+          this.bytes = grown;
+          this.view = new DataView(grown.buffer);
+        }
+        packProxyEntry(this.view, this.count * PROXY_ENTRY_BYTES, e);
       }
-      // (Dropped entries are packed into one scratch slot: the packer's checks still run.)
-      packProxyEntry(this.view, this.keep ? this.count * PROXY_ENTRY_BYTES : 0, e);
       this.count++;
       this.triggers += e.trigger;
     }
