@@ -33,6 +33,8 @@ export interface SimOptions {
    * and `SimResult.symbolic` reads back which seeds' bytes reached a range.
    */
   readonly symbolic?: readonly { readonly addr: number; readonly bytes: number; readonly id: number; readonly device?: number }[];
+  /** Symbolic runs: asked now and then whether memory is running out; a reason stops the run (SIM1518). */
+  readonly symbolicFull?: () => string | undefined;
 }
 
 export interface HangWait {
@@ -176,7 +178,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     if (n <= VIOLATIONS_KEPT) violations.push({ kind, message });
   };
   const races = opts.races ? new RaceDetector((message) => violation("race", message)) : undefined;
-  const symbolic = opts.symbolic ? new SymbolicMemory() : undefined;
+  const symbolic = opts.symbolic ? new SymbolicMemory(opts.symbolicFull) : undefined;
   const landed = addressFields();
   const rung = addressFields();
   const dmaHost: DmaHost = {

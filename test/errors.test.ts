@@ -486,6 +486,7 @@ describe("simulator errors", () => {
     ["SIM1511", () => sim({ ...image(), devices: image().devices.map((d) => ({ ...d, queues: d.queues.map((q) => ({ ...q, engine: 40 })) })) })()],
     ["SIM1512", () => simulate(trn1, image(), { storePayload: false }).read(semaAddr(0, 0, 0, "read"), 4)],
     ["SIM1516", () => simulate(trn1, image(), { storePayload: false, symbolic: [{ addr: hbmAddr(5, 0), bytes: 4, id: 0 }] })],
+    ["SIM1518", () => simulate(trn1, image(), { storePayload: false, symbolic: [{ addr: hbmAddr(0, 0), bytes: 4, id: 0 }], symbolicFull: () => "no room" })],
     ["SIM1202", () => new Fabric(trn1, 16, 2).route(0, 16)],
     ["SIM1514", () => simulate(ideal, { ...image(), nodes: 2, devicesPerNode: 2 }, { storePayload: false })],
     ["SIM1601", () => simulate(trn1, compileProgram(scenario({ ranks: 2, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }), trn1, [0]).image, { storePayload: false, faults: [{ kind: "link-down", from: 0, to: 9, atUs: 1 }] })],

@@ -7,7 +7,11 @@
 // so moving a range changes one number and equal neighbours merge: an all-reduce's output buffer
 // ends as one range whatever its descriptors were.
 import { HOW_MIXED, HOW_NONE } from "../../src/ir/dtypes.ts";
+import { SimError } from "../../src/ir/errors.ts";
 import { RangeMap } from "./ranges.ts";
+
+/** Writes between two looks at the room left (`SymbolicMemory`'s probe). */
+const PROBE_EVERY = 1 << 14;
 
 function combined(a: number, b: number, how: number): number {
   if (a === HOW_MIXED || b === HOW_MIXED) return HOW_MIXED;
@@ -49,6 +53,20 @@ export class SymbolicMemory {
   private readonly shapes = new Map<string, Shape>();
   private readonly unions = new Map<string, { shape: Shape; offset: number }>();
   private readonly memory = new Map<number, RangeMap<Sym>>();
+  /** Says why there is no room for more (the run stops: SIM1518), or nothing; asked every PROBE_EVERY writes. */
+  private readonly full: (() => string | undefined) | undefined;
+  private writes = 0;
+
+  constructor(full?: () => string | undefined) {
+    this.full = full;
+  }
+
+  /** Every so many writes: stop the run while there is room to say why (its ranges and sets of contributions grow with the ranks). */
+  private probe(): void {
+    if (this.writes++ % PROBE_EVERY !== 0 || !this.full) return;
+    const why = this.full();
+    if (why !== undefined) throw new SimError("SIM1518", `symbolic tracking outgrew its memory (${this.writes} writes tracked, ${this.shapes.size} distinct sets of contributions): ${why}`, { value: this.writes });
+  }
 
   private map(device: number): RangeMap<Sym> {
     let m = this.memory.get(device);
@@ -139,6 +157,7 @@ export class SymbolicMemory {
 
   /** Stream bytes [at, at + len) land at device memory [off, off + len). */
   write(device: number, off: number, len: number, stream: SymStream, at: number): void {
+    this.probe();
     const m = this.map(device);
     // The common case: one piece of the stream covers the write.
     const one = stream.pieces.find((p) => p.from <= at && p.to >= at + len);

@@ -99,14 +99,20 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   }
   // (Sizes that were refused ran no check.)
   const ran = points.filter((p) => !p.error);
-  const symbolic = ran.filter((p) => p.checked === "symbolic");
-  const values = ran.filter((p) => p.checked === "values");
+  // How each size was checked in the end: a symbolic check that outgrew memory ran timed only.
+  const actual = (p: (typeof points)[number]) => p.outcome?.checked ?? p.checked;
+  const unchecked = want === "none" ? [] : ran.filter((p) => actual(p) === "none");
+  const symbolic = ran.filter((p) => actual(p) === "symbolic");
+  const values = ran.filter((p) => actual(p) === "values");
+  const every = unchecked.length ? "every other size" : "every size";
   if (want === "none") notes.push("timing only: no payload bytes kept (--check values compares results where they fit in memory, symbolically above; --check symbolic everywhere)");
   else if (ran.length === 0) notes.push("no size ran: nothing checked");
-  else if (want === "symbolic") notes.push("checked symbolically at every size (contributions by range, no payload kept)");
+  else if (unchecked.length === ran.length) notes.push("no size was checked");
+  else if (want === "symbolic") notes.push(`checked symbolically at ${every} (contributions by range, no payload kept)`);
   else if (symbolic.length && values.length) notes.push(`values checked up to ${Math.max(...values.map((p) => p.row.bytes))} B; symbolically above (${symbolic.length} sizes)`);
-  else if (symbolic.length) notes.push("checked symbolically at every size: no size's payload fits in memory for a values check");
-  else notes.push("values checked at every size");
+  else if (symbolic.length) notes.push(`checked symbolically at ${every}: no size's payload fits in memory for a values check`);
+  else notes.push(`values checked at ${every}`);
+  if (unchecked.length) notes.push(`not checked at ${unchecked.map((p) => `${p.row.bytes} B`).join(", ")}: symbolic tracking outgrew memory (timed only)`);
   return { kind: "done", points, notes };
 }
 

@@ -128,5 +128,6 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   SIM1515: "a proxy entry that reads another device or writes something that is not HBM",
   SIM1516: "a symbolic seed that is not HBM of a device in the program",
   SIM1517: "a folded image that does not hold pod 0 of whole pods",
+  SIM1518: "a symbolic run whose ranges and sets of contributions outgrew memory (the op is timed, not checked)",
   SIM1601: "a fault the machine or program does not have (reported as SCN1010)",
 };

@@ -56,6 +56,19 @@ export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[
  */
 const RACE_PIECE_COST = 96;
 
+/**
+ * Whether a symbolic run should stop while it can still say why: its ranges and sets of
+ * contributions grow with the ranks (every partial result of a reduce is a set of its own; a trn2
+ * all-reduce of 1 MiB over 512 ranks outgrows a 4 GiB heap), and no estimate made before the run
+ * holds for every schedule. Past 90 % of the JavaScript heap in use, it says so.
+ */
+export function heapFull(): string | undefined {
+  const h = getHeapStatistics();
+  if (h.used_heap_size <= 0.9 * h.heap_size_limit) return undefined;
+  const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+  return `the JavaScript heap holds ${gib(h.used_heap_size)} of its ${gib(h.heap_size_limit)}`;
+}
+
 /** What race detection may use: half of the JavaScript heap (where its shadow memory lives). */
 export function racesBudget(): number {
   return Math.floor(getHeapStatistics().heap_size_limit / 2);
@@ -150,6 +163,8 @@ export interface PipelineHooks {
   readonly valuesBudget?: number;
   /** Tests: the memory race detection may use, instead of half of the JavaScript heap. */
   readonly racesBudget?: number;
+  /** Tests: whether a symbolic run is out of room (a reason stops it), instead of `heapFull`. */
+  readonly symbolicFull?: () => string | undefined;
   /** Simulate every pod even when a timing-only run's pods are alike (--no-fold). */
   readonly unfolded?: boolean;
   /**
@@ -166,21 +181,9 @@ export interface PipelineHooks {
 export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks = {}): RunOutcome {
   const done: OpOutcome[] = [];
   let explain: readonly Explanation[] = [];
-  for (let i = 0; i < scn.ops.length; i++) {
-    const t0 = performance.now();
+  /** Op `i`, checked as `mode` says (race detection as `races` says): its outcome goes to `done`; a hang is returned. */
+  const runOp = (i: number, t0: number, mode: Scenario["check"], races: boolean): RunOutcome | undefined => {
     const op = scn.ops[i]!;
-    // A values check that cannot fit in memory runs symbolically (memory for the schedule, not the payload).
-    let mode = scn.check;
-    let races = scn.races;
-    if (mode === "values") {
-      const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget);
-      if (!fits) {
-        const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-        log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(hooks.valuesBudget ?? valuesCheckBudget())} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free): checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
-        mode = "symbolic";
-        races = false;
-      }
-    }
     // Descriptor rings stream into the run (it holds what is in flight), unless a test edits the image's rings.
     // A timing-only run of alike pods simulates pod 0 alone (src/encd/fold.ts says when and why it is the same).
     const fold = mode === "none" && !hooks.unfolded && !(scn.faults && scn.faults.length > 0);
@@ -213,7 +216,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
     // Every rank's input starts as its own contributions (seed = rank).
     const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank, device: rl.device })) : undefined;
-    const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
+    const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds, symbolicFull: hooks.symbolicFull ?? heapFull } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     // The first rank whose output differs from the reference, by values or by contributions.
@@ -255,6 +258,38 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       check: res.violations.length > 0 || mismatch ? "fail" : mode === "none" ? "skipped" : "pass",
     };
     done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}) });
+    return undefined;
+  };
+  for (let i = 0; i < scn.ops.length; i++) {
+    const t0 = performance.now();
+    const op = scn.ops[i]!;
+    // A values check that cannot fit in memory runs symbolically (memory for the schedule, not the payload).
+    let mode = scn.check;
+    let races = scn.races;
+    if (mode === "values") {
+      const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget);
+      if (!fits) {
+        const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+        log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(hooks.valuesBudget ?? valuesCheckBudget())} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free): checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
+        mode = "symbolic";
+        races = false;
+      }
+    }
+    // Symbolic tracking that runs out of room stops while it can say so: the op is timed, unchecked.
+    // (Run again outside the catch: the error's stack holds the first run's machine until it goes.)
+    let full: string | undefined;
+    try {
+      const hung = runOp(i, t0, mode, races);
+      if (hung) return hung;
+    } catch (e) {
+      if (!(mode === "symbolic" && e instanceof SimError && e.code === "SIM1518")) throw e;
+      full = e.message;
+    }
+    if (full !== undefined) {
+      log.warn(`op ${i} (${op.op} ${op.bytes} B): ${full}: timed only, not checked (fewer ranks, or a smaller size, check it)`);
+      const hung = runOp(i, t0, "none", false);
+      if (hung) return hung;
+    }
   }
   if (scn.concurrent && scn.ops.length > 1) {
     const c = runConcurrent(scn, spec, log, hooks);

@@ -134,6 +134,25 @@ describe("values that do not fit", () => {
   });
 });
 
+describe("symbolic tracking that outgrows memory", () => {
+  it("stops while it can say so: the op is timed, not checked, with a warning; the times are the timing-only run's", () => {
+    const { warnings, log } = warningLog();
+    const scn = loadScenario("scenarios/ring8.json");
+    const one = { ...scn, check: "symbolic" as const, ops: scn.ops.slice(0, 1) };
+    const out = runScenario(one, loadDevice(scn.instance), log, { symbolicFull: () => "the heap holds 9.9 GiB of its 10.0 GiB" });
+    if (out.kind !== "done") throw new Error("hung");
+    expect([out.ops[0]!.checked, out.ops[0]!.row.check]).toEqual(["none", "skipped"]);
+    expect(warnings).toEqual([expect.stringMatching(/^op 0 \(all-reduce 4194304 B\): symbolic tracking outgrew its memory \(1 writes tracked, \d+ distinct sets of contributions\): the heap holds 9\.9 GiB of its 10\.0 GiB: timed only, not checked \(fewer ranks, or a smaller size, check it\)$/)]);
+    const timed = runScenario({ ...one, check: "none" }, loadDevice(scn.instance), log);
+    if (timed.kind !== "done") throw new Error("hung");
+    expect(out.ops[0]!.row.timeUs).toBe(timed.ops[0]!.row.timeUs);
+    // With room, the same op is checked.
+    const room = runScenario(one, loadDevice(scn.instance), log, { symbolicFull: () => undefined });
+    if (room.kind !== "done") throw new Error("hung");
+    expect([room.ops[0]!.checked, room.ops[0]!.row.check]).toEqual(["symbolic", "pass"]);
+  });
+});
+
 describe("race detection that does not fit the heap", () => {
   it("is left out, with a warning naming its shadow memory and the budget; the check itself still runs", () => {
     const { warnings, log } = warningLog();

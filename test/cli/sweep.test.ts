@@ -55,6 +55,17 @@ describe("sweeps", () => {
     // The refusal is said once, with how many points it held for.
     expect(r.err.trim().split("\n")).toEqual([expect.stringMatching(/^ccsim: scenarios\/ring8\.json: ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm.*\[CMP1201\] \(3 sweep points\)$/)]);
   });
+  it("a check note leaves out the sizes whose symbolic tracking outgrew memory, and names them", () => {
+    // Out of room at 8 KiB only (the probe is asked once a size there: at its first write).
+    let asked = 0;
+    const r = run(["scenarios/ring8.json", "-b", "4K", "-e", "16K", "--op", "all-reduce", "--check", "symbolic", "--jobs", "1"], { symbolicFull: () => (++asked === 2 ? "no room" : undefined) });
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("# checked symbolically at every other size (contributions by range, no payload kept)");
+    expect(r.out).toContain("# not checked at 8192 B: symbolic tracking outgrew memory (timed only)");
+    const none = run(["scenarios/ring8.json", "-b", "4K", "-e", "8K", "--op", "all-reduce", "--check", "symbolic", "--jobs", "1"], { symbolicFull: () => "no room" });
+    expect(none.out).toContain("# no size was checked");
+    expect(none.out).toContain("# not checked at 4096 B, 8192 B: symbolic tracking outgrew memory (timed only)");
+  });
   it("checks values where asked and says so; -d and -r override the scenario", () => {
     const r = run(["scenarios/ring8.json", "-b", "4K", "-e", "16K", "--op", "reduce-scatter", "-d", "bf16", "-r", "4", "--check", "values"]);
     expect(r.code).toBe(0);
