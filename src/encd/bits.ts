@@ -74,3 +74,31 @@ export function readAddr(view: DataView, offset: number): number {
 export function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(" ");
 }
+
+/** Records appended to bytes grown in place (doubling): a step stream, a proxy work queue. */
+export class GrownBytes {
+  bytes: Uint8Array;
+  /** Bytes used. */
+  length = 0;
+  constructor(initial: number) {
+    this.bytes = new Uint8Array(initial);
+  }
+  /** Room for `n` more bytes, at `length - n` (after the call); the bytes they are in. */
+  grow(n: number): Uint8Array {
+    if (this.length + n > this.bytes.length) {
+      const more = new Uint8Array(Math.max(2 * this.bytes.length, this.length + n));
+      more.set(this.bytes);
+      this.bytes = more;
+    }
+    this.length += n;
+    return this.bytes;
+  }
+  /**
+   * The bytes used, trimmed to them in place (the caller and this one share them, not two copies of
+   * millions of records; a later `grow` copies first, so they never change).
+   */
+  view(): Uint8Array {
+    if (this.bytes.length !== this.length) this.bytes = this.bytes.slice(0, this.length);
+    return this.bytes;
+  }
+}

@@ -15,6 +15,7 @@ import { packSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "./slo
 import { dumpToPringPadded, Vring, VRING_DESC_LIMIT, WORD_BYTES, type VringStore } from "./vring.ts";
 import { Signature } from "./signature.ts";
 import { DescPages } from "./pages.ts";
+import { GrownBytes } from "./bits.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
 import { ProxyFifo } from "./proxy.ts";
 import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
@@ -58,7 +59,7 @@ export { MESH_SLOT };
 interface TopspState {
   ctrl: CcOpEntry[];
   ringConfig: Uint8Array;
-  slots: Map<number, StepStream>;
+  slots: Map<number, GrownBytes>;
   channels: Set<number>;
   mesh: MeshEvent[];
   /** The op index of the last mesh event appended (-1: none). */
@@ -191,7 +192,7 @@ export class ProgramBuilder {
     }
     if (ts.slots.has(p.slot)) throw new EncodeError("ENC1603", `slot ${p.slot} of TopSP ${p.topsp} is taken`, { path: "channel.spad_slot_idx", value: p.slot });
     ts.channels.add(p.channelId);
-    const steps = new StepStream();
+    const steps = new GrownBytes(8 * SLOT_ENTRY_BYTES);
     ts.slots.set(p.slot, steps);
     const { vrings, mask, seng } = this.bindVrings(d, p.device, p.engines, p.queue);
     packChannelConfig(
@@ -287,7 +288,7 @@ export class ProgramBuilder {
       d.topsps.set(p.topsp, ts);
     }
     if (ts.slots.has(MESH_SLOT)) throw new EncodeError("ENC1603", `slot ${MESH_SLOT} of TopSP ${p.topsp} is taken`, { path: "mesh.slot", value: MESH_SLOT });
-    const steps = new StepStream();
+    const steps = new GrownBytes(8 * SLOT_ENTRY_BYTES);
     ts.slots.set(MESH_SLOT, steps);
     const { vrings, mask, seng } = this.bindVrings(d, p.device, p.engines, p.queue);
     const placement: ChannelPlacement = {
@@ -498,25 +499,6 @@ export class ProgramBuilder {
 
 const NO_BYTES = new Uint8Array(0);
 
-/** A channel's step stream (spad_slot_entry bytes), grown in place. */
-class StepStream {
-  bytes = new Uint8Array(8 * SLOT_ENTRY_BYTES);
-  length = 0;
-  /** Room for one more entry at `length - SLOT_ENTRY_BYTES` (after the call); the bytes it returns. */
-  grow(): Uint8Array {
-    if (this.length + SLOT_ENTRY_BYTES > this.bytes.length) {
-      const more = new Uint8Array(this.bytes.length * 2);
-      more.set(this.bytes);
-      this.bytes = more;
-    }
-    this.length += SLOT_ENTRY_BYTES;
-    return this.bytes;
-  }
-  view(): Uint8Array {
-    return this.bytes.slice(0, this.length);
-  }
-}
-
 /** Split `bytes` of whole `esize`-byte elements into `parts` contiguous shares (the last ones may be short or empty). */
 export function splitWhole(bytes: number, esize: number, parts: number): readonly Share[] {
   if (bytes % esize !== 0) throw new InternalError(`transfer of ${bytes} bytes is not whole ${esize}-byte elements`);
@@ -557,7 +539,7 @@ export class EncdChannel {
   countsCompletions = false;
   private readonly builder: ProgramBuilder;
   private readonly folds: readonly Vring[];
-  private readonly steps: StepStream;
+  private readonly steps: GrownBytes;
   private readonly constAddr: number;
   private readonly padAddr: number;
   /** Live tp_inc record per fold: descriptors emitted since the last step mark. */
@@ -568,7 +550,7 @@ export class EncdChannel {
   /** The op index this channel last ended (-1: none). */
   lastEndedOp = -1;
 
-  constructor(builder: ProgramBuilder, p: ChannelPlacement, folds: readonly Vring[], steps: StepStream, constAddr: number, padAddr: number) {
+  constructor(builder: ProgramBuilder, p: ChannelPlacement, folds: readonly Vring[], steps: GrownBytes, constAddr: number, padAddr: number) {
     this.builder = builder;
     this.placement = p;
     this.folds = folds;
@@ -667,7 +649,7 @@ export class EncdChannel {
       prev.repeat++;
       packSlotEntry(prev, this.steps.bytes, this.steps.length - SLOT_ENTRY_BYTES);
     } else {
-      packSlotEntry(e, this.steps.grow(), this.steps.length - SLOT_ENTRY_BYTES);
+      packSlotEntry(e, this.steps.grow(SLOT_ENTRY_BYTES), this.steps.length - SLOT_ENTRY_BYTES);
       this.lastEntry = e;
     }
     this.tx.fill(0);

@@ -10,7 +10,7 @@
 //  +24 u64 sema       first remote semaphore INC address
 //  +32 u32 block      the remote device's 64-device address block (dst and sema name a device of it)
 //  +36 u32 reserved   0
-import { addr64, field, readAddr } from "./bits.ts";
+import { addr64, field, GrownBytes, readAddr } from "./bits.ts";
 
 export const PROXY_ENTRY_BYTES = 40;
 
@@ -54,41 +54,31 @@ export class ProxyFifo {
   /** Entries appended, and the sum of their triggers (what the queue's semaphore ends at). */
   count = 0;
   triggers = 0;
-  private bytes: Uint8Array;
-  private view: DataView;
-  private readonly keep: boolean;
+  /** The packed entries (kept ones), and a view of the bytes they are in now. */
+  private readonly kept: GrownBytes | undefined;
+  private view: DataView | undefined;
 
   constructor(keep = true) {
-    this.keep = keep;
-    this.bytes = new Uint8Array(keep ? 16 * PROXY_ENTRY_BYTES : 0);
-    this.view = new DataView(this.bytes.buffer);
+    this.kept = keep ? new GrownBytes(16 * PROXY_ENTRY_BYTES) : undefined;
   }
 
   push(...entries: ProxyEntry[]): void {
     for (const e of entries) {
-      if (this.keep) {
-        if ((this.count + 1) * PROXY_ENTRY_BYTES > this.bytes.length) {
-          const grown = new Uint8Array(this.bytes.length * 2);
-          grown.set(this.bytes);
-          this.bytes = grown;
-          this.view = new DataView(grown.buffer);
-        }
-        packProxyEntry(this.view, this.count * PROXY_ENTRY_BYTES, e);
+      const k = this.kept;
+      if (k) {
+        const b = k.grow(PROXY_ENTRY_BYTES);
+        if (this.view?.buffer !== b.buffer) this.view = new DataView(b.buffer);
+        packProxyEntry(this.view, k.length - PROXY_ENTRY_BYTES, e);
       }
       this.count++;
       this.triggers += e.trigger;
     }
   }
 
-  /** The packed entries, in order (trimmed to their length). */
+  /** The packed entries, in order. */
   packed(): Uint8Array {
-    if (!this.keep) throw new RangeError("a proxy fifo that keeps no entries has none to pack");
-    const n = this.count * PROXY_ENTRY_BYTES;
-    if (this.bytes.length !== n) {
-      this.bytes = this.bytes.slice(0, n);
-      this.view = new DataView(this.bytes.buffer);
-    }
-    return this.bytes;
+    if (!this.kept) throw new RangeError("a proxy fifo that keeps no entries has none to pack");
+    return this.kept.view();
   }
 }
 

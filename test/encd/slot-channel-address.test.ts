@@ -4,7 +4,7 @@ import { decodeSlotEntry, packSlotEntry, StepFlag } from "../../src/encd/slot.ts
 import { ALGO_CONFIG_RING_BYTES, CHANNEL_CONFIG_BYTES, decodeChannelConfig, packChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
 import { blockOf, decodeAddress, describeAddress, hbmAddr, semaAddr, tailDoorbellAddr } from "../../src/encd/address.ts";
 import { decodeProxyEntry, packProxyEntries, PROXY_ENTRY_BYTES, ProxyFifo } from "../../src/encd/proxy.ts";
-import { hex } from "../../src/encd/bits.ts";
+import { GrownBytes, hex } from "../../src/encd/bits.ts";
 
 const cfg = (over: Partial<ChannelConfig> = {}): ChannelConfig => ({
   next: { netIdxAddrs: [], foldN: 2, type: 1 },
@@ -147,5 +147,18 @@ describe("proxy entry", () => {
     expect(() => fifo.packed()).toThrow(/keeps no entries/);
     // One that keeps them checks each as it packs it.
     expect(() => new ProxyFifo().push({ ...e, trigger: 1 << 16 })).toThrow(/trigger/);
+  });
+});
+
+describe("grown bytes", () => {
+  it("grow in place by doubling; a view is trimmed and never changes after", () => {
+    const g = new GrownBytes(4);
+    for (let i = 0; i < 5; i++) g.grow(3)[g.length - 3] = i + 1;
+    expect(g.length).toBe(15);
+    const v = g.view();
+    expect([...v]).toEqual([1, 0, 0, 2, 0, 0, 3, 0, 0, 4, 0, 0, 5, 0, 0]);
+    g.grow(3)[g.length - 3] = 9;
+    expect(v.length).toBe(15);
+    expect([...g.view()].slice(12)).toEqual([5, 0, 0, 9, 0, 0]);
   });
 });
