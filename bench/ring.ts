@@ -12,7 +12,13 @@ import { loadDevice, loadScenario } from "../src/run/load.ts";
 import { busFactor, throughput } from "../src/report/table.ts";
 import { simulate } from "../sim/index.ts";
 import { threadFeed } from "../src/run/feed-thread.ts";
-import { Kernel, Prio } from "../sim/kernel/kernel.ts";
+import { Kernel, Prio, Resource } from "../sim/kernel/kernel.ts";
+import { PacketClock } from "../sim/hw/fabric.ts";
+import { descFields, packCceMeta, packRx, packTx, readRxWords, readTxWords } from "../src/encd/udma.ts";
+import { SdmaCceType } from "../src/ir/enums.ts";
+import { hbmAddr } from "../src/encd/address.ts";
+import { wordsOf } from "../src/encd/bits.ts";
+import { INITIAL_RING_ID } from "../src/encd/vring.ts";
 
 /** The kernel alone: `n` events that each schedule the next at a pseudo-random delay, 64 in flight. */
 function bareLoop(n: number): number {
@@ -27,6 +33,63 @@ function bareLoop(n: number): number {
   for (let i = 0; i < 64; i++) k.after(i, Prio.ENGINE, step);
   const t0 = performance.now();
   k.run();
+  return n / ((performance.now() - t0) / 1000);
+}
+
+/**
+ * The least a descriptor-level packet costs: the kernel with events that each decode one CCE packet
+ * of ring8's kind from emitted bytes (a META descriptor, two sources, one destination) and book
+ * its four stages (engine, source HBM, link, destination HBM) — 16 engines on 8 devices, one packet
+ * in flight each. No validation, round-robin, landing or semaphore: the simulator's events cost at
+ * least this.
+ */
+function packetFloor(n: number): number {
+  const PACKETS = 1024;
+  const ring = new Uint8Array(PACKETS * 4 * 16);
+  for (let i = 0; i < PACKETS; i++) {
+    const at = i * 64;
+    ring.set(packCceMeta(SdmaCceType.ADD, 2, 4096, INITIAL_RING_ID), at);
+    ring.set(packTx(hbmAddr(0, i * 8192), 4096, INITIAL_RING_ID, { concat: true }), at + 16);
+    ring.set(packTx(hbmAddr(0, i * 8192 + 4096), 4096, INITIAL_RING_ID, { last: true }), at + 32);
+    ring.set(packRx(hbmAddr(1, i * 4096), 4096, INITIAL_RING_ID, { last: true }), at + 48);
+  }
+  const words = wordsOf(ring);
+  const k = new Kernel();
+  const hbm = Array.from({ length: 8 }, (_, d) => new Resource(`hbm${d}`, 400e9));
+  const links = Array.from({ length: 8 }, (_, d) => new Resource(`link${d}`, 100e9));
+  let left = n;
+  let sink = 0;
+  const engines = Array.from({ length: 16 }, (_, e) => {
+    const dev = e >> 1;
+    const res = new Resource(`dma${e}`, 30e9);
+    const f = descFields();
+    const clock = new PacketClock();
+    let d = e * 37;
+    const step = (): void => {
+      if (--left <= 0) return;
+      let w = (d++ % PACKETS) * 16;
+      readTxWords(words, w, f);
+      const bytes = f.length;
+      for (let s = 0; s < 2; s++) {
+        w += 4;
+        readTxWords(words, w, f);
+        sink += f.src;
+      }
+      readRxWords(words, w + 4, f);
+      sink += f.dst;
+      clock.begin(k.now);
+      clock.stage(res, bytes, 0, 0, true);
+      clock.stage(hbm[dev], 2 * bytes, 0, 0, true);
+      clock.stage(links[dev], bytes, 0, 500_000, true);
+      clock.stage(hbm[(dev + 1) % 8], bytes, 0, 0, false);
+      k.at(clock.end().engineFree, Prio.ENGINE, step);
+    };
+    return step;
+  });
+  engines.forEach((step, e) => k.after(e, Prio.ENGINE, step));
+  const t0 = performance.now();
+  k.run();
+  if (!Number.isFinite(sink)) throw new Error("packet floor: a descriptor decoded to no address");
   return n / ((performance.now() - t0) / 1000);
 }
 
@@ -89,6 +152,10 @@ if (args[0] === "--case") {
   const bareS = 10_000_000 / bare;
   const of = repeat > 1 ? ` (median of ${repeat}: ${bares.map((b) => (b / 1e6).toFixed(1)).join(", ")} M)` : "";
   console.log(`bare event loop: ${Math.round(bare)} events/s${of} (10 M events in ${bareS.toFixed(2)} s, the simulator's kernel)`);
+  const floors = Array.from({ length: repeat }, () => packetFloor(5_000_000));
+  const floor = median(floors);
+  const fof = repeat > 1 ? `, median of ${repeat}: ${floors.map((b) => `${((100 * b) / bare).toFixed(1)} %`).join(", ")}` : "";
+  console.log(`packet floor: ${Math.round(floor)} events/s, ${((100 * floor) / bare).toFixed(1)} % of the bare loop${fof} (each event decodes a CCE packet's 4 descriptors and books its 4 stages, nothing else)`);
   const sizes = sizeArgs.map(Number).filter((n) => n > 0);
   const runs: [CaseName, number][] = (sizes.length ? sizes : [64 << 20, 1 << 30]).map((b) => ["ring8", b]);
   if (!args.includes("--skip-1024")) runs.push(["hier1024", 1 << 30]);
