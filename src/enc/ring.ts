@@ -81,6 +81,9 @@ export interface RingOpContext {
 
 type Piece = { lo: number; hi: number };
 
+/** Ring steps of one chunk group a channel composes between handovers of a streamed program. */
+const STEPS_PER_HANDOVER = 64;
+
 /** Compose one channel of one rank for one op; `ch` is the channel index, `chan` its emitter. */
 export function* composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdChannel, v: RingView): Generator<void, void> {
   const { op, plan, rankN: R } = ctx;
@@ -162,10 +165,17 @@ export function* composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCh
 
   const reduceScatterPhase = ctx.opType !== EncOpType.ALLGATHER;
   const allGatherPhase = ctx.opType !== EncOpType.REDUCE_SCATTER;
+  // A streamed program hands over what it has emitted after each chunk group, and within a group
+  // of a long ring every STEPS_PER_HANDOVER ring steps (a 512-rank ring's one group is 1,022
+  // steps: composed whole, a small op's descriptors would all be in memory at once).
+  let steps = 0;
   for (let g = 0; g < plan.groups; g++) {
     if (reduceScatterPhase) {
       for (const p of pieces(v.na[R - 1]!, g)) send(v.na[R - 1]!, p);
-      for (let j = R - 2; j >= 1; j--) for (const p of pieces(v.na[j]!, g)) recvReduceSend(v.na[j]!, p);
+      for (let j = R - 2; j >= 1; j--) {
+        for (const p of pieces(v.na[j]!, g)) recvReduceSend(v.na[j]!, p);
+        if (++steps % STEPS_PER_HANDOVER === 0) yield;
+      }
       for (const p of pieces(me, g)) {
         recvReduceCopy(me, p);
         if (allGatherPhase) directCopySend(me, p, false);
@@ -174,11 +184,14 @@ export function* composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCh
       for (const p of pieces(me, g)) directCopySend(me, p, true);
     }
     if (allGatherPhase) {
-      for (let j = R - 1; j >= 2; j--) for (const p of pieces(v.na[j]!, g)) directRecvSend(v.na[j]!, p);
+      for (let j = R - 1; j >= 2; j--) {
+        for (const p of pieces(v.na[j]!, g)) directRecvSend(v.na[j]!, p);
+        if (++steps % STEPS_PER_HANDOVER === 0) yield;
+      }
       for (const _ of pieces(v.na[1]!, g)) directRecv();
     }
     chan.markStep(StepFlag.DRAIN_CREDIT, v.sendSlots);
-    // One chunk group emitted: a streamed program hands it over here.
+    // One chunk group emitted.
     yield;
   }
   assert(sent === received, `channel ${ch}: ${sent} slot sends but ${received} slot receives`);
