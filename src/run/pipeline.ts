@@ -210,7 +210,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     if (ol.selections) log.info({ op: i, stages: ol.stages.map((s) => `${s.level} ${s.op}`) }, ol.selections);
     const values = mode === "values";
     const symbolic = mode === "symbolic";
-    if (i === 0 && !again) for (const r of layout.rings) if (!r.followsLinks) log.warn({ group: r.group }, "no ring over direct links for this group: non-neighbour hops are routed");
+    if (i === 0 && !again) warnRouted(log, layout.rings.filter((r) => !r.followsLinks).map((r) => r.group));
     // Each rank's input values, then the reference outputs (ranks a permute leaves alone are not checked).
     const expected = values ? referenceOutputs(scn, i, ol) : new Map<number, number[]>();
     if (values) loadInputs(scn, i, ol, image);
@@ -430,4 +430,16 @@ function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<number, n
     g.forEach((r, k) => out.set(r, refs[k]!));
   }
   return out;
+}
+
+/** Ranks a warning lists in full; a longer group is shown by its first and last ones. */
+const LISTED_RANKS = 16;
+
+/** One warning for the groups whose ring is not over direct links (a long group abbreviated). */
+function warnRouted(log: Logger, groups: readonly (readonly number[])[]): void {
+  if (groups.length === 0) return;
+  const g = groups[0]!;
+  const group = g.length <= LISTED_RANKS ? g : `${g.slice(0, LISTED_RANKS - 2).join(", ")}, ..., ${g.slice(-2).join(", ")} (${g.length} ranks)`;
+  if (groups.length === 1) log.warn({ group }, "no ring over direct links for this group: non-neighbour hops are routed");
+  else log.warn({ groups: groups.length, group }, `no ring over direct links for ${groups.length} groups (the first shown): non-neighbour hops are routed`);
 }

@@ -5,6 +5,7 @@ import pino from "pino";
 import { runScenario } from "../../src/run/pipeline.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { scenario, trn1 } from "../helpers.ts";
+import { loadDevice } from "../../src/run/load.ts";
 
 const silent = pino({ level: "silent" });
 
@@ -74,5 +75,30 @@ describe("per-(op, group) resolution", () => {
       expect(y.algorithm).toBe(x.algorithm);
       expect(y.timeUs).toBe(x.timeUs);
     }
+  });
+});
+
+describe("groups whose ring is not over direct links", () => {
+  it("are said in one warning, a long group by its first and last ranks", () => {
+    const lines: string[] = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => void lines.push(line) });
+    const out = runScenario(
+      scenario({
+        instance: "inf2-48xl",
+        ranks: 24,
+        ranksPerDevice: 2,
+        algorithm: "ring",
+        check: "none",
+        replicaGroups: [Array.from({ length: 18 }, (_, r) => r), [18, 19, 20, 21, 22, 23]],
+        ops: [{ op: "all-gather", bytes: 36864, dtype: "fp32", reduce: "sum" }],
+      }),
+      loadDevice("inf2-48xl"),
+      log,
+    );
+    expect(out.kind).toBe("done");
+    const warned = lines.map((l) => JSON.parse(l) as { msg: string; group?: unknown; groups?: number }).filter((w) => w.msg.includes("no ring over direct links"));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.groups).toBe(2);
+    expect(warned[0]!.group).toBe("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, ..., 16, 17 (18 ranks)");
   });
 });
