@@ -134,7 +134,9 @@ export class ProgramBuilder {
   private dev(device: number): DeviceState {
     let d = this.devices.get(device);
     if (!d) {
-      const consts = new Uint8Array(64);
+      // The word 1 at offset 0, which semaphore increments copy, is the only initialized byte of
+      // the 64 reserved; the pad word after it (no-op packets add it onto itself) is zero HBM.
+      const consts = new Uint8Array(WORD_BYTES);
       new DataView(consts.buffer).setUint32(0, 1, true);
       d = {
         alloc: 64,

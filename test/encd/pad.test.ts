@@ -5,6 +5,8 @@ import { hbmAddr } from "../../src/encd/address.ts";
 import { NeighType } from "../../src/encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES } from "../../src/encd/slot.ts";
 import { ProgramBuilder, type ChannelPlacement } from "../../src/encd/program.ts";
+import { simulate } from "../../sim/index.ts";
+import { trn1 } from "../helpers.ts";
 
 const n1 = { netIdxAddrs: [], foldN: 2, type: NeighType.P2P };
 const place: ChannelPlacement = { device: 0, topsp: 0, channelId: 0, slot: 0, engines: [0, 1], queue: 15, recvSema: 0, sendSema: 2, complSema: 4, reporter: true, next: n1, prev: n1, initialCredits: 4 };
@@ -29,5 +31,31 @@ describe("step padding", () => {
     expect(q(0).tx.length).toBe(q(1).tx.length);
     expect(q(0).rx.length).toBe(q(1).rx.length);
     expect(slot.length).toBeGreaterThanOrEqual(2 * SLOT_ENTRY_BYTES);
+  });
+});
+
+describe("no-op packets in a timing-only run", () => {
+  it("add the pad word, which no image byte initializes, so their landings change nothing and are no events", () => {
+    const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+    const ch = b.addChannel(place);
+    b.beginOp();
+    // Fold 1 gets reduce-shaped no-ops and a no-op pair for fold 0's reduces.
+    for (let i = 0; i < 8; i++) {
+      ch.reduceOn(0, Array(200).fill(hbmAddr(0, 64)), hbmAddr(0, 256), 4, 0, 10, 4096);
+      ch.markStep(0);
+    }
+    ch.markEnd();
+    b.endOp();
+    const img = b.build();
+    const dev = img.devices[0]!;
+    // The image initializes the constant word 1 alone; the pad word after it is declared scratch.
+    expect(dev.memory.map((m) => ({ addr: m.addr, bytes: [...m.bytes] }))).toEqual([{ addr: hbmAddr(0, 0), bytes: [1, 0, 0, 0] }]);
+    expect(dev.scratch).toEqual([{ addr: hbmAddr(0, 4), bytes: 4 }]);
+    const timed = simulate(trn1, img, { storePayload: false });
+    const kept = simulate(trn1, img, { storePayload: true });
+    expect(timed.hang).toBeUndefined();
+    expect(timed.endPs).toBe(kept.endPs);
+    // Each no-op packet's landing is an event only where payload is kept (at least two per step).
+    expect(kept.events - timed.events).toBeGreaterThanOrEqual(16);
   });
 });
