@@ -168,8 +168,8 @@ export function* composeChannelRing(ctx: RingOpContext, ch: number, chan: EncdCh
   // A streamed program hands over what it has emitted after each chunk group, and within a group
   // of a long ring every STEPS_PER_HANDOVER ring steps (a 512-rank ring's one group is 1,022
   // steps: composed whole, a small op's descriptors would all be in memory at once).
-  let steps = 0;
   for (let g = 0; g < plan.groups; g++) {
+    let steps = 0;
     if (reduceScatterPhase) {
       for (const p of pieces(v.na[R - 1]!, g)) send(v.na[R - 1]!, p);
       for (let j = R - 2; j >= 1; j--) {
