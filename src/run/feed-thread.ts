@@ -270,12 +270,13 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
       untaken += waiting;
       Atomics.store(ctrl, POSTED, ++posted);
       Atomics.notify(ctrl, POSTED);
-      // Stay at most AHEAD descriptors ahead of the run.
+      // Stay at most AHEAD descriptors ahead of the run, or one batch untaken when a step holds more
+      // (a long ring's round: the run would otherwise wait for each next one to be composed).
       for (;;) {
         if (Atomics.load(ctrl, STOP)) return;
         const taken = Atomics.load(ctrl, TAKEN);
         for (; counted < taken; counted++) untaken -= sizes[counted]!;
-        if (untaken < AHEAD) break;
+        if (untaken < AHEAD || posted - taken < 2) break;
         Atomics.wait(ctrl, TAKEN, taken, 1000);
       }
     }
