@@ -5,7 +5,8 @@
 // simulation's feed takes the next batch (waiting if it is not there yet) whenever an engine
 // needs a descriptor that has not arrived. The rings receive the same bytes in the same order as
 // when the pass runs in the simulation's thread, so nothing the run computes changes; the worker
-// keeps at most AHEAD descriptors (16 MiB) unread, so memory stays proportional to what is in flight.
+// keeps at most AHEAD descriptors (16 MiB) unread, or two batches where one step holds more, so
+// memory stays proportional to what is in flight.
 import { availableParallelism } from "node:os";
 import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { streamPass, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
