@@ -56,6 +56,11 @@ export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[
  */
 const RACE_PIECE_COST = 96;
 
+/** Bytes in GiB, for messages about memory. */
+function gib(b: number): string {
+  return `${(b / 2 ** 30).toFixed(1)} GiB`;
+}
+
 /**
  * Whether a symbolic run should stop while it can still say why: its ranges and sets of
  * contributions grow with the ranks (every partial result of a reduce is a set of its own; a trn2
@@ -65,7 +70,6 @@ const RACE_PIECE_COST = 96;
 export function heapFull(): string | undefined {
   const h = getHeapStatistics();
   if (h.used_heap_size <= 0.9 * h.heap_size_limit) return undefined;
-  const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
   return `the JavaScript heap holds ${gib(h.used_heap_size)} of its ${gib(h.heap_size_limit)}`;
 }
 
@@ -101,7 +105,6 @@ export function racesFit(ops: readonly OpSpec[], groups: readonly (readonly numb
 
 /** The warning for race detection left out of `what` (it would need `need` bytes; `agents` memory agents). */
 function racesLeftOut(what: string, need: number, agents: number, budget: number | undefined, checking: string): string {
-  const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
   return `${what}: race detection would keep about ${gib(need)} of shadow memory and vector clocks (a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, ${agents} of them, in each queue, core and semaphore); it may use ${gib(budget ?? racesBudget())} (half of the JavaScript heap): checking ${checking} without race detection`;
 }
 
@@ -272,7 +275,6 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     if (mode === "values") {
       const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget);
       if (!fits) {
-        const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
         log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(hooks.valuesBudget ?? valuesCheckBudget())} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free): checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
         mode = "symbolic";
         races = false;
