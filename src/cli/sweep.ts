@@ -37,6 +37,23 @@ export type SweepResult =
 const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
 
 /**
+ * When a sweep's worker threads start. A worker takes a few tenths of a second of a core to start
+ * (loading the modules), and slows this thread meanwhile, so a sweep of small points runs faster on
+ * this thread alone. A sweep with a point that moves BIG_POINT bytes or more over its ranks (ring8's
+ * 256 MiB, about 0.3 s) starts them at once: this thread takes that point first, the workers the
+ * next ones as they come up. Another starts them once this thread has run points for START_AFTER_MS
+ * and the points left, at the mean time of those run, would take REST_MS or more.
+ */
+const BIG_POINT = 2 ** 31;
+const START_AFTER_MS = 700;
+const REST_MS = 1000;
+
+export function startWorkers(work: readonly number[]): (p: { elapsedMs: number; ran: number; left: number }) => boolean {
+  if (Math.max(...work) >= BIG_POINT) return () => true;
+  return ({ elapsedMs, ran, left }) => elapsedMs >= START_AFTER_MS && left >= 2 && (elapsedMs / Math.max(1, ran)) * left >= REST_MS;
+}
+
+/**
  * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
  * scenario with one op at one size, validated as a file is.
  */
@@ -70,10 +87,12 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   const parallel = (args.jobs ?? 1) > 1 && points0.length >= 2 && !hooks.mutateImage && !hooks.trace;
   let finished = 0;
   const inputs = points0.map((p): SweepTask => ({ scenario: p.one, devicesDir: args.devices, logLevel: args.logLevel, launchPs: spec.topsp.launchPs, unfolded: hooks.unfolded === true }));
+  const work = points0.map((p) => p.op.bytes * p.one.ranks);
   const results: SweepTaskResult[] = parallel
     ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs!, {
         local: task,
-        order: biggestFirst(points0.map((p) => p.op.bytes * p.one.ranks)),
+        order: biggestFirst(work),
+        startWhen: startWorkers(work),
         label: (k) => `${points0[k]!.op.op} ${points0[k]!.op.bytes} B`,
         onResult: (_k, r) => {
           if (r.kind === "done") events += r.outcome.events;

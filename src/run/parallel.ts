@@ -37,6 +37,15 @@ export interface ParallelOptions<T, R> {
   readonly order?: readonly number[];
   /** What task `index` is, for a message about it (default: its number). */
   readonly label?: (index: number) => string;
+  /**
+   * With `local`: when to start the workers, asked before each task the calling thread takes, with
+   * the time since the call, the tasks it has run and the tasks left to take (default: at once). A
+   * worker takes a few tenths of a second of a core to start and slows the caller meanwhile: tasks
+   * that end sooner are better run by the caller alone.
+   */
+  readonly startWhen?: (progress: { readonly elapsedMs: number; readonly ran: number; readonly left: number }) => boolean;
+  /** Called when the workers start, with how many. */
+  readonly onStart?: (workers: number) => void;
 }
 
 /**
@@ -68,14 +77,26 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const ctrl = new Int32Array(new SharedArrayBuffer(4 * (2 + 2 * nWorkers)));
   const ports: MessagePort[] = [];
   const workers: Worker[] = [];
-  for (let w = 0; w < nWorkers; w++) {
-    const ch = new MessageChannel();
-    const worker = moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, slot: w, inputs, order }, [ch.port2]);
-    // (A worker that fails says so through its task's result or `checkLiveness`; its exit event, once
-    // the caller's thread runs events again, must not end the process.)
-    worker.on("error", () => {});
-    workers.push(worker);
-    ports.push(ch.port1);
+  const start = (): void => {
+    for (let w = 0; w < nWorkers; w++) {
+      const ch = new MessageChannel();
+      const worker = moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, slot: w, inputs, order }, [ch.port2]);
+      // (A worker that fails says so through its task's result or `checkLiveness`; its exit event,
+      // once the caller's thread runs events again, must not end the process.)
+      worker.on("error", () => {});
+      workers.push(worker);
+      ports.push(ch.port1);
+    }
+    opts.onStart?.(nWorkers);
+  };
+  // (Without a task of its own the caller waits: the workers start at once.)
+  const startWhen = opts.local ? opts.startWhen : undefined;
+  const t0 = performance.now();
+  let ran = 0;
+  let started = nWorkers === 0;
+  if (!started && !startWhen) {
+    start();
+    started = true;
   }
   let done = 0;
   const take = (o: Outcome<R>) => {
@@ -99,9 +120,14 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
       const seen = Atomics.load(ctrl, POSTED);
       if (drain()) continue;
       if (opts.local) {
+        if (!started && startWhen!({ elapsedMs: performance.now() - t0, ran, left: order.length - Atomics.load(ctrl, NEXT) })) {
+          start();
+          started = true;
+        }
         const k = Atomics.add(ctrl, NEXT, 1);
         if (k < order.length) {
           take(runTask(opts.local, order[k]!, inputs[order[k]!]!));
+          ran++;
           continue;
         }
       }

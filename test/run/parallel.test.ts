@@ -1,7 +1,7 @@
 // Runs on worker threads (and the caller's): results in input order, whichever thread took a task.
 import { describe, expect, it } from "vitest";
 import { runParallel } from "../../src/run/parallel.ts";
-import { biggestFirst } from "../../src/cli/sweep.ts";
+import { biggestFirst, startWorkers } from "../../src/cli/sweep.ts";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -53,6 +53,51 @@ describe("runParallel", () => {
   it("refuses an order that does not list every input once", () => {
     expect(() => runParallel<Input, Out>(MODULE, [1, 2, 3].map((x) => ({ x })), 2, { order: [0, 0, 1] })).toThrow(RangeError);
     expect(runParallel<Input, Out>(MODULE, [], 2)).toEqual([]);
+  });
+
+  it("starts no worker while startWhen says no: the caller runs every task", () => {
+    const asked: { ran: number; left: number }[] = [];
+    let starts = 0;
+    const out = runParallel<Input, Out>(MODULE, [1, 2, 3, 4].map((x) => ({ x })), 2, {
+      local: task,
+      startWhen: ({ ran, left }) => (asked.push({ ran, left }), false),
+      onStart: () => starts++,
+    });
+    expect(out.map((o) => o.square)).toEqual([1, 4, 9, 16]);
+    expect(out.every((o) => o.main)).toBe(true);
+    expect(starts).toBe(0);
+    // Asked before each of the caller's tasks, with what it has run and what is left.
+    expect(asked).toEqual([
+      { ran: 0, left: 4 },
+      { ran: 1, left: 3 },
+      { ran: 2, left: 2 },
+      { ran: 3, left: 1 },
+    ]);
+  });
+
+  it("starts the workers when startWhen says so, and they take the tasks left", () => {
+    const seen = new Int32Array(new SharedArrayBuffer(4));
+    const starts: number[] = [];
+    // The first task runs before any worker; each later one the caller runs waits until a worker has run one.
+    const inputs = [{ x: 1 }, ...[2, 3, 4, 5, 6].map((x) => ({ x, seen }))];
+    const out = runParallel<Input, Out>(MODULE, inputs, 2, { local: task, startWhen: ({ ran }) => ran >= 1, onStart: (n) => starts.push(n) });
+    expect(out.map((o) => o.square)).toEqual([1, 4, 9, 16, 25, 36]);
+    expect(starts).toEqual([1]);
+    expect(out[0]!.main).toBe(true);
+    expect(out.some((o) => !o.main)).toBe(true);
+  });
+
+  it("a sweep starts its workers at once for a big point, else once its points left would take a second", () => {
+    const big = startWorkers([2 ** 31, 1024]);
+    expect(big({ elapsedMs: 0, ran: 0, left: 2 })).toBe(true);
+    const small = startWorkers([2 ** 31 - 1, 1024, 1024]);
+    expect(small({ elapsedMs: 0, ran: 0, left: 3 })).toBe(false);
+    // 700 ms for 2 points: 350 ms each, 3 left (1.05 s) — yes; 2 left (0.7 s) — no.
+    expect(small({ elapsedMs: 700, ran: 2, left: 3 })).toBe(true);
+    expect(small({ elapsedMs: 700, ran: 2, left: 2 })).toBe(false);
+    // Not before 700 ms, and never for one point left.
+    expect(small({ elapsedMs: 600, ran: 1, left: 10 })).toBe(false);
+    expect(small({ elapsedMs: 5000, ran: 1, left: 1 })).toBe(false);
   });
 
   it("biggestFirst sorts by work, ties in index order", () => {
