@@ -79,7 +79,7 @@ sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
                        and N - 1 worker threads, the biggest first (the workers start at once when a
                        size moves 2 GiB or more over its ranks, else once this thread has run sizes
                        for 0.7 s and those left would take a second more); a single run of a big
-                       program (1 M descriptors or more) has its descriptor rings composed on a
+                       program (8 M descriptors or more) has its descriptor rings composed on a
                        second thread as it runs. The output is the same as with --jobs 1 (one thread)
   --plot FILE          draw busbw and time against size (SVG, log axes, one line per op/algorithm)
   A sweep is timing only unless --check is given (values: checked where they fit, symbolic above).

@@ -16,8 +16,12 @@ import { DescPages } from "../encd/pages.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { errorData, moduleWorker, revive, type ErrorData } from "./parallel.ts";
 
-/** Programs with fewer descriptors compose in the run's thread (a worker costs about 0.15 s to start). */
-export const THREAD_MIN_DESCRIPTORS = 1_000_000;
+/**
+ * Programs with fewer descriptors compose in the run's thread: a worker takes 0.2–0.3 s of a core to
+ * start, and the run composes steps itself meanwhile, which smaller programs do not win back
+ * (docs/device-model.md §1: ring8's 1 GiB all-reduce, 8.3 M descriptors, is about even).
+ */
+export const THREAD_MIN_DESCRIPTORS = 8_000_000;
 /** Descriptors a batch gathers before it is posted (1 MiB of them; in practice up to one step's worth more). */
 const BATCH_DESCRIPTORS = 1 << 16;
 /** Descriptors the worker may have posted and the run not yet taken (16 MiB; a batch more when one step is bigger). */
@@ -68,10 +72,13 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
   return {
     threads,
     warm(scn, opIndices) {
-      // A reduce's descriptors move about 1 KiB of op bytes each (a rank's 4 KiB CCE packet takes
-      // four); a program moving half a KiB a descriptor of the floor may have enough.
+      // A reduce's descriptors move about 1 KiB of op bytes over the ranks each (a rank's 4 KiB CCE
+      // packet takes four; ring16 0.97 KiB, ring8 1.04, kangaring32 1.45, hier-2x16 1.87): a program
+      // moving a KiB a descriptor of the floor may have enough. (A thread started and let go costs
+      // its start, about 0.06 s of a run; one started at the run, the count's time, 0.14 s for ring8
+      // at 1 GiB.)
       const moved = opIndices.reduce((n, i) => n + scn.ops[i]!.bytes * scn.ranks, 0);
-      if (!booted && usable() && moved >= minDescriptors * 512) booted = start();
+      if (!booted && usable() && moved >= minDescriptors * 1024) booted = start();
     },
     cancel() {
       booted?.close();

@@ -116,12 +116,13 @@ describe("the streaming composition on a worker thread", () => {
 
   it("declines programs below its size, and lets a thread it started go", () => {
     const spec = loadDevice("trn1");
-    const scn = scenarioOf(SHAPES[0]!);
+    // The hierarchical shape: its descriptors move more than a KiB each over the ranks.
+    const scn = scenarioOf(SHAPES[2]!);
     const counted = compileStreamed(scn, spec, [0]).image.devices.reduce((n, d) => n + d.queues.reduce((k, q) => k + q.streamed!.txCount + q.streamed!.rxCount, 0), 0);
-    // Started before the count (the op moves 8 x 3 MiB, half a KiB a descriptor or more), then let go:
+    // Started before the count (the op moves 64 x 8 MiB, a KiB a descriptor or more), then let go:
     // the program has fewer descriptors than the runner's floor. It runs here.
     const runner = threadFeed(counted + 1);
-    expect(8 * (3 << 20)).toBeGreaterThanOrEqual((counted + 1) * 512);
+    expect(64 * (8 << 20)).toBeGreaterThanOrEqual((counted + 1) * 1024);
     const c = compileStreamed(scn, spec, [0], { runner });
     expect(runner.threads).toEqual({ started: 1, used: 0 });
     expect(simulate(spec, c.image, { storePayload: false }).hang).toBeUndefined();
