@@ -42,11 +42,46 @@ function payloadBytes(op: OpSpec, groups: readonly (readonly number[])[]): numbe
   return payload;
 }
 
-/** Whether a values check of `op` over these groups fits: every rank's input + output, and the memory that takes. */
-export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[], budget = valuesCheckBudget()): { payload: number; need: number; fits: boolean } {
+/**
+ * The JavaScript heap a values check of `op` takes for its numbers: every rank's input elements,
+ * and the reference outputs' (one array a group shares for all-reduce, all-gather and
+ * all-gather-v; one per rank otherwise), 8 bytes each, twice over for the arrays built on the way
+ * (measured: an all-to-all of 4 MiB bf16 over 24 ranks, 100 M numbers, peaks at 1.3 GB).
+ */
+export function valuesCheckHeap(op: OpSpec, groups: readonly (readonly number[])[]): number {
+  const esize = dtypeSize(op.dtype);
+  const shared = op.op === "all-reduce" || op.op === "all-gather" || op.op === "all-gather-v";
+  let numbers = 0;
+  for (const g of groups) {
+    let sharedOut = 0;
+    for (let k = 0; k < g.length; k++) {
+      const b = bufferBytes(op, opTypeOf(op.op), g.length, k);
+      numbers += b.inBytes / esize;
+      if (shared) sharedOut = Math.max(sharedOut, b.outBytes / esize);
+      else numbers += b.outBytes / esize;
+    }
+    numbers += sharedOut;
+  }
+  return numbers * 16;
+}
+
+/** What a values check's numbers may take: three quarters of the JavaScript heap. */
+export function valuesHeapBudget(): number {
+  return Math.floor((getHeapStatistics().heap_size_limit * 3) / 4);
+}
+
+/**
+ * Whether a values check of `op` over these groups fits: every rank's input + output and the
+ * memory that takes, within `budget`; its numbers within the JavaScript heap. `why`: what does not
+ * fit, for a warning.
+ */
+export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[], budget = valuesCheckBudget(), heapBudget = valuesHeapBudget()): { fits: boolean; why?: string } {
   const payload = payloadBytes(op, groups);
   const need = valuesCheckMemory(payload, dtypeSize(op.dtype));
-  return { payload, need, fits: need <= budget };
+  if (need > budget) return { fits: false, why: `checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(budget)} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free)` };
+  const heap = valuesCheckHeap(op, groups);
+  if (heap > heapBudget) return { fits: false, why: `checking values holds its inputs and reference outputs as numbers, about ${gib(heap)} of the JavaScript heap; they may use ${gib(heapBudget)} (three quarters of its ${gib(getHeapStatistics().heap_size_limit)})` };
+  return { fits: true };
 }
 
 /**
@@ -164,6 +199,8 @@ export interface PipelineHooks {
   readonly mutateImage?: (image: ProgramImage, op: number) => void;
   /** Tests: the memory a values check may use, instead of half of this machine's. */
   readonly valuesBudget?: number;
+  /** Tests: the JavaScript heap a values check's numbers may take, instead of three quarters of it. */
+  readonly valuesHeapBudget?: number;
   /** Tests: the memory race detection may use, instead of half of the JavaScript heap. */
   readonly racesBudget?: number;
   /** Tests: whether a symbolic run is out of room (a reason stops it), instead of `heapFull`. */
@@ -273,9 +310,9 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     let mode = scn.check;
     let races = scn.races;
     if (mode === "values") {
-      const { payload, need, fits } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget);
+      const { fits, why } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget, hooks.valuesHeapBudget);
       if (!fits) {
-        log.warn(`op ${i} (${op.op} ${op.bytes} B): checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(hooks.valuesBudget ?? valuesCheckBudget())} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free): checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
+        log.warn(`op ${i} (${op.op} ${op.bytes} B): ${why}: checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
         mode = "symbolic";
         races = false;
       }
@@ -311,7 +348,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
  */
 function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
   const all = scn.ops.map((_, i) => i);
-  const values = scn.check === "values" && scn.ops.every((op) => valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget).fits);
+  const values = scn.check === "values" && scn.ops.every((op) => valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget, hooks.valuesHeapBudget).fits);
   if (scn.check === "values" && !values) log.warn("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
   const composeThread = hooks.composeThread;
   const { image, layout } = compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});
@@ -426,12 +463,17 @@ function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<number, n
           : entry.reference === "alltoall-v"
             ? referenceAllToAllV(ins, op.counts!.map((row) => row.map((b) => b / esize)))
             : entry.reference === "all-gather-v"
-              ? ins.map(() => ins.flat())
+              ? sharedBy(ins.length, ins.flat())
               : undefined;
     if (!refs) throw new InternalError(`no reference collective for ${op.op}`);
     g.forEach((r, k) => out.set(r, refs[k]!));
   }
   return out;
+}
+
+/** One reference output that `n` ranks share (one array, not a copy each). */
+function sharedBy(n: number, values: number[]): number[][] {
+  return Array.from({ length: n }, () => values);
 }
 
 /** Ranks a warning lists in full; a longer group is shown by its first and last ones. */

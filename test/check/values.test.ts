@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compare, generateValues, referenceValues, toBytes, decodeValue } from "../../src/check/values.ts";
+import { compare, generateValues, referenceAllToAll, referenceValues, toBytes, decodeValue } from "../../src/check/values.ts";
 import { cceReduce, f32ToBf16, f32ToF16, f16ToF32, bf16ToF32, f32ToMini, miniToF32 } from "../../sim/hw/cce.ts";
 import { FP8, SDMA_DTYPE, DTYPES, REDUCE_TO_CCE, dtypeSize } from "../../src/ir/dtypes.ts";
 
@@ -116,5 +116,32 @@ describe("CCE arithmetic (simulator) against the reference encoding (checker)", 
   it("reports the first mismatch with rank, index, expected and got", () => {
     const got = toBytes("int32", [1, 2, 99]);
     expect(compare("int32", 5, [1, 2, 3], got)).toEqual({ rank: 5, index: 2, expected: 3, got: 99 });
+    // Read-back bytes are often a view into a bigger buffer: equal and unequal views both compare right.
+    const big = new Uint8Array(64);
+    big.set(toBytes("bf16", [7, -3, 250]), 10);
+    expect(compare("bf16", 0, [7, -3, 250], big.subarray(10, 16))).toBeUndefined();
+    big[14] = big[14]! ^ 1;
+    expect(compare("bf16", 1, [7, -3, 250], big.subarray(10, 16))).toMatchObject({ rank: 1, index: 2, expected: 250 });
+  });
+  it("encodes narrow floats alike inside and outside the memoised range of small integers", () => {
+    // 2^16 and -2^17 are past the table (|v| < 2^16); every value here is exact in bf16.
+    const vals = [0, -1, 255, -256, 65535 - 65535 % 256, 1 << 16, -(1 << 17)];
+    const b = toBytes("bf16", vals);
+    const v = new DataView(b.buffer);
+    expect(vals.map((_, i) => decodeValue("bf16", v, 2 * i))).toEqual(vals);
+    expect([...toBytes("bf16", [1 << 16])]).toEqual([0x80, 0x47]);
+    expect([...toBytes("bf16", [1])]).toEqual([0x80, 0x3f]);
+  });
+  it("all-to-all: rank j gets block j of every rank's input, in rank order", () => {
+    const ins = [
+      [1, 2, 3, 4, 5, 6],
+      [10, 20, 30, 40, 50, 60],
+      [100, 200, 300, 400, 500, 600],
+    ];
+    expect(referenceAllToAll(ins)).toEqual([
+      [1, 2, 10, 20, 100, 200],
+      [3, 4, 30, 40, 300, 400],
+      [5, 6, 50, 60, 500, 600],
+    ]);
   });
 });
