@@ -234,8 +234,9 @@ export function referenceAllToAll(inputs: readonly (readonly number[])[]): numbe
   const n = inputs.length;
   // (Element by element into arrays of their final length: an output per rank is as big as an
   // input, and `flatMap` over slices took seconds and twice the memory at 24 ranks x 2 M elements.)
+  const length = inputs.reduce((k, x) => k + x.length / n, 0);
   return inputs.map((_, j) => {
-    const out = new Array<number>(inputs.reduce((k, x) => k + x.length / n, 0));
+    const out = new Array<number>(length);
     let o = 0;
     for (const x of inputs) {
       const block = x.length / n;

@@ -6,7 +6,7 @@ import { valuesCheckFit, type OpOutcome, type PipelineHooks } from "../run/pipel
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { CcsimError } from "../ir/errors.ts";
-import { revive, runParallel } from "../run/parallel.ts";
+import { revive, runParallel, type StartProgress } from "../run/parallel.ts";
 import { runPoint, task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
 import type { Args } from "./args.ts";
@@ -48,7 +48,7 @@ const BIG_POINT = 2 ** 31;
 const START_AFTER_MS = 700;
 const REST_MS = 1000;
 
-export function startWorkers(work: readonly number[]): (p: { elapsedMs: number; ran: number; left: number }) => boolean {
+export function startWorkers(work: readonly number[]): (p: StartProgress) => boolean {
   if (Math.max(...work) >= BIG_POINT) return () => true;
   return ({ elapsedMs, ran, left }) => elapsedMs >= START_AFTER_MS && left >= 2 && (elapsedMs / Math.max(1, ran)) * left >= REST_MS;
 }

@@ -43,9 +43,16 @@ export interface ParallelOptions<T, R> {
    * worker takes a few tenths of a second of a core to start and slows the caller meanwhile: tasks
    * that end sooner are better run by the caller alone.
    */
-  readonly startWhen?: (progress: { readonly elapsedMs: number; readonly ran: number; readonly left: number }) => boolean;
+  readonly startWhen?: (progress: StartProgress) => boolean;
   /** Called when the workers start, with how many. */
   readonly onStart?: (workers: number) => void;
+}
+
+/** What `ParallelOptions.startWhen` is asked with: ms since the call, tasks the caller has run, tasks left to take. */
+export interface StartProgress {
+  readonly elapsedMs: number;
+  readonly ran: number;
+  readonly left: number;
 }
 
 /**
