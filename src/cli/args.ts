@@ -40,6 +40,8 @@ export interface Args {
   jobs: number;
   /** --launch-us: the runtime's fixed cost per collective (topsp.launchPs) in ps, instead of the preset's. */
   launchPs: number | undefined;
+  /** --instance: the preset the scenario runs on instead of its own (a name, or a preset file). */
+  instance?: string | undefined;
   /** --no-fold: simulate every pod of a timing-only run even when the pods' programs are alike. */
   noFold: boolean;
 }
@@ -215,6 +217,9 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
       case "-r":
       case "--nworkers":
         a.ranks = intFlag(flagValue(argv, i++, t), t, 1);
+        break;
+      case "--instance":
+        a.instance = flagValue(argv, i++, t);
         break;
       default:
         if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);

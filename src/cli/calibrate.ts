@@ -1,309 +1,337 @@
-// npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]: the published nccom-test points
-// (calibration/points.json) against the simulator, run as nccom-test runs them (its placement,
-// auto algorithm selection, timing only), with a summary.
-import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+// npm run calibrate: measured nccom-test tables against the simulator, run exactly as typed on the
+// presets as they ship; --fit and --cross-validate fit the presets' free parameters to them;
+// --from fits a preset to the user's own logs and writes it (src/fit/).
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { basename, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import pino from "pino";
 import { CcsimError } from "../ir/errors.ts";
-import { withLaunch, type DeviceSpec } from "../ir/spec.ts";
-import { loadDevice } from "../run/load.ts";
-import { meshEngines } from "../enc/post.ts";
-import { sweepPoint } from "../run/overrides.ts";
-import { runScenario } from "../run/pipeline.ts";
-import { parseNccomArgs } from "./nccom.ts";
+import type { DeviceSpec } from "../ir/spec.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
+import { crossValidate, deviceParams, Evaluator, fit, seriesOf, summarize, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type Series } from "../fit/fit.ts";
+import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "./sizes.ts";
 
-export const POINTS_FILE = resolve(dirname(fileURLToPath(import.meta.url)), "../../calibration/points.json");
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const MANIFEST = resolve(ROOT, "calibration/published.json");
+export const ACCURACY = resolve(ROOT, "calibration/accuracy.json");
 
-export interface Series {
-  readonly id: string;
-  readonly command: string;
-  readonly instance: string;
-  readonly args: readonly string[];
-  readonly role: "fit" | "validation";
-  readonly source: string;
-  readonly pairs?: readonly (readonly [number, number])[];
-  readonly algorithms?: Readonly<Record<string, string>>;
-  readonly points: readonly { readonly bytes: number; readonly timeUs: number }[];
-  /**
-   * The same published table's time at its smallest size, where no data movement explains the
-   * time: the run's fixed cost per collective is measured there (see `seriesSpec`).
-   */
-  readonly floor?: { readonly bytes: number; readonly timeUs: number; readonly source: string };
+/** The published series of the manifest, each on the preset it names. */
+export function publishedSeries(manifest = MANIFEST): Series[] {
+  const m = JSON.parse(readFileSync(manifest, "utf8")) as { logs: { file: string; instance: string }[] };
+  return m.logs.map((l) => {
+    const file = resolve(dirname(manifest), l.file);
+    return seriesOf(parseConsoleLog(file, readFileSync(file, "utf8")), l.instance, basename(l.file, ".log"));
+  });
 }
 
-export interface PointResult {
-  readonly series: string;
-  readonly role: Series["role"];
-  readonly bytes: number;
-  readonly publishedUs: number;
-  /** Simulated time, or undefined when the point failed (`error` says why). */
-  readonly simulatedUs: number | undefined;
-  readonly ratio: number | undefined;
-  readonly algorithm: string | undefined;
-  readonly publishedAlgorithm: string | undefined;
-  /** The runtime's fixed cost per collective the point ran with (topsp.launchPs), in us. */
-  readonly launchUs: number | undefined;
-  readonly error?: string;
-}
+const fmtSummary = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}`;
 
-export interface Summary {
-  readonly points: number;
-  readonly failed: number;
-  readonly within10: number;
-  readonly within25: number;
-  /** exp(mean |ln(simulated / published)|) over the points that ran. */
-  readonly geomeanErrorFactor: number;
-}
-
-export function loadSeries(file = POINTS_FILE): Series[] {
-  return (JSON.parse(readFileSync(file, "utf8")) as { series: Series[] }).series;
-}
-
-const silent = pino({ level: "silent" });
-
-/** Run one published point as nccom-test would: its command line at that size, timing only (on `spec`, or the instance's preset). */
-export function runPoint(s: Series, bytes: number, spec?: DeviceSpec): { timeUs: number; algorithm: string } {
-  const a = parseNccomArgs([...s.args, "-b", String(bytes), "-e", String(bytes)], {});
-  if (a === "help") throw new Error("help");
-  const json = { ...a.scenario, ops: (a.scenario["ops"] as Record<string, unknown>[]).map((o) => (s.pairs ? { ...o, pairs: s.pairs } : o)) };
-  const scn = sweepPoint({ file: s.id, json, flags: "" }, a.op, a.run.dtype, bytes, "none");
-  const out = runScenario(scn, spec ?? loadDevice(scn.instance), silent);
-  if (out.kind === "hang") throw new Error(`hung at ${bytes} B`);
-  return { timeUs: out.ops[0]!.row.timeUs, algorithm: out.ops[0]!.row.algorithm };
-}
-
-const LAUNCH_STEP_PS = 10_000;
-
-/**
- * The spec a series runs on: with a published floor, the runtime's fixed cost per collective of
- * that run is measured there — the floor's time minus the simulated time at the floor's size with
- * no fixed cost (10 ns steps, never below 0) — and becomes topsp.launchPs (an exact shift of the
- * whole run); without one, the preset's launch cost.
- */
-export function seriesSpec(s: Series, base: DeviceSpec): DeviceSpec {
-  if (!s.floor) return base;
-  const devicePs = runPoint(s, s.floor.bytes, withLaunch(base, 0)).timeUs * 1e6;
-  const launchPs = Math.max(0, Math.round((s.floor.timeUs * 1e6 - devicePs) / LAUNCH_STEP_PS) * LAUNCH_STEP_PS);
-  return withLaunch(base, launchPs);
-}
-
-/** Run the published points up to `maxBytes`; `specOf` gives a series' device (default: its instance's preset). */
-export function calibrate(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER, specOf: (s: Series) => DeviceSpec = (s) => loadDevice(s.instance)): PointResult[] {
-  const out: PointResult[] = [];
+function pointLines(series: readonly Series[], ev: readonly Evaluated[]): string[] {
+  const lines: string[] = [];
   for (const s of series) {
-    const wanted = s.points.filter((p) => p.bytes <= maxBytes);
-    if (wanted.length === 0) continue;
-    let spec: DeviceSpec | undefined;
-    let failure: string | undefined;
-    try {
-      spec = seriesSpec(s, specOf(s));
-    } catch (e) {
-      if (!(e instanceof CcsimError)) throw e;
-      failure = `the floor point: ${e.render()}`;
-    }
-    for (const p of wanted) {
-      const base = { series: s.id, role: s.role, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: s.algorithms?.[String(p.bytes)], launchUs: spec && spec.topsp.launchPs / 1e6 };
-      const failed = (error: string) => out.push({ ...base, simulatedUs: undefined, ratio: undefined, algorithm: undefined, error });
-      if (!spec) {
-        failed(failure!);
-        continue;
-      }
-      try {
-        const r = runPoint(s, p.bytes, spec);
-        out.push({ ...base, simulatedUs: r.timeUs, ratio: r.timeUs / p.timeUs, algorithm: r.algorithm });
-      } catch (e) {
-        if (!(e instanceof CcsimError)) throw e;
-        failed(e.render());
-      }
+    const ps = ev.filter((e) => e.series === s.id);
+    if (ps.length === 0) continue;
+    lines.push(`${s.id} (${s.era} runtime, on ${s.instance}): ${s.command}`);
+    lines.push(`  ${"size(B)".padStart(10)}  ${"published(us)".padStart(13)}  ${"simulated(us)".padStart(13)}  ${"sim/pub".padStart(7)}  algorithm`);
+    for (const p of ps) {
+      const r = p.run;
+      const alg = r ? `${r.algorithm}${p.publishedAlgorithm ? ` (published: ${p.publishedAlgorithm})` : ""}` : `error: ${p.error}`;
+      lines.push(`  ${String(p.bytes).padStart(10)}  ${p.publishedUs.toFixed(2).padStart(13)}  ${(r ? r.timeUs.toFixed(2) : "-").padStart(13)}  ${(r ? (r.timeUs / p.publishedUs).toFixed(2) : "-").padStart(7)}  ${alg}`);
     }
   }
-  return out;
+  return lines;
 }
 
-export function summarize(points: readonly PointResult[]): Summary {
-  const ran = points.filter((p) => p.ratio !== undefined);
-  const within = (f: number) => ran.filter((p) => Math.abs(p.ratio! - 1) <= f).length;
-  const logs = ran.map((p) => Math.abs(Math.log(p.ratio!)));
-  return {
-    points: points.length,
-    failed: points.length - ran.length,
-    within10: within(0.1),
-    within25: within(0.25),
-    geomeanErrorFactor: ran.length ? Math.exp(logs.reduce((a, b) => a + b, 0) / ran.length) : Number.NaN,
+function movedLines(r: FitResult): string[] {
+  return r.moved.map((m) => `  ${m.field}: ${m.from} -> ${m.to}`);
+}
+
+/** Write a file whole or not at all (a temporary file renamed over it). */
+function writeWhole(file: string, text: string): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
+
+/**
+ * The fitted preset as a file: the start preset's JSON with the moved fields set and a source note
+ * on each naming the series it was fitted on.
+ */
+export function presetJson(startFile: string, r: FitResult, name: string, note: string): string {
+  const j = JSON.parse(readFileSync(startFile, "utf8")) as Record<string, Record<string, unknown>> & { sources: Record<string, string>; name: string; description: string };
+  j.name = name;
+  for (const m of r.moved) {
+    const [a, b, c] = m.field.split(".") as [string, string, string?];
+    j[a] ??= {};
+    if (c !== undefined) {
+      const sub = ((j[a] as Record<string, unknown>)[b] ??= {}) as Record<string, number>;
+      if (m.to === 0) delete sub[c];
+      else sub[c] = m.to;
+    } else if (a === "host" && m.to === 0) delete (j[a] as Record<string, unknown>)[b];
+    else (j[a] as Record<string, unknown>)[b] = m.to;
+    if (m.to === 0 && a === "host") delete j.sources[m.field];
+    else j.sources[m.field] = `fitted (was ${m.from}): ${note}`;
+  }
+  const host = j["host"] as Record<string, unknown> | undefined;
+  if (host && host["algorithmPs"] && Object.keys(host["algorithmPs"] as object).length === 0) delete host["algorithmPs"];
+  if (host && Object.keys(host).length === 0) delete j["host"];
+  return formatPreset(j);
+}
+
+/** A preset as the shipped files are written: two-space JSON, lists of numbers or names on one line. */
+export function formatPreset(j: unknown): string {
+  return JSON.stringify(j, null, 2).replace(/\[\s*([^[\]{}]*?)\s*\]/g, (_m, inner: string) => `[${inner.split(/,\s*/).map((x) => x.trim()).join(", ")}]`) + "\n";
+}
+
+const HELP = `ccsim calibrate: measured nccom-test tables against the simulator, and fits of the presets to them
+
+usage: npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]... [--fit] [--cross-validate] [--write-accuracy]
+       npm run calibrate -- --from FILE... [--command "nccom-test ..."] [--instance NAME|FILE.json] --out FILE.json
+                            [--max-bytes SIZE] [--rounds N]
+
+Without --from: the published tables of calibration/published.json (calibration/logs/, verbatim),
+each run exactly as typed (npm run nccom with its command line) on the preset as it ships: per
+point published and simulated time, their ratio and the algorithm; then per preset the points
+within ±10 % and ±25 % and the geometric-mean error factor exp(mean |ln(simulated / published)|).
+  --max-bytes SIZE   skip larger points
+  --series ID        only this series (a log's file name without .log); repeatable
+  --fit              fit each preset's free parameters on its series from the shipped preset and
+                     print what moved, with the error before and after (writes nothing)
+  --cross-validate   per preset, refit with each series held out in turn (fixed costs no other
+                     series exercises start at 0) and print the held-out error per series and
+                     overall, beside the in-sample figure
+  --write            with --fit: write each fitted preset over its file in devices/
+  --params F,F       with --fit or --from: search only these device parameters (e.g. ring.defaultChannels)
+  --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
+                     table) and the README's "How accurate are the estimates" section
+
+--from FILE...: fit a preset to your own measurements. FILE is an nccom-test console log (its
+command line first, nccom-test <op> -r N ..., then the table; either era: integer time(us) and
+GiB/s, or time:avg(us) and GB/s), or a --report-to-json-file report with --command "..." (the
+command that wrote it). The fit starts from --instance (default trn1; a name or a preset file),
+moves its fixed costs (topsp.launchPs, host.*) and device parameters (rates, latencies, channel
+and engine counts) within bounds, and writes the complete preset to --out (its name is the file's)
+with a source note on every moved field; prints the error before and after, and cross-validated
+when there are two series or more. A log that does not read is refused (file, line, value), and
+nothing is written.
+  --rounds N         coordinate-search rounds over the device parameters (default 3; 0: fixed costs only)
+`;
+
+interface Opts {
+  json: boolean;
+  fit: boolean;
+  cv: boolean;
+  writeAccuracy: boolean;
+  maxBytes: number;
+  only: string[];
+  from: string[];
+  command: string | undefined;
+  instance: string;
+  out: string | undefined;
+  rounds: number;
+  write: boolean;
+  params: string[] | undefined;
+}
+
+function parse(argv: readonly string[]): Opts | "help" {
+  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 3, write: false, params: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const t = argv[i]!;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${t} needs a value`);
+      return v;
+    };
+    if (t === "-h" || t === "--help") return "help";
+    else if (t === "--json") o.json = true;
+    else if (t === "--fit") o.fit = true;
+    else if (t === "--cross-validate") o.cv = true;
+    else if (t === "--write-accuracy") o.writeAccuracy = true;
+    else if (t === "--write") o.write = true;
+    else if (t === "--params") o.params = value().split(",");
+    else if (t === "--max-bytes") o.maxBytes = parseSize(value(), t);
+    else if (t === "--series") o.only.push(value());
+    else if (t === "--command") o.command = value();
+    else if (t === "--instance") o.instance = value();
+    else if (t === "--out") o.out = value();
+    else if (t === "--rounds") {
+      const v = value();
+      o.rounds = Number(v);
+      if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 20) throw new Error(`--rounds ${v}: a whole number 0 ... 20`);
+    } else if (t === "--from") {
+      o.from.push(value());
+      while (i + 1 < argv.length && !argv[i + 1]!.startsWith("--")) o.from.push(argv[++i]!);
+    } else throw new Error(`unknown option ${t}`);
+  }
+  if (o.from.length > 0 && o.out === undefined) throw new Error("--from needs --out FILE.json (where the fitted preset goes)");
+  if (o.out !== undefined && o.from.length === 0) throw new Error("--out goes with --from FILE...");
+  if (o.writeAccuracy && !o.cv) throw new Error("--write-accuracy goes with --cross-validate");
+  if (o.write && !o.fit) throw new Error("--write goes with --fit");
+  return o;
+}
+
+/** A progress line on a terminal: trials, the best error so far. */
+function progress(err: (s: string) => void, what: string): ((best: number, trials: number) => void) | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  const t0 = Date.now();
+  return (best, trials) => err(`\r${what}: ${trials} trials, best sum of squared log errors ${best.toFixed(4)}, ${((Date.now() - t0) / 1000).toFixed(0)} s `);
+}
+
+/** The held-out and in-sample figures per preset, as calibration/accuracy.json keeps them. */
+export interface Accuracy {
+  readonly [instance: string]: {
+    readonly series: readonly string[];
+    readonly inSample: ErrorSummary;
+    readonly heldOut: ErrorSummary;
+    readonly perSeries: readonly { readonly series: string; readonly inSample: ErrorSummary; readonly heldOut: ErrorSummary }[];
   };
 }
 
-/** Per instance family: the fit's choices the published facts leave open. */
-export interface FamilyFit {
-  /** The series whose measured fixed cost the preset records as topsp.launchPs (the newest runtime published). */
-  readonly launchSeries: string;
-  readonly launchWhy: string;
-  /** The link rates per direction the facts allow (their per-link figure is direction-unknown). */
-  readonly linkBytesPerSecond: readonly number[];
-  readonly linkWhy: string;
-}
-
-export function loadFamilies(file = POINTS_FILE): Readonly<Record<string, FamilyFit>> {
-  return (JSON.parse(readFileSync(file, "utf8")) as { families?: Record<string, FamilyFit> }).families ?? {};
-}
-
-/** The fitted parameters of one instance family. */
-export interface PresetFit {
-  readonly instance: string;
-  readonly series: readonly string[];
-  readonly points: number;
-  /** topsp.launchPs: the fixed cost measured at the launch series' floor (10 ns steps). */
-  readonly launchPs: number;
-  /** The fitted collectives.meshFolds (a whole number of DMA engines). */
-  readonly meshFolds: number;
-  /** The mesh-fold values tried. */
-  readonly foldsTried: readonly number[];
-  /** The fitted link.bytesPerSecond, and the readings tried. */
-  readonly linkBytesPerSecond: number;
-  readonly linksTried: readonly number[];
-  /** The fixed cost each series with a floor ran with (us), at the fitted values. */
-  readonly seriesLaunchUs: Readonly<Record<string, number>>;
-  /** Geometric-mean error factor of the fit points with the first reading and one fold, and fitted. */
-  readonly before: number;
-  readonly after: number;
-}
-
-/**
- * Fit an instance family's open parameters on its fit series (validation series never take part):
- * least squares on log time over collectives.meshFolds (a whole number of engines, 1 up to what the
- * ring channels leave a rank) and link.bytesPerSecond (the readings the facts allow). The fixed
- * cost per collective is not fitted: each series with a floor measures its own (`seriesSpec`), and
- * the preset records the launch series' (used by series without a floor).
- */
-export function fitPreset(series: readonly Series[], maxBytes = Number.MAX_SAFE_INTEGER, families = loadFamilies()): PresetFit[] {
-  const fits: PresetFit[] = [];
-  for (const instance of [...new Set(series.filter((s) => s.role === "fit").map((s) => s.instance))].sort()) {
-    const mine = series.filter((s) => s.role === "fit" && s.instance === instance);
-    const preset = loadDevice(instance);
-    const family = families[instance];
-    const launchSeries = family && series.find((s) => s.id === family.launchSeries);
-    const links = family?.linkBytesPerSecond.length ? family.linkBytesPerSecond : [preset.link.bytesPerSecond];
-    const tried = Array.from({ length: Math.max(1, meshEngines(preset, preset.ring.defaultChannels, 1)) }, (_, k) => k + 1);
-    const evaluate = (spec: DeviceSpec) => {
-      const base = launchSeries ? seriesSpec(launchSeries, spec) : spec;
-      const launches: Record<string, number> = {};
-      const logs = mine.flatMap((s) => {
-        // The launch series measured its fixed cost already.
-        const sp = s === launchSeries ? base : seriesSpec(s, base);
-        if (s.floor) launches[s.id] = sp.topsp.launchPs / 1e6;
-        return s.points.filter((p) => p.bytes <= maxBytes).map((p) => Math.log(runPoint(s, p.bytes, sp).timeUs / p.timeUs));
-      });
-      return {
-        cost: logs.reduce((a, l) => a + l * l, 0),
-        factor: Math.exp(logs.reduce((a, l) => a + Math.abs(l), 0) / logs.length),
-        launchPs: base.topsp.launchPs,
-        launches,
-      };
-    };
-    let before = Number.NaN;
-    let best: (ReturnType<typeof evaluate> & { meshFolds: number; link: number }) | undefined;
-    for (const link of links) {
-      for (const meshFolds of tried) {
-        const r = evaluate({ ...preset, link: { ...preset.link, bytesPerSecond: link }, collectives: { ...preset.collectives, meshFolds } });
-        if (Number.isNaN(before)) before = r.factor;
-        if (!best || r.cost < best.cost) best = { ...r, meshFolds, link };
-      }
-    }
-    const points = mine.reduce((n, s) => n + s.points.filter((p) => p.bytes <= maxBytes).length, 0);
-    fits.push({ instance, series: mine.map((s) => s.id), points, launchPs: best!.launchPs, meshFolds: best!.meshFolds, foldsTried: tried, linkBytesPerSecond: best!.link, linksTried: links, seriesLaunchUs: best!.launches, before, after: best!.factor });
+function accuracyMarkdown(acc: Accuracy): string {
+  const lines = [
+    "Written by `npm run calibrate -- --cross-validate --write-accuracy` (do not edit by hand). Each published",
+    "series runs exactly as typed on the preset it belongs to. *In-sample*: the preset as shipped, fitted on",
+    "every series. *Held out*: the preset refitted without that series (fixed costs no other series exercises",
+    "start at 0), scored on it: what to expect of a command line unlike any published one. Error factor =",
+    "exp(mean |ln(simulated / published)|).",
+    "",
+    "| preset | series | points | in-sample: within ±25 % | error factor | held out: within ±25 % | error factor |",
+    "|---|---|---|---|---|---|---|",
+  ];
+  for (const [inst, a] of Object.entries(acc)) {
+    for (const p of a.perSeries) lines.push(`| ${inst} | ${p.series} | ${p.inSample.points} | ${p.inSample.within25} | ${p.inSample.geomeanErrorFactor.toFixed(2)} | ${p.heldOut.within25} | ${p.heldOut.geomeanErrorFactor.toFixed(2)} |`);
+    lines.push(`| **${inst}** | all | ${a.inSample.points} | ${a.inSample.within25} | ${a.inSample.geomeanErrorFactor.toFixed(2)} | ${a.heldOut.within25} | ${a.heldOut.geomeanErrorFactor.toFixed(2)} |`);
   }
-  return fits;
+  return lines.join("\n");
 }
-
-function formatReport(series: readonly Series[], points: readonly PointResult[]): string {
-  const lines: string[] = [];
-  for (const s of series) {
-    const ps = points.filter((p) => p.series === s.id);
-    if (ps.length === 0) continue;
-    lines.push(`${s.id} (${s.role}): ${s.command}`);
-    const launch = ps[0]!.launchUs;
-    if (launch !== undefined) lines.push(s.floor ? `  fixed cost per collective ${launch.toFixed(2)} us: measured at the published floor (${s.floor.bytes} B in ${s.floor.timeUs} us)` : `  fixed cost per collective ${launch.toFixed(2)} us: the preset's topsp.launchPs (no published floor)`);
-    lines.push(`  ${"size(B)".padStart(10)}  ${"published(us)".padStart(13)}  ${"simulated(us)".padStart(13)}  ${"sim/pub".padStart(7)}  algorithm`);
-    for (const p of ps) {
-      const alg = p.algorithm === undefined ? "" : `${p.algorithm}${p.publishedAlgorithm ? ` (published: ${p.publishedAlgorithm})` : ""}`;
-      lines.push(`  ${String(p.bytes).padStart(10)}  ${p.publishedUs.toFixed(2).padStart(13)}  ${(p.simulatedUs === undefined ? "-" : p.simulatedUs.toFixed(2)).padStart(13)}  ${(p.ratio === undefined ? "-" : p.ratio.toFixed(2)).padStart(7)}  ${p.error ? `error: ${p.error}` : alg}`);
-    }
-  }
-  for (const role of ["fit", "validation"] as const) {
-    const sm = summarize(points.filter((p) => p.role === role));
-    lines.push(`${role}: ${sm.points} points, ${sm.within10} within ±10 %, ${sm.within25} within ±25 %, ${sm.failed} failed, geometric-mean error factor ${sm.geomeanErrorFactor.toFixed(2)}`);
-  }
-  const all = summarize(points);
-  lines.push(`all: ${all.points} points, ${all.within10} within ±10 %, ${all.within25} within ±25 %, ${all.failed} failed, geometric-mean error factor ${all.geomeanErrorFactor.toFixed(2)}`);
-  return lines.join("\n") + "\n";
-}
-
-const HELP = `ccsim calibrate: the published nccom-test points (calibration/points.json) against the simulator
-
-usage: npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]... [--fit]
-
-Each point runs as nccom-test runs it: its command line (placement: -r fills NeuronCores in
-order), auto algorithm selection, timing only. Per series: published and simulated time, their
-ratio, the algorithm chosen (and the published one where --show-algorithm printed it); then, for
-the fit series, the validation series and all: points within ±10 % and ±25 %, and the
-geometric-mean error factor exp(mean |ln(simulated / published)|).
-  --max-bytes SIZE  skip larger points (the 2-node 1 GiB point takes minutes)
-  --fit             fit collectives.meshFolds (the engines a mesh-tape program spreads over)
-                    and link.bytesPerSecond (among the readings calibration/points.json allows)
-                    per instance family on the fit series (least squares on log time; validation
-                    series are never fitted) and print them with the error before and after, and
-                    the fixed cost per collective each series measures at its floor; record them
-                    in the preset with a source note naming the series
-
-A series with a published floor (its table's smallest size) runs with the runtime's fixed cost
-per collective measured there: the floor's time minus the simulated device time at that size.
-`;
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
-  let json = false;
-  let fit = false;
-  let maxBytes = Number.MAX_SAFE_INTEGER;
-  const only: string[] = [];
+  let o: Opts | "help";
   try {
-    for (let i = 0; i < argv.length; i++) {
-      const t = argv[i]!;
-      if (t === "-h" || t === "--help") {
-        out(HELP);
-        return 0;
-      } else if (t === "--json") json = true;
-      else if (t === "--fit") fit = true;
-      else if (t === "--max-bytes") maxBytes = parseSize(argv[++i] ?? "", t);
-      else if (t === "--series") only.push(argv[++i] ?? "");
-      else throw new Error(`unknown option ${t}`);
-    }
+    o = parse(argv);
   } catch (e) {
     err(`calibrate: ${(e as Error).message}\n(try --help)\n`);
     return 1;
   }
-  const all = loadSeries();
-  const unknown = only.filter((id) => !all.some((s) => s.id === id));
-  if (unknown.length > 0) {
-    err(`calibrate: no series ${unknown.join(", ")} (series: ${all.map((s) => s.id).join(", ")})\n`);
-    return 1;
-  }
-  const series = only.length > 0 ? all.filter((s) => only.includes(s.id)) : all;
-  if (fit) {
-    const fits = fitPreset(series, maxBytes);
-    if (json) out(JSON.stringify({ fits }, null, 2) + "\n");
-    else {
-      for (const f of fits) {
-        out(`${f.instance}: collectives.meshFolds = ${f.meshFolds} (of ${f.foldsTried.join(", ")}), link.bytesPerSecond = ${f.linkBytesPerSecond} (of ${f.linksTried.join(", ")}), least squares on log time over ${f.points} points of ${f.series.join(", ")}; geometric-mean error factor ${f.before.toFixed(3)} with one fold and ${f.linksTried[0]} B/s, ${f.after.toFixed(3)} fitted\n`);
-        out(`  fixed cost per collective measured at each floor: ${Object.entries(f.seriesLaunchUs).map(([id, us]) => `${id} ${us.toFixed(2)} us`).join(", ")}; topsp.launchPs = ${f.launchPs} (${(f.launchPs / 1e6).toFixed(2)} us, the launch series')\n`);
-      }
-    }
+  if (o === "help") {
+    out(HELP);
     return 0;
   }
-  const points = calibrate(series, maxBytes);
-  if (json) {
-    out(JSON.stringify({ points, summary: { fit: summarize(points.filter((p) => p.role === "fit")), validation: summarize(points.filter((p) => p.role === "validation")), all: summarize(points) } }, null, 2) + "\n");
-  } else out(formatReport(series, points));
+  try {
+    if (o.from.length > 0) return fromLogs(o, out, err);
+    const all = publishedSeries();
+    const unknown = o.only.filter((id) => !all.some((s) => s.id === id));
+    if (unknown.length > 0) {
+      err(`calibrate: no series ${unknown.join(", ")} (series: ${all.map((s) => s.id).join(", ")})\n`);
+      return 1;
+    }
+    const series = (o.only.length > 0 ? all.filter((s) => o.only.includes(s.id)) : all).filter((s) => s.points.some((p) => p.bytes <= o.maxBytes));
+    if (series.length === 0) {
+      err(`calibrate: no published point is at most --max-bytes ${o.maxBytes} B: nothing to run\n`);
+      return 1;
+    }
+    const instances = [...new Set(series.map((s) => s.instance))];
+    const report: Record<string, unknown> = {};
+    const acc: Record<string, Accuracy[string]> = {};
+    const lines: string[] = [];
+    for (const inst of instances) {
+      const mine = series.filter((s) => s.instance === inst);
+      const spec = loadDevice(inst);
+      const ev = new Evaluator(mine, o.maxBytes);
+      const shipped = ev.run(spec);
+      lines.push(...pointLines(mine, shipped));
+      const sm = summarize(shipped);
+      lines.push(`${inst} as shipped: ${fmtSummary(sm)}`);
+      report[inst] = { points: shipped, summary: sm };
+      if (o.fit) {
+        const t0 = Date.now();
+        const params = o.params && deviceParams(spec, mine).filter((p) => o.params!.includes(p.field));
+        const r = fit(spec, mine, { rounds: o.rounds, evaluator: ev, progress: progress(err, `fit ${inst}`), ...(params ? { params } : {}) });
+        if (o.write) {
+          const file = resolve(DEFAULT_DEVICES_DIR, `${inst}.json`);
+          writeWhole(file, presetJson(file, r, inst, `npm run calibrate -- --fit on ${mine.map((s) => s.id).join(", ")} (least squares on log time over ${r.after.points} points)`));
+          lines.push(`wrote ${file}`);
+        }
+        if (process.stderr.isTTY) err("\n");
+        lines.push(`${inst} fitted on ${mine.map((s) => s.id).join(", ")} (${r.trials} trials, ${((Date.now() - t0) / 1000).toFixed(1)} s): before ${fmtSummary(r.before)}; after ${fmtSummary(r.after)}`, ...movedLines(r));
+        (report[inst] as Record<string, unknown>)["fit"] = { moved: r.moved, before: r.before, after: r.after, trials: r.trials };
+      }
+      if (o.cv) {
+        const t0 = Date.now();
+        const held = crossValidate(spec, mine, { rounds: o.rounds, evaluator: ev, progress: progress(err, `cross-validate ${inst}`) });
+        if (process.stderr.isTTY) err("\n");
+        const allHeld = held.flatMap((h) => h.evaluated);
+        lines.push(`${inst} cross-validated (${((Date.now() - t0) / 1000).toFixed(1)} s): held out ${fmtSummary(summarize(allHeld))}; in-sample ${fmtSummary(sm)}`);
+        for (const h of held) lines.push(`  ${h.series}: held out ${fmtSummary(h.summary)}; in-sample ${fmtSummary(summarize(shipped.filter((e) => e.series === h.series)))}`);
+        (report[inst] as Record<string, unknown>)["heldOut"] = held.map((h: HeldOut) => ({ series: h.series, summary: h.summary }));
+        acc[inst] = { series: mine.map((s) => s.id), inSample: sm, heldOut: summarize(allHeld), perSeries: held.map((h) => ({ series: h.series, inSample: summarize(shipped.filter((e) => e.series === h.series)), heldOut: h.summary })) };
+      }
+    }
+    const allEv = Object.values(report).flatMap((r) => (r as { points: Evaluated[] }).points);
+    lines.push(`all: ${fmtSummary(summarize(allEv))}`);
+    if (o.writeAccuracy) {
+      writeWhole(ACCURACY, JSON.stringify(acc, null, 2) + "\n");
+      const readme = resolve(ROOT, "README.md");
+      const text = readFileSync(readme, "utf8");
+      const begin = "<!-- accuracy:begin -->";
+      const end = "<!-- accuracy:end -->";
+      if (text.includes(begin) && text.includes(end)) writeWhole(readme, text.slice(0, text.indexOf(begin) + begin.length) + "\n" + accuracyMarkdown(acc) + "\n" + text.slice(text.indexOf(end)));
+      lines.push(`wrote ${ACCURACY} and README.md's accuracy section`);
+    }
+    out(o.json ? JSON.stringify(report, null, 2) + "\n" : lines.join("\n") + "\n");
+    return 0;
+  } catch (e) {
+    if (e instanceof LogError) {
+      err(`calibrate: ${e.message}\n`);
+      return 1;
+    }
+    if (e instanceof CcsimError) {
+      err(`calibrate: ${e.render()}\n`);
+      return 1;
+    }
+    throw e;
+  }
+}
+
+/** --from: read the user's logs, fit from --instance, write the preset to --out. */
+function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): number {
+  const outFile = o.out!;
+  if (!outFile.endsWith(".json")) throw new LogError(outFile, 0, "--out must name a .json file (the preset's name is its file name)");
+  const name = basename(outFile, ".json");
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) throw new LogError(outFile, 0, "the preset's file name must be letters, digits, '-', '_' before .json");
+  const where = resolveInstance(o.instance, DEFAULT_DEVICES_DIR);
+  const start = loadDevice(where.instance, where.dir);
+  const startFile = resolve(where.dir, `${where.instance}.json`);
+  const series: Series[] = [];
+  for (const f of o.from) {
+    let text: string;
+    try {
+      text = readFileSync(f, "utf8");
+    } catch (e) {
+      throw new LogError(f, 0, `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    const log = f.endsWith(".json") ? parseJsonReport(f, text, o.command ?? (() => { throw new LogError(f, 0, 'a JSON report needs --command "nccom-test ..." (the command that wrote it)'); })()) : parseConsoleLog(f, text);
+    series.push(seriesOf(log, where.instance, basename(f).replace(/\.(log|txt|json)$/, ""), where.dir));
+  }
+  const eras = new Set(series.map((s) => s.era));
+  if (eras.size > 1) throw new LogError(o.from.join(", "), 0, "logs of both runtime eras (integer time(us) and time:avg(us)): one preset models one runtime; fit each era on its own");
+  if (series.every((s) => s.points.every((p) => p.bytes > o.maxBytes))) throw new LogError(o.from.join(", "), 0, `no point is at most --max-bytes ${o.maxBytes} B: nothing to fit`);
+  const t0 = Date.now();
+  const ev = new Evaluator(series, o.maxBytes);
+  const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit") });
+  if (process.stderr.isTTY) err("\n");
+  const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${((Date.now() - t0) / 1000).toFixed(1)} s)`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...movedLines(r)];
+  if (series.length > 1) {
+    const held = crossValidate(start, series, { rounds: o.rounds, evaluator: ev });
+    lines.push(`  held out: ${fmtSummary(summarize(held.flatMap((h) => h.evaluated)))}`);
+    for (const h of held) lines.push(`    ${h.series}: ${fmtSummary(h.summary)}`);
+  }
+  const note = `npm run calibrate -- --from ${o.from.map((f) => basename(f)).join(" ")} --instance ${where.instance} (least squares on log time over ${r.after.points} points)`;
+  const text = presetJson(startFile, r, name, note);
+  if (existsSync(outFile) && resolve(outFile) === startFile) throw new LogError(outFile, 0, "--out is the preset the fit starts from: write the fitted one elsewhere");
+  writeWhole(outFile, text);
+  lines.push(`wrote ${outFile}`);
+  out(lines.join("\n") + "\n");
   return 0;
 }
 

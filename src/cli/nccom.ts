@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { DTYPES, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { ScenarioError } from "../ir/errors.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
 import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
 import { EXIT, runSource } from "./sim.ts";
@@ -41,16 +41,20 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
   -f, --stepfactor N        multiply by N each step (default 2)
   -i, --stepbytes SIZE      add SIZE each step
   -d, --datatype TYPE       ${DTYPES.join(", ")}, fp8 (= fp8e4) (default uint8)
-  --instance NAME           device preset (default trn1)
+  --instance NAME|FILE.json device preset: a name in --devices (default trn1), or a preset file
   --lnc 1|2                 logical NeuronCore size on trn2 (default: NEURON_LOGICAL_NC_CONFIG, else 2)
   --custom-replica-groups F JSON: [[ranks], ...] or {"replica_groups": [[ranks], ...]}
   --custom-src-target-pairs F  JSON: [[src, dst], ...] or {"src_target_pairs": [...]} (sendrecv, permute)
   --show-algorithm          add the algorithm column
   --report-to-json-file F   nccom-test's JSON report
+  -t, --stats [avg pNN ...]  time every iteration on its own, as nccom-test does with these flags:
+                            the preset's host.iterationPs is added (the host's launch of each
+                            iteration, which a NEFF's loop otherwise amortizes); each pNN column
+                            repeats the average (a simulated op takes the same time every iteration)
   -n, -w, -s/--hosts, --hosts-file, --non-interactive   accepted and ignored (a simulation has no
                             iterations, warm-up or hosts)
 ccsim's own:
-  --json, --explain, --stats, --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
+  --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold,
   --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop)
 
@@ -65,6 +69,35 @@ export interface NccomArgs {
   readonly scenario: Record<string, unknown>;
   readonly dump: boolean;
   readonly ignored: readonly string[];
+  /** -t / --stats: the percentile columns to print after the average (each iteration timed on its own). */
+  readonly percentiles: readonly string[];
+  /** all_gatherv's per-rank bytes from --variable-size-op-metadata (a size of their sum runs them). */
+  readonly counts?: readonly number[];
+}
+
+/**
+ * all_gatherv's metadata (nccom-test --variable-size-op-metadata): {"metadata": [{send_counts,
+ * send_displs, recv_counts, recv_displs}, ...]}, one entry for every rank or one per rank; each
+ * rank sends send_counts[0] elements, and a receive side, where given, must list the same.
+ */
+function gatherMetadata(file: string, json: unknown, n: number): number[] {
+  const bad = (why: string): never => {
+    throw new UsageError(`--variable-size-op-metadata: ${file}: ${why}`);
+  };
+  const entries = (json as { metadata?: unknown })?.metadata;
+  if (!Array.isArray(entries) || (entries.length !== 1 && entries.length !== n)) bad(`metadata must be a list of one entry or one per rank (${n})`);
+  const list = entries as Record<string, unknown>[];
+  const sends = Array.from({ length: n }, (_, r) => {
+    const e = list.length === 1 ? list[0]! : list[r]!;
+    const sc = e?.["send_counts"];
+    if (!Array.isArray(sc) || sc.length !== 1 || !Number.isInteger(sc[0]) || (sc[0] as number) < 1) bad(`metadata[${list.length === 1 ? 0 : r}].send_counts must be one positive whole count (elements)`);
+    return (sc as number[])[0]!;
+  });
+  for (const [k, e] of list.entries()) {
+    const rc = e["recv_counts"];
+    if (Array.isArray(rc) && rc.length > 0 && (rc.length !== n || rc.some((c, r) => c !== sends[r]))) bad(`metadata[${k}].recv_counts must be empty or list every rank's send count (${sends.join(", ")})`);
+  }
+  return sends;
 }
 
 function readJsonFile(file: string, flag: string): unknown {
@@ -94,8 +127,41 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   let pairs: unknown;
   let dump = false;
   const ignored: string[] = [];
+  let stats: string[] | undefined;
+  let metadata: { file: string; json?: unknown } | undefined;
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
+    // nccom-test's -t / --stats: time each iteration on its own and print these statistics
+    // (avg, pNN); ccsim's per-resource statistics are --link-stats here.
+    if (t === "-t" || t === "--stats") {
+      stats = [];
+      while (i + 1 < argv.length && /^(avg|p\d+(\.\d+)?)$/.test(argv[i + 1]!)) {
+        const st = argv[++i]!;
+        if (st !== "avg" && !(Number(st.slice(1)) > 0 && Number(st.slice(1)) < 100)) throw new UsageError(`${t} ${st}: a percentile is p1 ... p99`);
+        if (!stats.includes(st)) stats.push(st);
+      }
+      continue;
+    }
+    if (t === "--link-stats") {
+      run.stats = true;
+      continue;
+    }
+    // nccom-test's -c / --check [random|all_ones] fills the inputs and compares the outputs with a
+    // host golden: ccsim's values check. --check values|symbolic|none is ccsim's own.
+    if (t === "-c" || (t === "--check" && !["values", "symbolic", "none"].includes(argv[i + 1] ?? ""))) {
+      if (argv[i + 1] === "random" || argv[i + 1] === "all_ones") i++;
+      run.check = "values";
+      continue;
+    }
+    if (t === "--show-input-output-size") {
+      ignored.push(`${t}: the total_input_size(B) and total_output_size(B) columns are not printed`);
+      continue;
+    }
+    if (t === "--variable-size-op-metadata") {
+      metadata = { file: flagValue(argv, i++, t) };
+      metadata.json = readJsonFile(metadata.file, t);
+      continue;
+    }
     const used = commonFlag(argv, i, run, range);
     if (used >= 0) {
       i += used;
@@ -159,6 +225,10 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   else if (lncSize !== undefined && lncSize !== (instance.startsWith("trn2") && instance !== "trn2-lnc1" ? 2 : 1)) {
     throw new UsageError(`--lnc / NEURON_LOGICAL_NC_CONFIG ${lncSize} is not available on ${instance}`);
   }
+  // A preset file stands for the preset of its name in its own folder.
+  const where = resolveInstance(instance, run.devices);
+  instance = where.instance;
+  run.devices = where.dir;
   // -r fills NeuronCores in order: as many ranks per device as the device has logical cores.
   const spec = loadDevice(instance, run.devices);
   if (ranks % nodes !== 0) throw new UsageError(`-r ${ranks} does not split over -N ${nodes} nodes`);
@@ -172,11 +242,16 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     o["pairs"] = pairs === undefined ? defaultPairs(opName, ranks) : pairsOf(pairs);
   } else if (pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
   const replicaGroups = groups === undefined ? undefined : groupsOf(groups);
+  let sizeCounts: number[] | undefined;
   if (op === "all-to-all-v" || op === "all-gather-v") {
     const n = Array.isArray(replicaGroups) && Array.isArray(replicaGroups[0]) ? (replicaGroups[0] as unknown[]).length : ranks;
     o["counts"] = op === "all-gather-v" ? Array.from({ length: n }, () => esize) : Array.from({ length: n }, () => Array.from({ length: n }, () => esize));
     if (op === "all-gather-v") o["bytes"] = esize * n;
-  }
+    if (metadata) {
+      if (op !== "all-gather-v") throw new UsageError(`--variable-size-op-metadata: ${metadata.file}: only all_gatherv's metadata is read yet (alltoallv runs size / N bytes to every peer)`);
+      sizeCounts = gatherMetadata(metadata.file, metadata.json, n).map((c) => c * esize);
+    }
+  } else if (metadata) throw new UsageError(`--variable-size-op-metadata applies to allgv and alltoallv, not ${opName}`);
   const scenario: Record<string, unknown> = {
     name: `nccom ${argv.join(" ")}`.slice(0, 200),
     instance,
@@ -186,12 +261,13 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     ...(replicaGroups ? { replicaGroups } : {}),
     algorithm: "auto",
     check: "none",
+    ...(stats ? { timing: "each" } : {}),
     ops: [o],
   };
   run.op = op;
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
-  return { run, op, scenario, dump, ignored };
+  return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg") };
 }
 
 function defaultPairs(opName: string, ranks: number): [number, number][] {
@@ -200,13 +276,18 @@ function defaultPairs(opName: string, ranks: number): [number, number][] {
 }
 
 function groupsOf(v: unknown): unknown {
-  if (v !== null && typeof v === "object" && !Array.isArray(v)) return (v as Record<string, unknown>)["replica_groups"] ?? (v as Record<string, unknown>)["replicaGroups"] ?? v;
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return unwrapped((v as Record<string, unknown>)["replica_groups"] ?? (v as Record<string, unknown>)["replicaGroups"] ?? v);
   return v;
 }
 
 function pairsOf(v: unknown): unknown {
-  if (v !== null && typeof v === "object" && !Array.isArray(v)) return (v as Record<string, unknown>)["src_target_pairs"] ?? (v as Record<string, unknown>)["pairs"] ?? v;
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return unwrapped((v as Record<string, unknown>)["src_target_pairs"] ?? (v as Record<string, unknown>)["pairs"] ?? v);
   return v;
+}
+
+/** nccom-test's documented files wrap the list in one more level ([[[0, 1], [1, 0]]]): one list of lists of lists is that list. */
+function unwrapped(v: unknown): unknown {
+  return Array.isArray(v) && v.length === 1 && Array.isArray(v[0]) && (v[0] as unknown[]).length > 0 && (v[0] as unknown[]).every((x) => Array.isArray(x)) ? v[0] : v;
 }
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env): number {
@@ -230,8 +311,11 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   for (const f of a.ignored) err(`nccom: ${f} ignored (a simulation has no iterations, warm-up or hosts)\n`);
   const label = a.run.scenario;
-  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: uniformCounts } : a.op === "all-gather-v" ? { sizeOp: gatherCounts } : {}) });
-  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true });
+  const counts = a.counts;
+  // A size the metadata's counts add up to runs them; another size splits evenly.
+  const metaCounts = counts && ((op: Record<string, unknown>, bytes: number) => (bytes === counts.reduce((x, y) => x + y, 0) ? { ...op, counts } : gatherCounts(op, bytes)));
+  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}) });
+  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles });
 }
 
 

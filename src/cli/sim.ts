@@ -10,8 +10,9 @@ import { formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson,
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
-import { loadDevice, loadScenarioSource } from "../run/load.ts";
+import { loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
+import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "./sweep.ts";
@@ -147,6 +148,8 @@ export interface RunStyle {
   readonly timeHeader?: string;
   /** The sweep's "#" notes go to stderr (nccom-test's stdout is the table alone). */
   readonly notesToStderr?: boolean;
+  /** nccom-test's -t / --stats percentile columns (p25, p50, ...) after the average. */
+  readonly percentiles?: readonly string[];
 }
 
 /**
@@ -159,7 +162,10 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
   let spec: DeviceSpec | undefined;
   try {
     // Flags change the scenario's JSON, validated again as the file is (errors name the flags).
-    const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed });
+    // --instance: a preset name, or a preset file (its folder becomes the presets folder).
+    const where = args.instance === undefined ? undefined : resolveInstance(args.instance, args.devices);
+    if (where) args = { ...args, devices: where.dir };
+    const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed, instance: where?.instance });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
@@ -182,10 +188,10 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       const rows = res.points.map((p) => p.row);
       ran = res.points.flatMap((p) => (p.outcome ? [p.outcome] : []));
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
-      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes]);
+      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes], style.percentiles);
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
       // --explain: postOperation's reasoning for every size, before the table.
-      if (args.explain && !args.json) text = launchLine(spec, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}${foldLines(p.outcome ? [p.outcome] : [])}`).join("") + "\n" + text;
+      if (args.explain && !args.json) text = launchLine(spec, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}${foldLines(p.outcome ? [p.outcome] : [])}${p.outcome ? costLines([p.outcome]) : ""}`).join("") + "\n" + text;
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
       violated = res.points.flatMap((p) => (p.outcome && p.outcome.violations.length > 0 ? [{ row: p.outcome.row, violations: p.outcome.violations }] : []));
       if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
@@ -216,7 +222,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
-      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
+      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });
@@ -283,5 +289,11 @@ function foldLines(ops: readonly OpOutcome[]): string {
 /** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */
 function launchLine(spec: DeviceSpec, args: Args): string {
   const us = String(spec.topsp.launchPs / 1e6);
-  return `fixed cost per collective: ${us} us before the first entry (${args.launchPs !== undefined ? "--launch-us" : `${spec.name}'s topsp.launchPs; --launch-us sets it`})\n`;
+  if (args.launchPs !== undefined) return `fixed cost per collective: ${us} us before the first entry (--launch-us: the whole of it, no host costs)\n`;
+  return `fixed cost per collective: ${us} us before the first entry (${spec.name}'s topsp.launchPs; --launch-us sets the whole fixed cost), plus ${spec.name}'s host costs (each op's "fixed cost" line)\n`;
+}
+
+/** --explain: each op's fixed cost and its terms (docs/device-model.md §6, "Host costs"). */
+function costLines(ops: readonly OpOutcome[]): string {
+  return ops.map((o, i) => `op ${i}: fixed cost ${describeFixedCost(o.fixedCost)}\n`).join("");
 }

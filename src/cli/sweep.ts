@@ -86,7 +86,7 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   // next as it is free; results come back in order, so the output is the same.
   const parallel = (args.jobs ?? 1) > 1 && points0.length >= 2 && !hooks.mutateImage && !hooks.trace;
   let finished = 0;
-  const inputs = points0.map((p): SweepTask => ({ scenario: p.one, devicesDir: args.devices, logLevel: args.logLevel, launchPs: spec.topsp.launchPs, unfolded: hooks.unfolded === true }));
+  const inputs = points0.map((p): SweepTask => ({ scenario: p.one, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
   const work = points0.map((p) => p.op.bytes * p.one.ranks);
   const results: SweepTaskResult[] = parallel
     ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs!, {

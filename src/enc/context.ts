@@ -84,7 +84,9 @@ function setsPerStream(scn: Scenario, opIndices: readonly number[], p: Posted): 
  */
 export function postProgram(scn: Scenario, spec: DeviceSpec, groups: readonly (readonly number[])[], opIndices: readonly number[], chunkBytes: number): { posted: Posted; channels: number; note?: string } {
   const post = (c: number): Posted => postOperations({ scn, spec, groups, channels: c, chunkBytes });
-  const preset = spec.ring.defaultChannels;
+  // A program of source/target-pairs ops only (permute, send/recv) takes the preset's permute channels.
+  const pairsOnly = opIndices.every((i) => scn.ops[i]!.pairs !== undefined);
+  const preset = pairsOnly ? (spec.collectives.permuteChannels ?? spec.ring.defaultChannels) : spec.ring.defaultChannels;
   if (scn.channels !== undefined) return { posted: post(scn.channels), channels: scn.channels };
   const engines = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
   const streams = streamsOf(scn, opIndices).length;
@@ -101,7 +103,7 @@ export function postProgram(scn: Scenario, spec: DeviceSpec, groups: readonly (r
   const sets = setsPerStream(scn, opIndices, atPreset);
   const what = `${sets > 1 ? `a hierarchical op's ${sets} channel sets` : "one channel set"}${streams > 1 ? ` on each of ${streams} concurrent streams` : ""}`;
   const need = sets * preset * foldN > engines ? `${sets * preset * foldN} DMA engines (${foldN} a channel); a rank has ${engines}` : `${sets * streams * preset} ring channel records; there are 32`;
-  const note = `${channels}, not ${spec.name}'s ${preset}: at ${preset}, ${what} would need ${need}`;
+  const note = `${channels}, not ${spec.name}'s ${preset}${pairsOnly && spec.collectives.permuteChannels !== undefined ? " (collectives.permuteChannels)" : ""}: at ${preset}, ${what} would need ${need}`;
   return { posted: { ...posted, explain: posted.explain.map((e) => ({ ...e, channelsNote: note })) }, channels, note };
 }
 

@@ -161,7 +161,15 @@ export interface DeviceSpec {
      * engines (encd_mesh_get_num_folds' per-arch matrix; default 1: one engine per peer).
      */
     readonly meshFolds: number;
+    /**
+     * Ring channels of a program whose every op is a source/target-pairs op (permute, send/recv):
+     * the engines a pair's transfer spreads over are this times ring.foldN (default: the ring's
+     * defaultChannels).
+     */
+    readonly permuteChannels: number | undefined;
   };
+  /** The runtime's host-side costs around each collective (all 0 where the preset gives none). */
+  readonly host: HostCosts;
   /** Where every number comes from: dotted field path -> source note or "assumption: ...". */
   readonly sources: Readonly<Record<string, string>>;
 }
@@ -274,6 +282,10 @@ export interface HierChoice {
   readonly slices: number;
 }
 
+/** How an op's time is taken (Scenario.timing). */
+export const TIMINGS = ["loop", "each"] as const;
+export type Timing = (typeof TIMINGS)[number];
+
 export interface Scenario {
   readonly name: string;
   readonly instance: string;
@@ -299,13 +311,41 @@ export interface Scenario {
    * DMA queues, the streams at once (sharing engines and links).
    */
   readonly concurrent?: boolean;
+  /**
+   * How the op's time is taken, as nccom-test takes it: "loop" (default) averages a NEFF's loop of
+   * iterations, "each" times every iteration on its own (--stats / -t), the host's launch of it
+   * included (host.iterationPs).
+   */
+  readonly timing?: Timing;
   readonly ops: readonly OpSpec[];
   readonly rankOverrides: readonly RankOverride[];
   /** Faults injected into every op's run (empty: none). */
   readonly faults?: readonly Fault[];
 }
 
-/** The same device with another fixed cost per collective (topsp.launchPs: every TopSP starts that long after the run). */
+/**
+ * The fixed costs of a collective beyond the device's work, each added to topsp.launchPs when the
+ * op runs (src/run/fixed-cost.ts; docs/device-model.md §6, "Host costs").
+ */
+export interface HostCosts {
+  /** The launch barrier: per doubling of the largest group's ranks (⌈log2 ranks⌉ times). */
+  readonly syncPs: number;
+  /** Per node beyond the first (the network's part of the barrier). */
+  readonly nodeSyncPs: number;
+  /** Per iteration timed on its own (nccom-test --stats / -t): the host's launch of that iteration. */
+  readonly iterationPs: number;
+  /** Per variable-size op (all-gather-v, all-to-all-v): the counts staged from the host. */
+  readonly countsPs: number;
+  /** Per op, by the algorithm family it resolves to (ALG_NAMES keys): its setup beyond the launch. */
+  readonly algorithmPs: Readonly<Partial<Record<AlgName, number>>>;
+}
+
+export const NO_HOST_COSTS: HostCosts = { syncPs: 0, nodeSyncPs: 0, iterationPs: 0, countsPs: 0, algorithmPs: {} };
+
+/**
+ * The same device with another fixed cost per collective: topsp.launchPs is the whole of it (every
+ * TopSP starts that long after the run), the host costs none.
+ */
 export function withLaunch(spec: DeviceSpec, launchPs: number): DeviceSpec {
-  return { ...spec, topsp: { ...spec.topsp, launchPs } };
+  return { ...spec, topsp: { ...spec.topsp, launchPs }, host: NO_HOST_COSTS };
 }

@@ -61,17 +61,20 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
 const SWEEP_HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"];
 
 /** nccom-test's sweep table: its columns (plus `algorithm` when asked), `#` notes first, the average last. */
-export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, timeHeader = "time(us)", notes: readonly string[] = []): string {
-  const base = SWEEP_HEADER.map((h) => (h === "time(us)" ? timeHeader : h));
+export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, timeHeader = "time(us)", notes: readonly string[] = [], percentiles: readonly string[] = []): string {
+  // nccom-test's -t / --stats columns after the average: a simulated op takes the same time every
+  // iteration, so each percentile is the average, printed as nccom-test prints them (whole us).
+  const base = SWEEP_HEADER.flatMap((h) => (h === "time(us)" ? [timeHeader, ...percentiles.map((p) => `time:${p}(us)`)] : [h]));
   const header = showAlgorithm ? [...base, "algorithm"] : base;
+  const algorithmAt = showAlgorithm ? header.length - 1 : -1;
   const ok = rows.filter((r) => !r.error);
   const cells = ok.map((r) => {
-    const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2)];
+    const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), ...percentiles.map(() => String(Math.round(r.timeUs))), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2)];
     return showAlgorithm ? [...c, r.algorithm] : c;
   });
   const failed = rows.filter((r) => r.error).map((r) => [String(r.bytes), String(r.count), r.dtype]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length), ...failed.map((c) => (c[i] ?? "").length)));
-  const line = (c: readonly string[]) => c.map((x, i) => (i === 2 || i === 6 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join("  ").trimEnd();
+  const line = (c: readonly string[]) => c.map((x, i) => (i === 2 || i === algorithmAt ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join("  ").trimEnd();
   // A failed size keeps its place, its error in place of the figures.
   const lines = rows.map((r) => (r.error ? `${line([String(r.bytes), String(r.count), r.dtype.padEnd(widths[2]!)])}  error: ${r.error}` : line(cells[ok.indexOf(r)]!)));
   const avg = ok.length ? ok.reduce((n, r) => n + r.busbwGBps, 0) / ok.length : 0;

@@ -1,6 +1,6 @@
 // Reading the two input files from disk (the only file access besides the CLI entry).
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScenarioError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
@@ -29,11 +29,37 @@ export function loadScenarioSource(file: string): { source: ScenarioSource; scen
 }
 
 export function loadDevice(instance: string, dir = DEFAULT_DEVICES_DIR, scenarioFile?: string): DeviceSpec {
+  const at = { ...(scenarioFile === undefined ? {} : { file: scenarioFile }), path: "instance", value: instance };
   const file = join(dir, `${instance}.json`);
   if (!existsSync(file)) {
-    const known = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".json") && !f.endsWith(".schema.json")).map((f) => f.slice(0, -5)).sort() : [];
-    const listed = known.length > 0 ? `; presets there: ${known.join(", ")}` : "";
-    throw new ScenarioError("SCN1201", `no device preset "${instance}" (looked for ${file}${listed})`, { ...(scenarioFile === undefined ? {} : { file: scenarioFile }), path: "instance", value: instance });
+    // Why there is no preset: the folder is missing, a file, unreadable, or holds other presets.
+    let kind: "missing" | "file" | "folder";
+    try {
+      kind = statSync(dir).isDirectory() ? "folder" : "file";
+    } catch {
+      kind = "missing";
+    }
+    if (kind === "missing") throw new ScenarioError("SCN1201", `no device preset "${instance}": the presets folder ${dir} does not exist (--devices names a folder of presets)`, at);
+    if (kind === "file") throw new ScenarioError("SCN1201", `no device preset "${instance}": ${dir} is a file, not a folder of presets (--devices names a folder; --instance takes a preset file)`, at);
+    let known: string[];
+    try {
+      known = readdirSync(dir).filter((f) => f.endsWith(".json") && !f.endsWith(".schema.json")).map((f) => f.slice(0, -5)).sort();
+    } catch (e) {
+      throw new ScenarioError("SCN1201", `no device preset "${instance}": cannot read the presets folder ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, at);
+    }
+    const listed = known.length > 0 ? `; presets there: ${known.join(", ")}` : "; that folder holds no presets";
+    throw new ScenarioError("SCN1201", `no device preset "${instance}" (looked for ${file}${listed})`, at);
   }
   return parseDeviceSpec(file, parseJson(file, readText(file)));
+}
+
+/**
+ * An --instance value: a preset name (looked up in `dir`), or a preset file (a path ending in
+ * .json), which stands for the preset named by its file name in its own folder.
+ */
+export function resolveInstance(instance: string, dir: string): { instance: string; dir: string } {
+  if (!instance.endsWith(".json")) return { instance, dir };
+  const name = basename(instance, ".json");
+  if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) throw new ScenarioError("SCN1011", `preset file ${instance}: its name must be letters, digits, '-', '_' before .json (it names the preset)`, { path: "instance", value: instance });
+  return { instance: name, dir: resolve(dirname(instance)) };
 }

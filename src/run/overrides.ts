@@ -11,6 +11,8 @@ export interface Overrides {
   readonly check?: CheckMode | undefined;
   readonly races?: boolean | undefined;
   readonly seed?: number | undefined;
+  /** --instance: another device preset's name. */
+  readonly instance?: string | undefined;
 }
 
 type Json = Record<string, unknown>;
@@ -55,6 +57,10 @@ export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource
   if (o.seed !== undefined) {
     json["seed"] = o.seed;
     flags.push(`--seed ${o.seed}`);
+  }
+  if (o.instance !== undefined && o.instance !== json["instance"]) {
+    json["instance"] = o.instance;
+    flags.push(`--instance ${o.instance}`);
   }
   return { ...src, json, flags: flags.join(" ") };
 }

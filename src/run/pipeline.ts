@@ -8,6 +8,7 @@ import { opEntry } from "../ir/ops.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
 import { threadFeed } from "./feed-thread.ts";
+import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
 import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type Folding, type OpLayout } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
 import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
@@ -174,6 +175,8 @@ export interface OpOutcome {
   readonly stats: OpStats;
   /** A timing-only run of several pods: whether pod 0 stood for all, or why not. */
   readonly folding?: Folding;
+  /** The op's fixed cost beyond the device's work (the launch and the preset's host costs), in its time. */
+  readonly fixedCost: FixedCost;
 }
 
 /** The scenario's ops run together in one program ("concurrent": each stream on its own TopSP and queues). */
@@ -259,7 +262,8 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
     // Every rank's input starts as its own contributions (seed = rank).
     const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank, device: rl.device })) : undefined;
-    const res = runImage(spec, image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds, symbolicFull: hooks.symbolicFull ?? heapFull } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
+    const cost = fixedCost(spec, opShape(scn, i, ol.operation.groupAlgs));
+    const res = runImage(opSpec(spec, cost), image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds, symbolicFull: hooks.symbolicFull ?? heapFull } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     // The first rank whose output differs from the reference, by values or by contributions.
@@ -300,7 +304,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
       check: res.violations.length > 0 || mismatch ? "fail" : mode === "none" ? "skipped" : "pass",
     };
-    done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}) });
+    done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}), fixedCost: cost });
     return undefined;
   };
   for (let i = 0; i < scn.ops.length; i++) {
@@ -367,7 +371,10 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: Pipe
     if (!fits) log.warn(racesLeftOut("the concurrent run", need, agents, hooks.racesBudget, "values"));
     races = fits;
   }
-  const res = runImage(spec, image, { storePayload: values, races, ...(scn.faults ? { faults: scn.faults } : {}) });
+  // The streams start together, after the largest of their ops' fixed costs.
+  const costs = layout.ops.map((ol, k) => fixedCost(spec, opShape(scn, k, ol.operation.groupAlgs)));
+  const cost = costs.reduce((a, c) => (c.totalPs > a.totalPs ? c : a));
+  const res = runImage(opSpec(spec, cost), image, { storePayload: values, races, ...(scn.faults ? { faults: scn.faults } : {}) });
   log.info({ events: res.events, endPs: res.endPs, opEndPs: res.opEndPs }, "simulated the ops concurrently");
   if (res.hang) return { kind: "hang", op: -1, hang: res.hang };
   let mismatch: ConcurrentOutcome["mismatch"];

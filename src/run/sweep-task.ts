@@ -2,19 +2,17 @@
 // hand back what the sweep reports.
 import pino from "pino";
 import type { Logger } from "pino";
-import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { HangReport } from "../../sim/index.ts";
-import { loadDevice } from "./load.ts";
 import { runScenario, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 
 export interface SweepTask {
   readonly scenario: Scenario;
-  readonly devicesDir: string;
+  /** The device the sweep runs on (its preset, with --launch-us applied). */
+  readonly spec: DeviceSpec;
   readonly logLevel: string;
-  /** The fixed cost per collective the sweep runs with (the preset's, or --launch-us). */
-  readonly launchPs: number;
   /** Simulate every pod (--no-fold). */
   readonly unfolded: boolean;
 }
@@ -27,7 +25,7 @@ export type SweepTaskResult =
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
-  return runPoint(t.scenario, withLaunch(loadDevice(t.scenario.instance, t.devicesDir), t.launchPs), log, t.unfolded ? { unfolded: true } : {});
+  return runPoint(t.scenario, t.spec, log, t.unfolded ? { unfolded: true } : {});
 }
 
 /** Run one point's scenario; a CcsimError comes back as data (it crosses threads), the sweep goes on. */

@@ -1,17 +1,21 @@
 // Loader + validator for device presets (devices/<instance>.json).
-import { ALG_NAMES, algTypeOf, type DeviceSpec, type Topology } from "../ir/spec.ts";
+import { ALG_NAMES, NO_HOST_COSTS, algTypeOf, type AlgName, type DeviceSpec, type HostCosts, type Topology } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "sources"] as const;
+const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "host", "sources"] as const;
 const COLLECTIVE_KEYS = ["supportedAlgorithms", "virtualCoreSize", "meshMaxBytes", "meshMaxBytesTwoRanks", "cceReducePacketBytes"] as const;
 /** Optional collectives numbers (each needs a source when given). */
-const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes", "meshFolds"] as const;
+const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes", "meshFolds", "permuteChannels"] as const;
+/** The host section's costs (all optional; each needs a source when given). */
+const HOST_KEYS = ["syncPs", "nodeSyncPs", "iterationPs", "countsPs"] as const;
 
 /** Largest device count the address map's routing bits can name. */
 export const MAX_DEVICES = 32;
 
 /** Fixed costs and latencies (ps): at most 1 ms each, so simulated time stays an exact integer. */
 export const MAX_COST_PS = 1_000_000_000;
+/** The runtime's host-side costs per collective (topsp.launchPs, host.*): at most 10 ms each. */
+export const MAX_HOST_COST_PS = 10_000_000_000;
 /** Byte rates: 0 (unlimited, the ideal machines) or from 100 MB/s to 1 PB/s. */
 export const MIN_RATE = 100_000_000;
 export const MAX_RATE = 1_000_000_000_000_000;
@@ -48,7 +52,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   if (topology.kind === "table" && topology.podNodes !== undefined) numbers.push("topology.podNodes");
   // launchPs is optional (0: the TopSPs start as the run starts; the ideal machines).
   const topspR = r.get("topsp");
-  const launchPs = topspR.opt("launchPs")?.int(0, MAX_COST_PS) ?? 0;
+  const launchPs = topspR.opt("launchPs")?.int(0, MAX_HOST_COST_PS) ?? 0;
   if (topspR.has("launchPs")) numbers.push("topsp.launchPs");
   const topsp = {
     ...section("topsp", ["perDevice", "semaphores", "entryDecodePs", "stepIssuePs", "semaWakePs"] as const, (k, f) =>
@@ -80,6 +84,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   );
   const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS))) : undefined;
   const collectives = parseCollectives(r.get("collectives"));
+  const host = parseHost(r, numbers);
   numbers.push(...COLLECTIVE_KEYS.map((k) => `collectives.${k}`));
   for (const k of COLLECTIVE_OPTIONAL) if (r.get("collectives").has(k)) numbers.push(`collectives.${k}`);
   const sources = r.get("sources");
@@ -105,8 +110,31 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
     ring,
     network,
     collectives,
+    host,
     sources: src,
   };
+}
+
+/** The optional host section: costs around each collective (ps), every one named in `numbers`. */
+function parseHost(r: Reader, numbers: string[]): HostCosts {
+  if (!r.has("host")) return NO_HOST_COSTS;
+  const h = r.get("host");
+  h.keys([...HOST_KEYS, "algorithmPs"]);
+  const cost = (k: string): number => {
+    if (!h.has(k)) return 0;
+    numbers.push(`host.${k}`);
+    return h.get(k).int(0, MAX_HOST_COST_PS);
+  };
+  const algorithmPs: Partial<Record<AlgName, number>> = {};
+  if (h.has("algorithmPs")) {
+    const a = h.get("algorithmPs");
+    for (const k of Object.keys(a.object())) {
+      if (!(ALG_NAMES as readonly string[]).includes(k)) a.get(k).fail("SCN1002", `unknown algorithm "${k}" (one of ${ALG_NAMES.join(", ")})`, k);
+      algorithmPs[k as AlgName] = a.get(k).int(0, MAX_HOST_COST_PS);
+      numbers.push(`host.algorithmPs.${k}`);
+    }
+  }
+  return { syncPs: cost("syncPs"), nodeSyncPs: cost("nodeSyncPs"), iterationPs: cost("iterationPs"), countsPs: cost("countsPs"), algorithmPs };
 }
 
 function parseCollectives(c: Reader): DeviceSpec["collectives"] {
@@ -129,6 +157,7 @@ function parseCollectives(c: Reader): DeviceSpec["collectives"] {
     rdhMinBytes: c.opt("rdhMinBytes")?.int(0) ?? 0,
     rdhMaxBytes: c.opt("rdhMaxBytes")?.int(0) ?? Number.MAX_SAFE_INTEGER,
     meshFolds: c.opt("meshFolds")?.int(1, 32) ?? 1,
+    permuteChannels: c.opt("permuteChannels")?.int(1, 32),
   };
 }
 

@@ -1,10 +1,10 @@
 // Loader + validator for scenarios (scenarios/*.json); see scenarios/scenario.schema.json.
 import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
-import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, HIER_INTER, HIER_INTRA, SCENARIO_OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, TIMINGS, HIER_INTER, HIER_INTRA, SCENARIO_OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "concurrent", "ops", "rankOverrides", "faults"] as const;
+const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "concurrent", "timing", "ops", "rankOverrides", "faults"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
 const OVERRIDE_KEYS = ["rank", "op", "bytes", "dtype", "reduce", "stream", "priorityClass"] as const;
 export const MAX_STREAMS = 4;
@@ -60,6 +60,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const check = r.opt("check")?.oneOf(["values", "symbolic", "none"] as const) ?? "values";
   const races = r.opt("races")?.boolean() ?? true;
   const concurrent = r.opt("concurrent")?.boolean() ?? false;
+  const timing = r.opt("timing")?.oneOf(TIMINGS) ?? "loop";
   const opsR = r.get("ops");
   const opItems = opsR.items();
   if (opItems.length === 0) opsR.fail("SCN1012", "must list at least one op");
@@ -67,7 +68,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
   const faults = (r.opt("faults")?.items(1024) ?? []).map(parseFault);
-  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, races, ...(concurrent ? { concurrent } : {}), ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
+  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, races, ...(concurrent ? { concurrent } : {}), ...(timing !== "loop" ? { timing } : {}), ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
 }
 
 /** One fault: its kind, then exactly that kind's keys (devices and links are checked against the machine at run time). */

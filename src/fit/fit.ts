@@ -1,0 +1,379 @@
+// Calibration: measured nccom-test tables (src/fit/log.ts) run as typed on a preset, and the
+// preset's free parameters fitted to them. Two kinds of parameter:
+// - fixed costs (topsp.launchPs and the host section): an op's time is its device time plus a
+//   linear combination of them (src/run/fixed-cost.ts), so they are solved in closed form (non-
+//   negative least squares on relative error) from device times, without simulating again;
+// - device parameters (rates, latencies, engine and channel counts): each trial simulates every
+//   point again, searched coordinate by coordinate within bounds around the starting preset.
+// Cross-validation refits with each series held out and scores the held-out series.
+import { dirname, isAbsolute, resolve } from "node:path";
+import pino from "pino";
+import { CcsimError } from "../ir/errors.ts";
+import type { DeviceSpec } from "../ir/spec.ts";
+import { busFactor } from "../report/table.ts";
+import { fixedCostValue } from "../run/fixed-cost.ts";
+import { sweepPoint } from "../run/overrides.ts";
+import { runScenario } from "../run/pipeline.ts";
+import { parseNccomArgs } from "../cli/nccom.ts";
+import { LogError, type MeasuredLog } from "./log.ts";
+
+/** One measured table as a series of points to run: its command line on a preset. */
+export interface Series {
+  readonly id: string;
+  /** The preset it runs on (a name in the presets folder). */
+  readonly instance: string;
+  /** The folder of presets `instance` is in (default: the project's devices/). */
+  readonly devicesDir?: string;
+  /** nccom-test's arguments, file arguments made absolute, output flags left out. */
+  readonly argv: readonly string[];
+  readonly era: MeasuredLog["era"];
+  readonly file: string;
+  readonly command: string;
+  readonly points: readonly { readonly bytes: number; readonly timeUs: number; readonly algorithm?: string; readonly line: number }[];
+}
+
+/** Flags of nccom-test whose value is a file to read (relative to the log's folder). */
+const FILE_FLAGS = new Set(["--custom-src-target-pairs", "--custom-replica-groups", "--variable-size-op-metadata", "--streams-json"]);
+/** Output flags a calibration run leaves out (it writes nothing), with how many values each takes. */
+const OUTPUT_FLAGS: Readonly<Record<string, number>> = { "--report-to-json-file": 1, "--show-input-output-size": 0 };
+
+/**
+ * A series from a log's first table, checked against its command: the op's bus factor at the
+ * command's ranks must be what the table's busbw / algbw shows, each row's type the command's
+ * dtype, and a run of the command must be possible on `instance`.
+ */
+export function seriesOf(log: MeasuredLog, instance: string, id: string, devicesDir?: string): Series {
+  const base = dirname(resolve(log.file));
+  const argv: string[] = [];
+  for (let i = 0; i < log.argv.length; i++) {
+    const t = log.argv[i]!;
+    if (t in OUTPUT_FLAGS) {
+      i += OUTPUT_FLAGS[t]!;
+      continue;
+    }
+    argv.push(t);
+    if (FILE_FLAGS.has(t) && i + 1 < log.argv.length) {
+      const f = log.argv[++i]!;
+      argv.push(isAbsolute(f) ? f : resolve(base, f));
+    }
+  }
+  if (log.tables.length > 1) throw new LogError(log.file, log.tables[1]![0]!.line, "several tables (--streams-json runs): one table a log for calibration");
+  let parsed: ReturnType<typeof parseNccomArgs>;
+  try {
+    parsed = parseNccomArgs([...argv, "--instance", instance], {}, devicesDir);
+  } catch (e) {
+    if (e instanceof CcsimError || e instanceof Error) throw new LogError(log.file, 1, `the command line does not run here: ${e instanceof CcsimError ? e.render() : e.message}`, log.argv.join(" "));
+    throw e;
+  }
+  if (parsed === "help") throw new LogError(log.file, 1, "the command line asks for --help");
+  const rows = log.tables[0]!;
+  const ranks = Math.max(...(parsed.scenario["replicaGroups"] as number[][] | undefined)?.map((g) => g.length) ?? [parsed.scenario["ranks"] as number]);
+  const factor = busFactor(parsed.op, ranks);
+  for (const r of rows) {
+    if (r.dtype !== parsed.run.dtype) throw new LogError(log.file, r.line, `type ${r.dtype} is not the command's -d ${parsed.run.dtype}`, r.dtype);
+    // busbw / algbw is the op's bus factor at the command's ranks (where both are printed large enough to tell).
+    if (r.algbw >= 0.5 && Math.abs(r.busbw / r.algbw - factor) > 0.03 * factor + 0.02 / r.algbw) {
+      throw new LogError(log.file, r.line, `busbw / algbw is ${(r.busbw / r.algbw).toFixed(3)}, but ${parsed.op} over ${ranks} ranks has bus factor ${factor.toFixed(3)}: the table is not this command's (its op or -r differ)`, r.busbw);
+    }
+  }
+  const points = rows.map((r) => ({ bytes: r.bytes, timeUs: r.timeUs, line: r.line, ...(r.algorithm ? { algorithm: r.algorithm } : {}) }));
+  return { id, instance, ...(devicesDir ? { devicesDir } : {}), argv, era: log.era, file: log.file, command: `nccom-test ${log.argv.join(" ")}`, points };
+}
+
+const silent = pino({ level: "silent" });
+
+/** What one point's run gives: its time, the device's share of it, and its fixed-cost features. */
+export interface PointRun {
+  readonly timeUs: number;
+  readonly deviceUs: number;
+  readonly features: Readonly<Record<string, number>>;
+  readonly algorithm: string;
+}
+
+/** Run one point as the command runs it at that size (timing only). */
+export function runPoint(s: Series, bytes: number, spec: DeviceSpec): PointRun {
+  const a = parseNccomArgs([...s.argv, "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], {}, s.devicesDir);
+  if (a === "help") throw new Error("help");
+  const scn = sweepPoint({ file: s.id, json: a.scenario, flags: "" }, a.op, a.run.dtype, bytes, "none");
+  const out = runScenario(scn, spec, silent);
+  if (out.kind === "hang") throw new Error(`${s.id} hung at ${bytes} B`);
+  const o = out.ops[0]!;
+  return { timeUs: o.row.timeUs, deviceUs: o.row.timeUs - o.fixedCost.totalPs / 1e6, features: o.fixedCost.features, algorithm: o.row.algorithm };
+}
+
+/** A device parameter the fit may move, with its bounds. */
+export interface DeviceParam {
+  readonly field: string;
+  readonly integer: boolean;
+  readonly min: number;
+  readonly max: number;
+}
+
+function getField(spec: DeviceSpec, field: string): number {
+  const [a, b] = field.split(".") as [string, string];
+  const v = (spec as unknown as Record<string, Record<string, unknown>>)[a]?.[b];
+  return typeof v === "number" ? v : Number.NaN;
+}
+
+function setField(spec: DeviceSpec, field: string, v: number): DeviceSpec {
+  const [a, b] = field.split(".") as [string, string];
+  const sec = (spec as unknown as Record<string, Record<string, unknown>>)[a]!;
+  return { ...spec, [a]: { ...sec, [b]: v } } as DeviceSpec;
+}
+
+/** A spec's fixed costs set from `theta` (topsp.launchPs and the host section's fields). */
+export function withFixedCosts(spec: DeviceSpec, theta: Readonly<Record<string, number>>): DeviceSpec {
+  let s = spec;
+  for (const [field, v] of Object.entries(theta)) {
+    const ps = Math.max(0, Math.round(v / 10_000) * 10_000);
+    if (field === "topsp.launchPs") s = { ...s, topsp: { ...s.topsp, launchPs: ps } };
+    else if (field.startsWith("host.algorithmPs.")) s = { ...s, host: { ...s.host, algorithmPs: { ...s.host.algorithmPs, [field.slice(17)]: ps } } };
+    else s = { ...s, host: { ...s.host, [field.slice(5)]: ps } };
+  }
+  return s;
+}
+
+/**
+ * The device parameters the series can inform, bounded around the starting preset: rates from
+ * half to twice (an engine's: half to the preset's, its theoretical rate), latencies a quarter to four times, engine and channel counts within what a rank
+ * has. Network ones only where a series spans nodes; the permute's channels where one permutes.
+ */
+export function deviceParams(spec: DeviceSpec, series: readonly Series[]): DeviceParam[] {
+  const rate = (field: string): DeviceParam => ({ field, integer: false, min: getField(spec, field) / 2, max: getField(spec, field) * 2 });
+  const engines = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
+  // An engine's rate is the facts' theoretical figure at most (hardware-facts.md §6.4: the achievable one is lower).
+  const ps: DeviceParam[] = [{ ...rate("dma.engineBytesPerSecond"), max: getField(spec, "dma.engineBytesPerSecond") }, rate("link.bytesPerSecond"), { field: "link.latencyPs", integer: false, min: getField(spec, "link.latencyPs") / 4, max: getField(spec, "link.latencyPs") * 4 }];
+  ps.push({ field: "ring.defaultChannels", integer: true, min: 1, max: Math.max(1, Math.min(8, Math.floor(engines / spec.ring.foldN))) });
+  ps.push({ field: "collectives.meshFolds", integer: true, min: 1, max: Math.max(1, Math.min(16, engines)) });
+  const has = (flag: string) => series.some((s) => s.argv.some((t) => t === flag || t === flag.replace("--", "")));
+  if (has("permute") || has("sendrecv")) ps.push({ field: "collectives.permuteChannels", integer: true, min: 1, max: Math.max(1, Math.floor(engines / spec.ring.foldN)) });
+  const multiNode = series.some((s) => {
+    const k = s.argv.findIndex((t) => t === "-N" || t === "--nnodes");
+    return k >= 0 && Number(s.argv[k + 1]) > 1;
+  });
+  if (multiNode && spec.network) {
+    ps.push(rate("network.bytesPerSecond"));
+    ps.push({ field: "network.messageCostPs", integer: false, min: 0, max: Math.max(4 * spec.network.messageCostPs, 20_000_000) });
+  }
+  return ps.filter((p) => !(p.max <= p.min));
+}
+
+/** Per point: its series, published time, and run (or the error it failed with). */
+export interface Evaluated {
+  readonly series: string;
+  readonly bytes: number;
+  readonly publishedUs: number;
+  readonly publishedAlgorithm: string | undefined;
+  readonly run: PointRun | undefined;
+  readonly error?: string;
+}
+
+/** Run every point of `series` up to `maxBytes` on `spec`; results are cached by the device parameters. */
+export class Evaluator {
+  private readonly cache = new Map<string, Evaluated[]>();
+  trials = 0;
+  constructor(
+    readonly series: readonly Series[],
+    readonly maxBytes = Number.MAX_SAFE_INTEGER,
+    readonly onTrial?: () => void,
+  ) {}
+
+  run(spec: DeviceSpec, only: readonly Series[] = this.series): Evaluated[] {
+    // The fixed costs shift a run exactly: the device's share is simulated with none.
+    const device = withFixedCosts(spec, Object.fromEntries(FIXED_FIELDS(spec).map((f) => [f, 0])));
+    const key = JSON.stringify({ ...device, sources: undefined, ids: only.map((s) => s.id) });
+    let ev = this.cache.get(key);
+    if (!ev) {
+      this.trials++;
+      ev = [];
+      for (const s of only) {
+        for (const p of s.points) {
+          if (p.bytes > this.maxBytes) continue;
+          const base = { series: s.id, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: p.algorithm };
+          try {
+            ev.push({ ...base, run: runPoint(s, p.bytes, device) });
+          } catch (e) {
+            if (!(e instanceof CcsimError)) throw e;
+            ev.push({ ...base, run: undefined, error: e.render() });
+          }
+        }
+      }
+      this.cache.set(key, ev);
+      this.onTrial?.();
+    }
+    return ev.map((e) => (e.run ? { ...e, run: { ...e.run, timeUs: e.run.deviceUs + fixedOf(spec, e.run.features) / 1e6 } } : e));
+  }
+}
+
+/** The fixed-cost fields a spec has (set or not): launch, the host section's, each algorithm's. */
+function FIXED_FIELDS(spec: DeviceSpec): string[] {
+  return ["topsp.launchPs", "host.syncPs", "host.nodeSyncPs", "host.iterationPs", "host.countsPs", ...Object.keys(spec.host.algorithmPs).map((a) => `host.algorithmPs.${a}`)];
+}
+
+function fixedOf(spec: DeviceSpec, features: Readonly<Record<string, number>>): number {
+  // As src/run/fixed-cost.ts sums them: every term, the largest algorithm setup once.
+  let sum = 0;
+  let alg = 0;
+  for (const [f, x] of Object.entries(features)) {
+    const v = fixedCostValue(spec, f) * x;
+    if (f.startsWith("host.algorithmPs.")) alg = Math.max(alg, v);
+    else sum += v;
+  }
+  return sum + alg;
+}
+
+/** exp(mean |ln(simulated / published)|) and the count within ±10 % and ±25 %. */
+export interface ErrorSummary {
+  readonly points: number;
+  readonly failed: number;
+  readonly within10: number;
+  readonly within25: number;
+  readonly geomeanErrorFactor: number;
+}
+
+export function summarize(ev: readonly Evaluated[]): ErrorSummary {
+  const ran = ev.filter((e) => e.run);
+  const ratios = ran.map((e) => e.run!.timeUs / e.publishedUs);
+  const within = (f: number) => ratios.filter((r) => Math.abs(r - 1) <= f).length;
+  return {
+    points: ev.length,
+    failed: ev.length - ran.length,
+    within10: within(0.1),
+    within25: within(0.25),
+    geomeanErrorFactor: ran.length ? Math.exp(ratios.reduce((a, r) => a + Math.abs(Math.log(r)), 0) / ran.length) : Number.NaN,
+  };
+}
+
+/** Sum of squared log errors (a failed point counts as a factor of 20). */
+function cost(ev: readonly Evaluated[]): number {
+  return ev.reduce((a, e) => a + (e.run ? Math.log(e.run.timeUs / e.publishedUs) ** 2 : Math.log(20) ** 2), 0);
+}
+
+/**
+ * The fixed costs that fit the device times best: non-negative least squares on relative error
+ * (coordinate descent), over the fields the points exercise; a field no point exercises keeps the
+ * spec's value. A small pull towards the spec's values picks one answer where fields move together.
+ */
+export function solveFixedCosts(spec: DeviceSpec, ev: readonly Evaluated[]): Record<string, number> {
+  const ran = ev.filter((e) => e.run);
+  const fields = [...new Set(ran.flatMap((e) => Object.entries(e.run!.features).filter(([, x]) => x > 0).map(([f]) => f)))].sort();
+  const theta: Record<string, number> = Object.fromEntries(fields.map((f) => [f, fixedCostValue(spec, f) / 1e6]));
+  if (fields.length === 0) return {};
+  const rows = ran.map((e) => ({ d: e.run!.deviceUs, p: e.publishedUs, x: fields.map((f) => e.run!.features[f] ?? 0) }));
+  const prior = fields.map((f) => theta[f]!);
+  // The pull is a ten-thousandth of a typical point's weight (1 / published time squared).
+  const ridge = (1e-4 * rows.reduce((a, r) => a + 1 / (r.p * r.p), 0)) / rows.length;
+  const th = fields.map((f) => theta[f]!);
+  for (let iter = 0; iter < 5000; iter++) {
+    let moved = 0;
+    for (let k = 0; k < fields.length; k++) {
+      let g = ridge * (th[k]! - prior[k]!);
+      let h = ridge;
+      for (const r of rows) {
+        if (r.x[k] === 0) continue;
+        const pred = r.d + r.x.reduce((a, x, j) => a + x * th[j]!, 0);
+        const w = 1 / (r.p * r.p);
+        g += w * (pred - r.p) * r.x[k]!;
+        h += w * r.x[k]! * r.x[k]!;
+      }
+      const next = Math.max(0, th[k]! - g / h);
+      moved = Math.max(moved, Math.abs(next - th[k]!));
+      th[k] = next;
+    }
+    if (moved < 1e-7) break;
+  }
+  return Object.fromEntries(fields.map((f, k) => [f, th[k]! * 1e6]));
+}
+
+export interface FitResult {
+  readonly spec: DeviceSpec;
+  readonly before: ErrorSummary;
+  readonly after: ErrorSummary;
+  /** The fields that moved: from, to. */
+  readonly moved: readonly { readonly field: string; readonly from: number; readonly to: number }[];
+  readonly trials: number;
+  readonly evaluated: readonly Evaluated[];
+}
+
+export interface FitOptions {
+  readonly maxBytes?: number;
+  /** Coordinate-search rounds over the device parameters (0: fixed costs only). */
+  readonly rounds?: number;
+  readonly progress?: ((best: number, trials: number) => void) | undefined;
+  /** The device parameters to search (default: deviceParams of the start). */
+  readonly params?: readonly DeviceParam[];
+  readonly evaluator?: Evaluator;
+}
+
+/** Fit `start`'s free parameters to `series` (all on `start`'s device). */
+export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptions = {}): FitResult {
+  const ev = opts.evaluator ?? new Evaluator(series, opts.maxBytes);
+  const score = (spec: DeviceSpec): { spec: DeviceSpec; cost: number } => {
+    const fitted = withFixedCosts(spec, solveFixedCosts(spec, ev.run(spec, series)));
+    return { spec: fitted, cost: cost(ev.run(fitted, series)) };
+  };
+  const before = summarize(ev.run(start, series));
+  let best = score(start);
+  opts.progress?.(best.cost, ev.trials);
+  const params = opts.params ?? deviceParams(start, series);
+  for (let round = 0; round < (opts.rounds ?? 3); round++) {
+    let improved = false;
+    // Steps shrink round by round: a factor of 2^(1/2), then 2^(1/4), ... (whole steps for counts).
+    const step = 2 ** (0.5 / 2 ** round);
+    for (const p of params) {
+      const cur = getField(best.spec, p.field);
+      const tries = p.integer ? [cur - 1, cur + 1, cur + 2] : cur === 0 ? [p.max / 4, p.max / 2] : [cur / step, cur * step, cur / step / step, cur * step * step];
+      for (const raw of tries) {
+        const v = p.integer ? Math.round(raw) : Math.round(raw);
+        if (!(v >= p.min && v <= p.max) || v === cur) continue;
+        let r: { spec: DeviceSpec; cost: number };
+        try {
+          r = score(setField(best.spec, p.field, v));
+        } catch (e) {
+          if (e instanceof CcsimError) continue;
+          throw e;
+        }
+        if (r.cost < best.cost - 1e-9) {
+          best = r;
+          improved = true;
+        }
+        opts.progress?.(best.cost, ev.trials);
+      }
+    }
+    if (!improved && round > 0) break;
+  }
+  const evaluated = ev.run(best.spec, series);
+  const moved: FitResult["moved"][number][] = [];
+  for (const f of new Set([...params.map((p) => p.field), ...FIXED_FIELDS(best.spec), ...FIXED_FIELDS(start)])) {
+    const from = f.startsWith("topsp.") || f.startsWith("host.") ? fixedCostValue(start, f) : getField(start, f);
+    const to = f.startsWith("topsp.") || f.startsWith("host.") ? fixedCostValue(best.spec, f) : getField(best.spec, f);
+    if (from !== to && !(Number.isNaN(from) && Number.isNaN(to))) moved.push({ field: f, from, to });
+  }
+  return { spec: best.spec, before, after: summarize(evaluated), moved, trials: ev.trials, evaluated };
+}
+
+/** One series held out: the fit on the others, scored on it. */
+export interface HeldOut {
+  readonly series: string;
+  readonly summary: ErrorSummary;
+  readonly evaluated: readonly Evaluated[];
+}
+
+/**
+ * Leave-one-series-out: for each series, fit on the others from `start` with every fixed cost the
+ * others do not exercise set to 0 (the held-out series cannot lend its own), and score it.
+ */
+export function crossValidate(start: DeviceSpec, series: readonly Series[], opts: FitOptions = {}): HeldOut[] {
+  const out: HeldOut[] = [];
+  const ev = opts.evaluator ?? new Evaluator(series, opts.maxBytes);
+  for (const s of series) {
+    const others = series.filter((o) => o !== s);
+    if (others.length === 0) continue;
+    const seen = new Set(ev.run(start, others).flatMap((e) => (e.run ? Object.entries(e.run.features).filter(([, x]) => x > 0).map(([f]) => f) : [])));
+    const neutral = withFixedCosts(start, Object.fromEntries(FIXED_FIELDS(start).filter((f) => !seen.has(f)).map((f) => [f, 0])));
+    const r = fit(neutral, others, { ...opts, evaluator: ev });
+    const held = ev.run(r.spec, [s]);
+    out.push({ series: s.id, summary: summarize(held), evaluated: held });
+  }
+  return out;
+}
