@@ -87,7 +87,7 @@ describe("nccom-test's command line", () => {
     [["gossip", "-r", "8"], /unknown op "gossip"/],
     [["allr", "-r", "3"], /-r 3 on 1 node\(s\) does not fill whole trn1 devices/],
     [["allr", "-r", "8", "--lnc", "2"], /not available on trn1/],
-    [["allr", "-r", "8", "--instance", "trn9"], /no device preset "trn9" \(looked for .*trn9.json; presets there: ideal, ideal-mesh, .*inf2-24xl, .*trn1, trn2, /],
+    [["allr", "-r", "8", "--instance", "trn9"], /no device preset "trn9" \(looked for .*trn9.json; presets there: ideal, ideal-mesh, .*inf2-24xl, .*trn1, trn1-legacy, trn2, /],
     [["permute", "-r", "2", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json"], /pairs\[2\]\[0\]: must be between 0 and 1/],
     [["allr", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json"], /applies to sendrecv and permute/],
     [["allr", "-r", "8", "--custom-replica-groups", "no/such.json"], /cannot read no\/such.json/],

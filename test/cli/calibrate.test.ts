@@ -1,0 +1,119 @@
+// Calibration: the published logs read as typed, the fixed-cost solver, a round trip through
+// --from (a table the simulator printed on a perturbed preset is fitted back), and refusals.
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { main, publishedSeries } from "../../src/cli/calibrate.ts";
+import { Evaluator, solveFixedCosts, summarize, withFixedCosts } from "../../src/fit/fit.ts";
+import { parseConsoleLog, LogError } from "../../src/fit/log.ts";
+import { loadDevice } from "../../src/run/load.ts";
+import { main as nccom } from "../../src/cli/nccom.ts";
+
+const recorded = JSON.parse(readFileSync("calibration/summary.json", "utf8"));
+
+function run(argv: string[]): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(argv, (s) => (out += s), (s) => (err += s));
+  return { code, out, err };
+}
+
+describe("the published logs", () => {
+  const series = publishedSeries();
+
+  it("read as their era says: older tables in GiB/s with integer times, newer in GB/s", () => {
+    const eras = new Map(series.map((s) => [s.id, s.era]));
+    expect(eras.get("older-trn1-r2-allr-fp32")).toBe("older");
+    expect(eras.get("newer-trn2-r16-allr-fp32")).toBe("newer");
+    for (const s of series) expect(s.instance === "trn1-legacy").toBe(s.era === "older");
+  });
+
+  it("run as typed on the shipped presets, no worse than calibration/summary.json (points up to 64 MiB)", () => {
+    for (const inst of ["trn1", "trn2", "trn1-legacy"]) {
+      const mine = series.filter((s) => s.instance === inst);
+      const sm = summarize(new Evaluator(mine, recorded.maxBytes).run(loadDevice(inst)));
+      const r = recorded[inst];
+      expect(sm.failed).toBe(0);
+      expect(sm.points).toBe(r.points);
+      expect(sm.within25).toBeGreaterThanOrEqual(r.within25);
+      expect(sm.geomeanErrorFactor).toBeLessThanOrEqual(r.geomeanErrorFactor + 0.001);
+    }
+  });
+});
+
+describe("the fixed-cost solver", () => {
+  it("recovers fixed costs that generated the times exactly", () => {
+    const spec = loadDevice("trn1");
+    const ev = [1, 2, 3, 4].map((k) => ({ series: "s", bytes: k, publishedUs: 10 + 3 * k + 5 * (k % 2), publishedAlgorithm: undefined, run: { timeUs: 0, deviceUs: 10, algorithm: "mesh", features: { "topsp.launchPs": 1, "host.syncPs": k, "host.iterationPs": k % 2 } } }));
+    const theta = solveFixedCosts(withFixedCosts(spec, { "topsp.launchPs": 0 }), ev);
+    expect(theta["topsp.launchPs"]! / 1e6).toBeCloseTo(0, 2);
+    expect(theta["host.syncPs"]! / 1e6).toBeCloseTo(3, 2);
+    expect(theta["host.iterationPs"]! / 1e6).toBeCloseTo(5, 2);
+  });
+});
+
+describe("calibrate --from", () => {
+  it("fits back the fixed costs of a table printed on a perturbed preset, within 3 % of every time", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-cal-"));
+    // The perturbed preset: trn1 with its launch and per-iteration costs moved by 20-40 %.
+    const base = JSON.parse(readFileSync("devices/trn1.json", "utf8"));
+    base.name = "perturbed";
+    base.topsp.launchPs = Math.round(base.topsp.launchPs * 1.4);
+    base.host.iterationPs = Math.round((base.host.iterationPs ?? 500000) * 1.3 + 2_000_000);
+    base.host.algorithmPs["intra-rdh"] = Math.round(base.host.algorithmPs["intra-rdh"] * 0.8);
+    writeFileSync(join(dir, "perturbed.json"), JSON.stringify(base));
+    let table = "";
+    const cmd = ["allg", "-r", "8", "-b", "1kb", "-e", "512kb", "-f", "8", "-d", "fp32", "-t", "avg"];
+    expect(nccom([...cmd, "--instance", join(dir, "perturbed.json")], (s) => (table += s), () => {})).toBe(0);
+    const log = join(dir, "mine.log");
+    writeFileSync(log, `nccom-test ${cmd.join(" ")}\n${table}`);
+    const outFile = join(dir, "fitted.json");
+    const r = run(["--from", log, "--instance", "trn1", "--out", outFile, "--rounds", "0"]);
+    expect(r.code, r.err).toBe(0);
+    const fitted = loadDevice("fitted", dir);
+    const series = parseConsoleLog(log, readFileSync(log, "utf8"));
+    expect(series.era).toBe("newer");
+    const refit = run(["--from", log, "--instance", outFile, "--out", join(dir, "again.json"), "--rounds", "0"]);
+    expect(refit.code, refit.err).toBe(0);
+    expect(refit.out).toMatch(/before: 4 points, 4 within ±10 %/);
+    expect(Object.values(fitted.sources).some((v) => /--from mine\.log/.test(v))).toBe(true);
+  });
+
+  it("refuses a log whose table is not its command's, with file and line, and writes nothing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-cal-"));
+    const src = readFileSync("calibration/logs/newer-trn1-r32-allg-fp32-run2.log", "utf8");
+    // The same table under an all-reduce command: busbw / algbw is all-gather's factor, not all-reduce's.
+    const bad = join(dir, "bad.log");
+    writeFileSync(bad, src.replace(" allg ", " allr "));
+    const out = join(dir, "x.json");
+    const r = run(["--from", bad, "--out", out]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/bad\.log:4: busbw \/ algbw is 0\.96.* all-reduce over 32 ranks has bus factor 1\.938/);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it.each([
+    ["no command line", "size(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n", /:1: the first line must be the nccom-test command line/],
+    ["a zero time", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n1024 256 fp32 0 0.1 0.1\n", /:3: time:avg\(us\) must be a positive number/],
+    ["wrong columns", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type algbw(GB/s) busbw(GB/s)\n", /:2: the header has no time\(us\)/],
+    ["a type the command does not give", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n1024 512 fp16 10.0 0.10 0.09\n", /:3: type fp16 is not the command's -d fp32/],
+  ])("refuses %s", (_what, text, want) => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-cal-"));
+    const f = join(dir, "l.log");
+    writeFileSync(f, text);
+    const r = run(["--from", f, "--out", join(dir, "o.json")]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(want);
+  });
+
+  it("a malformed log is a LogError naming the file", () => {
+    expect(() => parseConsoleLog("f.log", "")).toThrow(LogError);
+  });
+
+  it("--max-bytes below every point is an error, never a NaN", () => {
+    const r = run(["--max-bytes", "1"]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/no published point is at most --max-bytes 1 B/);
+  });
+});
