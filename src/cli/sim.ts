@@ -6,11 +6,11 @@ import pino from "pino";
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { describeFolding, explainScenario } from "../enc/compile.ts";
-import { formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
+import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
-import { loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
+import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
@@ -175,6 +175,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";
+    let accuracyErr = "";
     /** Every op (or sweep size) that ran to the end. */
     let ran: readonly OpOutcome[] = [];
     let sweepErrors: CcsimError[] = [];
@@ -189,6 +190,12 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       ran = res.points.flatMap((p) => (p.outcome ? [p.outcome] : []));
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
       text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes], style.percentiles);
+      // The accuracy note under the table (nccom's stdout is the table alone: its note goes to stderr).
+      if (!args.json) {
+        const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined);
+        if (style.notesToStderr) accuracyErr = note;
+        else text += note;
+      }
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
       // --explain: postOperation's reasoning for every size, before the table.
       if (args.explain && !args.json) text = launchLine(spec, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}${foldLines(p.outcome ? [p.outcome] : [])}${p.outcome ? costLines([p.outcome]) : ""}`).join("") + "\n" + text;
@@ -222,7 +229,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
-      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "");
+      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "") + accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined);
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });
@@ -237,6 +244,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       if (cut) err(`ccsim: --trace ${args.trace}: ${cut}\n`);
     }
     out(text + (statsText && !args.json ? "\n" + statsText : ""));
+    if (accuracyErr) err(accuracyErr);
     if (statsText && args.json) err(statsText);
     for (const f of failed) {
       err(`ccsim: check failed for ${f.row.op} ${f.row.bytes} B ${f.row.dtype}: ${mismatchText(f.mismatch)}\n`);

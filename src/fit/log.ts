@@ -73,7 +73,8 @@ export function parseConsoleLog(file: string, text: string): MeasuredLog {
   let era: Era | undefined;
   for (; i < lines.length; i++) {
     const raw = lines[i]!.trim();
-    if (raw === "") continue;
+    // Blank lines and ccsim's own "#" notes are not part of a table.
+    if (raw === "" || raw.startsWith("#")) continue;
     if (!raw.startsWith("size(B)")) throw new LogError(file, i + 1, "expected a table header starting size(B)", raw.slice(0, 80));
     const header = raw.split(/\s+/);
     const col = (name: string) => header.indexOf(name);
@@ -86,7 +87,7 @@ export function parseConsoleLog(file: string, text: string): MeasuredLog {
     const rows: MeasuredRow[] = [];
     for (i++; i < lines.length; i++) {
       const r = lines[i]!.trim();
-      if (r === "") continue;
+      if (r === "" || r.startsWith("#")) continue;
       if (/^Avg bus bandwidth:/.test(r)) break;
       const cells = r.split(/\s+/);
       if (cells.length !== header.length) throw new LogError(file, i + 1, `a row of ${cells.length} columns under a header of ${header.length}`, r.slice(0, 80));

@@ -349,3 +349,10 @@ export const NO_HOST_COSTS: HostCosts = { syncPs: 0, nodeSyncPs: 0, iterationPs:
 export function withLaunch(spec: DeviceSpec, launchPs: number): DeviceSpec {
   return { ...spec, topsp: { ...spec.topsp, launchPs }, host: NO_HOST_COSTS };
 }
+
+/** A preset's calibration figures, as calibration/accuracy.json keeps them (errors as exp(mean |ln(sim / measured)|)). */
+export interface CalibrationAccuracy {
+  readonly series: readonly string[];
+  readonly inSample: { readonly points: number; readonly within25: number; readonly geomeanErrorFactor: number };
+  readonly heldOut: { readonly points: number; readonly within25: number; readonly geomeanErrorFactor: number };
+}

@@ -1,4 +1,5 @@
 // nccom-test-style result rows: the table and the JSON contract.
+import type { CalibrationAccuracy } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { OpName } from "../ir/spec.ts";
 
@@ -114,4 +115,16 @@ export function formatConcurrent(c: ConcurrentReport): string {
   const lines = [`concurrent: ${c.ops.length} ops on ${c.streams.length} stream(s) in one program: ${us(c.timeUs)} us (alone: longest ${us(c.longestAloneUs)} us, sum ${us(c.sumAloneUs)} us)  check ${c.check}`];
   c.ops.forEach((o, k) => lines.push(`  op ${k} ${o.op} on stream ${o.stream}: ends at ${us(o.endUs)} us`));
   return lines.join("\n") + "\n";
+}
+
+/**
+ * The line under every table: how far the preset's estimates are from measured nccom-test tables
+ * (in-sample, and with each series held out), or that it was never calibrated.
+ */
+export function accuracyNote(spec: { readonly name: string; readonly sources: Readonly<Record<string, string>> }, acc: Readonly<Record<string, CalibrationAccuracy>>, launchGiven: boolean): string {
+  const a = acc[spec.name];
+  const launch = launchGiven ? "; --launch-us replaced its fixed costs" : "";
+  if (!a) return `# accuracy: ${spec.name} is not calibrated against measured tables (its numbers are the sources' in devices/${spec.name}.json)${launch}\n`;
+  const held = a.heldOut.points > 0 ? `, ${a.heldOut.geomeanErrorFactor.toFixed(2)}x on series left out of the fit` : ", no series left to hold out";
+  return `# accuracy: ${spec.name} fitted on ${a.series.length} measured series (${a.inSample.points} points): error ${a.inSample.geomeanErrorFactor.toFixed(2)}x in-sample${held} (README: How accurate are the estimates)${launch}\n`;
 }

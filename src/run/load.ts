@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScenarioError } from "../ir/errors.ts";
-import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import type { CalibrationAccuracy, DeviceSpec, Scenario } from "../ir/spec.ts";
 import type { ScenarioSource } from "./overrides.ts";
 import { parseDeviceSpec, parseJson, parseScenario } from "../scenario/index.ts";
 
@@ -62,4 +62,15 @@ export function resolveInstance(instance: string, dir: string): { instance: stri
   const name = basename(instance, ".json");
   if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) throw new ScenarioError("SCN1011", `preset file ${instance}: its name must be letters, digits, '-', '_' before .json (it names the preset)`, { path: "instance", value: instance });
   return { instance: name, dir: resolve(dirname(instance)) };
+}
+
+export const ACCURACY_FILE = resolve(dirname(fileURLToPath(import.meta.url)), "../../calibration/accuracy.json");
+
+/** How far each calibrated preset is from measured tables (npm run calibrate -- --cross-validate --write-accuracy); {} when absent. */
+export function loadAccuracy(file = ACCURACY_FILE): Readonly<Record<string, CalibrationAccuracy>> {
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as Record<string, CalibrationAccuracy>;
+  } catch {
+    return {};
+  }
 }
