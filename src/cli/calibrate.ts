@@ -24,7 +24,7 @@ export function publishedSeries(manifest = MANIFEST): Series[] {
   });
 }
 
-const fmtSummary = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}`;
+const fmtSummary = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}, worst ${(100 * s.worst).toFixed(1)} %`;
 
 function pointLines(series: readonly Series[], ev: readonly Evaluated[]): string[] {
   const lines: string[] = [];
@@ -114,7 +114,8 @@ and engine counts) within bounds, and writes the complete preset to --out (its n
 with a source note on every moved field; prints the error before and after, and cross-validated
 when there are two series or more. A log that does not read is refused (file, line, value), and
 nothing is written.
-  --rounds N         coordinate-search rounds over the device parameters (default 3; 0: fixed costs only)
+  --rounds N         coordinate-search rounds over the device parameters, each halving the step
+                     (default 6: factors of 2^(1/2) down to 2^(1/64); 0: fixed costs only)
 `;
 
 interface Opts {
@@ -134,7 +135,7 @@ interface Opts {
 }
 
 function parse(argv: readonly string[]): Opts | "help" {
-  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 3, write: false, params: undefined };
+  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, write: false, params: undefined };
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = (): string => {
@@ -167,6 +168,8 @@ function parse(argv: readonly string[]): Opts | "help" {
   if (o.out !== undefined && o.from.length === 0) throw new Error("--out goes with --from FILE...");
   if (o.writeAccuracy && !o.cv) throw new Error("--write-accuracy goes with --cross-validate");
   if (o.write && !o.fit) throw new Error("--write goes with --fit");
+  const known = ["dma.engineBytesPerSecond", "link.bytesPerSecond", "link.latencyPs", "ring.defaultChannels", "collectives.meshFolds", "collectives.permuteChannels", "network.bytesPerSecond", "network.messageCostPs"];
+  for (const p of o.params ?? []) if (!known.includes(p)) throw new Error(`--params ${p}: not a device parameter the fit moves (${known.join(", ")})`);
   return o;
 }
 
@@ -318,11 +321,12 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   if (series.every((s) => s.points.every((p) => p.bytes > o.maxBytes))) throw new LogError(o.from.join(", "), 0, `no point is at most --max-bytes ${o.maxBytes} B: nothing to fit`);
   const t0 = Date.now();
   const ev = new Evaluator(series, o.maxBytes);
-  const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit") });
+  const params = o.params && deviceParams(start, series).filter((p) => o.params!.includes(p.field));
+  const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit"), ...(params ? { params } : {}) });
   if (process.stderr.isTTY) err("\n");
   const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${((Date.now() - t0) / 1000).toFixed(1)} s)`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...movedLines(r)];
   if (series.length > 1) {
-    const held = crossValidate(start, series, { rounds: o.rounds, evaluator: ev });
+    const held = crossValidate(start, series, { rounds: o.rounds, evaluator: ev, ...(params ? { params } : {}) });
     lines.push(`  held out: ${fmtSummary(summarize(held.flatMap((h) => h.evaluated)))}`);
     for (const h of held) lines.push(`    ${h.series}: ${fmtSummary(h.summary)}`);
   }

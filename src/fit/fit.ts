@@ -229,6 +229,8 @@ export interface ErrorSummary {
   readonly within10: number;
   readonly within25: number;
   readonly geomeanErrorFactor: number;
+  /** The largest |simulated / published - 1| (0 with no point run). */
+  readonly worst: number;
 }
 
 export function summarize(ev: readonly Evaluated[]): ErrorSummary {
@@ -241,6 +243,7 @@ export function summarize(ev: readonly Evaluated[]): ErrorSummary {
     within10: within(0.1),
     within25: within(0.25),
     geomeanErrorFactor: ran.length ? Math.exp(ratios.reduce((a, r) => a + Math.abs(Math.log(r)), 0) / ran.length) : Number.NaN,
+    worst: ratios.reduce((a, r) => Math.max(a, Math.abs(r - 1)), 0),
   };
 }
 
@@ -297,7 +300,7 @@ export interface FitResult {
 
 export interface FitOptions {
   readonly maxBytes?: number;
-  /** Coordinate-search rounds over the device parameters (0: fixed costs only). */
+  /** Coordinate-search rounds over the device parameters, each with half the last's step (default 6; 0: fixed costs only). */
   readonly rounds?: number;
   readonly progress?: ((best: number, trials: number) => void) | undefined;
   /** The device parameters to search (default: deviceParams of the start). */
@@ -316,11 +319,12 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
   let best = score(start);
   opts.progress?.(best.cost, ev.trials);
   const params = opts.params ?? deviceParams(start, series);
-  for (let round = 0; round < (opts.rounds ?? 3); round++) {
-    let improved = false;
-    // Steps shrink round by round: a factor of 2^(1/2), then 2^(1/4), ... (whole steps for counts).
+  for (let round = 0; round < (opts.rounds ?? 6); round++) {
+    // Steps shrink round by round: a factor of 2^(1/2), then 2^(1/4), ... down to 2^(1/64); counts
+    // move by whole steps in the first two rounds.
     const step = 2 ** (0.5 / 2 ** round);
     for (const p of params) {
+      if (p.integer && round >= 2) continue;
       const cur = getField(best.spec, p.field);
       const tries = p.integer ? [cur - 1, cur + 1, cur + 2] : cur === 0 ? [p.max / 4, p.max / 2] : [cur / step, cur * step, cur / step / step, cur * step * step];
       for (const raw of tries) {
@@ -333,14 +337,10 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
           if (e instanceof CcsimError) continue;
           throw e;
         }
-        if (r.cost < best.cost - 1e-9) {
-          best = r;
-          improved = true;
-        }
+        if (r.cost < best.cost - 1e-9) best = r;
         opts.progress?.(best.cost, ev.trials);
       }
     }
-    if (!improved && round > 0) break;
   }
   const evaluated = ev.run(best.spec, series);
   const moved: FitResult["moved"][number][] = [];
@@ -364,6 +364,7 @@ export interface HeldOut {
  * others do not exercise set to 0 (the held-out series cannot lend its own), and score it.
  */
 export function crossValidate(start: DeviceSpec, series: readonly Series[], opts: FitOptions = {}): HeldOut[] {
+  // (The device parameters searched are the caller's, or each refit's own deviceParams.)
   const out: HeldOut[] = [];
   const ev = opts.evaluator ?? new Evaluator(series, opts.maxBytes);
   for (const s of series) {
