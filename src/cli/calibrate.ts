@@ -10,6 +10,7 @@ import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts
 import { crossValidate, deviceParams, Evaluator, fit, seriesOf, summarize, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type Series } from "../fit/fit.ts";
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "./sizes.ts";
+import { defaultJobs } from "../run/parallel.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const MANIFEST = resolve(ROOT, "calibration/published.json");
@@ -101,6 +102,7 @@ within ±10 % and ±25 % and the geometric-mean error factor exp(mean |ln(simula
                      series exercises start at 0) and print the held-out error per series and
                      overall, beside the in-sample figure
   --write            with --fit: write each fitted preset over its file in devices/
+  -j, --jobs N       threads a trial's points run on (default: this machine's cores)
   --params F,F       with --fit or --from: search only these device parameters (e.g. ring.defaultChannels)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
                      table) and the README's "How accurate are the estimates" section
@@ -131,11 +133,12 @@ interface Opts {
   out: string | undefined;
   rounds: number;
   write: boolean;
+  jobs: number;
   params: string[] | undefined;
 }
 
 function parse(argv: readonly string[]): Opts | "help" {
-  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, write: false, params: undefined };
+  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, write: false, jobs: defaultJobs(), params: undefined };
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = (): string => {
@@ -149,6 +152,11 @@ function parse(argv: readonly string[]): Opts | "help" {
     else if (t === "--cross-validate") o.cv = true;
     else if (t === "--write-accuracy") o.writeAccuracy = true;
     else if (t === "--write") o.write = true;
+    else if (t === "--jobs" || t === "-j") {
+      const v = value();
+      o.jobs = Number(v);
+      if (!Number.isInteger(o.jobs) || o.jobs < 1 || o.jobs > 256) throw new Error(`${t} ${v}: a whole number 1 ... 256`);
+    }
     else if (t === "--params") o.params = value().split(",");
     else if (t === "--max-bytes") o.maxBytes = parseSize(value(), t);
     else if (t === "--series") o.only.push(value());
@@ -174,10 +182,17 @@ function parse(argv: readonly string[]): Opts | "help" {
 }
 
 /** A progress line on a terminal: trials, the best error so far. */
-function progress(err: (s: string) => void, what: string): ((best: number, trials: number) => void) | undefined {
+function progress(err: (s: string) => void, what: string): ((best: number, trials: number, planned: number) => void) | undefined {
   if (!process.stderr.isTTY) return undefined;
   const t0 = Date.now();
-  return (best, trials) => err(`\r${what}: ${trials} trials, best sum of squared log errors ${best.toFixed(4)}, ${((Date.now() - t0) / 1000).toFixed(0)} s `);
+  let first: number | undefined;
+  return (best, trials, planned) => {
+    first ??= trials;
+    const s = (Date.now() - t0) / 1000;
+    const done = trials - first + 1;
+    const left = Math.max(0, planned - trials);
+    err(`\r${what}: ${trials} of about ${planned} trials, best sum of squared log errors ${best.toFixed(4)}, ${s.toFixed(0)} s, about ${((s / done) * left).toFixed(0)} s left `);
+  };
 }
 
 /** The held-out and in-sample figures per preset, as calibration/accuracy.json keeps them. */
@@ -240,7 +255,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     for (const inst of instances) {
       const mine = series.filter((s) => s.instance === inst);
       const spec = loadDevice(inst);
-      const ev = new Evaluator(mine, o.maxBytes);
+      const ev = new Evaluator(mine, o.maxBytes, o.jobs);
       const shipped = ev.run(spec);
       lines.push(...pointLines(mine, shipped));
       const sm = summarize(shipped);
@@ -320,7 +335,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   if (eras.size > 1) throw new LogError(o.from.join(", "), 0, "logs of both runtime eras (integer time(us) and time:avg(us)): one preset models one runtime; fit each era on its own");
   if (series.every((s) => s.points.every((p) => p.bytes > o.maxBytes))) throw new LogError(o.from.join(", "), 0, `no point is at most --max-bytes ${o.maxBytes} B: nothing to fit`);
   const t0 = Date.now();
-  const ev = new Evaluator(series, o.maxBytes);
+  const ev = new Evaluator(series, o.maxBytes, o.jobs);
   const params = o.params && deviceParams(start, series).filter((p) => o.params!.includes(p.field));
   const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit"), ...(params ? { params } : {}) });
   if (process.stderr.isTTY) err("\n");

@@ -9,7 +9,11 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import pino from "pino";
 import { CcsimError } from "../ir/errors.ts";
-import type { DeviceSpec } from "../ir/spec.ts";
+import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { revive, runParallel } from "../run/parallel.ts";
+import { task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
+import type { OpOutcome } from "../run/pipeline.ts";
+import { biggestFirst, startWorkers } from "../cli/sweep.ts";
 import { busFactor } from "../report/table.ts";
 import { fixedCostValue } from "../run/fixed-cost.ts";
 import { sweepPoint } from "../run/overrides.ts";
@@ -90,15 +94,52 @@ export interface PointRun {
   readonly algorithm: string;
 }
 
-/** Run one point as the command runs it at that size (timing only). */
-export function runPoint(s: Series, bytes: number, spec: DeviceSpec): PointRun {
+/** A point's scenario: the command at that size, timing only. */
+export function pointScenario(s: Series, bytes: number): Scenario {
   const a = parseNccomArgs([...s.argv, "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], {}, s.devicesDir);
   if (a === "help") throw new Error("help");
-  const scn = sweepPoint({ file: s.id, json: a.scenario, flags: "" }, a.op, a.run.dtype, bytes, "none");
-  const out = runScenario(scn, spec, silent);
-  if (out.kind === "hang") throw new Error(`${s.id} hung at ${bytes} B`);
-  const o = out.ops[0]!;
+  return sweepPoint({ file: s.id, json: a.scenario, flags: "" }, a.op, a.run.dtype, bytes, "none");
+}
+
+function pointRun(o: OpOutcome): PointRun {
   return { timeUs: o.row.timeUs, deviceUs: o.row.timeUs - o.fixedCost.totalPs / 1e6, features: o.fixedCost.features, algorithm: o.row.algorithm };
+}
+
+/** Run one point as the command runs it at that size (timing only). */
+export function runPoint(s: Series, bytes: number, spec: DeviceSpec): PointRun {
+  const out = runScenario(pointScenario(s, bytes), spec, silent);
+  if (out.kind === "hang") throw new Error(`${s.id} hung at ${bytes} B`);
+  return pointRun(out.ops[0]!);
+}
+
+const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
+
+/**
+ * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
+ * biggest first, the workers started once the points left would take a second), in order.
+ */
+function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number): ({ run: PointRun } | { error: string })[] {
+  const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
+  const inputs: SweepTask[] = [];
+  const at: number[] = [];
+  points.forEach((p, k) => {
+    try {
+      inputs.push({ scenario: pointScenario(p.s, p.bytes), spec, logLevel: "silent", unfolded: false });
+      at.push(k);
+    } catch (e) {
+      if (!(e instanceof CcsimError)) throw e;
+      out[k] = { error: e.render() };
+    }
+  });
+  const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
+  const results: SweepTaskResult[] = jobs > 1 && inputs.length >= 2 ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work) }) : inputs.map((t) => task(t));
+  results.forEach((r, i) => {
+    const k = at[i]!;
+    if (r.kind === "done") out[k] = { run: pointRun(r.outcome) };
+    else if (r.kind === "hang") out[k] = { error: `${points[k]!.s.id} hung at ${points[k]!.bytes} B` };
+    else out[k] = { error: (revive(r.error) as CcsimError).render() };
+  });
+  return out as ({ run: PointRun } | { error: string })[];
 }
 
 /** A device parameter the fit may move, with its bounds. */
@@ -175,29 +216,25 @@ export class Evaluator {
   constructor(
     readonly series: readonly Series[],
     readonly maxBytes = Number.MAX_SAFE_INTEGER,
+    /** Threads a trial's points run on (1: this one). */
+    readonly jobs = 1,
     readonly onTrial?: () => void,
   ) {}
 
   run(spec: DeviceSpec, only: readonly Series[] = this.series): Evaluated[] {
     // The fixed costs shift a run exactly: the device's share is simulated with none.
-    const device = withFixedCosts(spec, Object.fromEntries(FIXED_FIELDS(spec).map((f) => [f, 0])));
-    const key = JSON.stringify({ ...device, sources: undefined, ids: only.map((s) => s.id) });
+    const device = withLaunch(spec, 0);
+    const key = JSON.stringify({ ...device, host: undefined, sources: undefined, ids: only.map((s) => s.id) });
     let ev = this.cache.get(key);
     if (!ev) {
       this.trials++;
-      ev = [];
-      for (const s of only) {
-        for (const p of s.points) {
-          if (p.bytes > this.maxBytes) continue;
-          const base = { series: s.id, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: p.algorithm };
-          try {
-            ev.push({ ...base, run: runPoint(s, p.bytes, device) });
-          } catch (e) {
-            if (!(e instanceof CcsimError)) throw e;
-            ev.push({ ...base, run: undefined, error: e.render() });
-          }
-        }
-      }
+      const points = only.flatMap((s) => s.points.filter((p) => p.bytes <= this.maxBytes).map((p) => ({ s, p, bytes: p.bytes })));
+      const runs = runPoints(points, device, this.jobs);
+      ev = points.map(({ s, p }, k) => {
+        const base = { series: s.id, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: p.algorithm };
+        const r = runs[k]!;
+        return "run" in r ? { ...base, run: r.run } : { ...base, run: undefined, error: r.error };
+      });
       this.cache.set(key, ev);
       this.onTrial?.();
     }
@@ -302,7 +339,8 @@ export interface FitOptions {
   readonly maxBytes?: number;
   /** Coordinate-search rounds over the device parameters, each with half the last's step (default 6; 0: fixed costs only). */
   readonly rounds?: number;
-  readonly progress?: ((best: number, trials: number) => void) | undefined;
+  /** After each trial: the best cost so far, the trials run and those planned (an estimate: cached trials cost nothing). */
+  readonly progress?: ((best: number, trials: number, planned: number) => void) | undefined;
   /** The device parameters to search (default: deviceParams of the start). */
   readonly params?: readonly DeviceParam[];
   readonly evaluator?: Evaluator;
@@ -316,10 +354,12 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
     return { spec: fitted, cost: cost(ev.run(fitted, series)) };
   };
   const before = summarize(ev.run(start, series));
-  let best = score(start);
-  opts.progress?.(best.cost, ev.trials);
   const params = opts.params ?? deviceParams(start, series);
-  for (let round = 0; round < (opts.rounds ?? 6); round++) {
+  const rounds = opts.rounds ?? 6;
+  const planned = ev.trials + 1 + params.reduce((n, p) => n + (p.integer ? 3 * Math.min(2, rounds) : 4 * rounds), 0);
+  let best = score(start);
+  opts.progress?.(best.cost, ev.trials, planned);
+  for (let round = 0; round < rounds; round++) {
     // Steps shrink round by round: a factor of 2^(1/2), then 2^(1/4), ... down to 2^(1/64); counts
     // move by whole steps in the first two rounds.
     const step = 2 ** (0.5 / 2 ** round);
@@ -338,7 +378,7 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
           throw e;
         }
         if (r.cost < best.cost - 1e-9) best = r;
-        opts.progress?.(best.cost, ev.trials);
+        opts.progress?.(best.cost, ev.trials, planned);
       }
     }
   }
