@@ -51,6 +51,8 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
                             the preset's host.iterationPs is added (the host's launch of each
                             iteration, which a NEFF's loop otherwise amortizes); each pNN column
                             repeats the average (a simulated op takes the same time every iteration)
+  -I, -W                    in-NEFF iterations and warm-up: accepted, and said so; the time is a
+                            NEFF loop's average as without them (the host's launch amortized)
   -n, -w, -s/--hosts, --hosts-file, --non-interactive   accepted and ignored (a simulation has no
                             iterations, warm-up or hosts)
 ccsim's own:
@@ -202,10 +204,18 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
       case "-s":
       case "--hosts":
       case "--hosts-file":
-        ignored.push(`${t} ${value()}`);
+        ignored.push(`${t} ${value()} ignored (a simulation has no iterations, warm-up or hosts)`);
         break;
       case "--non-interactive":
-        ignored.push(t);
+        ignored.push(`${t} ignored (a simulation has no iterations, warm-up or hosts)`);
+        break;
+      case "-I":
+      case "--neff-iters":
+      case "-W":
+      case "--neff-warmup-iters":
+        // In-NEFF iterations: the host launches a NEFF once for many ops, so the per-iteration launch
+        // is amortized, as in the default timing (host.iterationPs counts only under -t / --stats).
+        ignored.push(`${t} ${intFlag(value(), t, 0)}: timed as a NEFF's loop, the host's launch amortized (as without it)`);
         break;
       default:
         if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
@@ -309,7 +319,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     out(JSON.stringify(a.scenario, null, 2) + "\n");
     return EXIT.OK;
   }
-  for (const f of a.ignored) err(`nccom: ${f} ignored (a simulation has no iterations, warm-up or hosts)\n`);
+  for (const f of a.ignored) err(`nccom: ${f}\n`);
   const label = a.run.scenario;
   const counts = a.counts;
   // A size the metadata's counts add up to runs them; another size splits evenly.

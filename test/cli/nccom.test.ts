@@ -97,4 +97,38 @@ describe("nccom-test's command line", () => {
     expect(r.err).toMatch(says);
     expect(r.err).not.toMatch(/\n\s+at /);
   });
+
+  it("-t / --stats time each iteration on its own: the preset's host.iterationPs is added, each percentile column repeats the average", () => {
+    const args = ["allg", "-r", "8", "-b", "1kb", "-e", "1kb", "-d", "fp32"];
+    const loop = run([...args, "--json"]);
+    const each = run([...args, "--stats", "avg", "p50", "p99", "--json"]);
+    const dt = JSON.parse(each.out).results[0].timeUs - JSON.parse(loop.out).results[0].timeUs;
+    expect(dt).toBeCloseTo(JSON.parse(readFileSync("devices/trn1.json", "utf8")).host.iterationPs / 1e6, 6);
+    const table = run([...args, "-t", "avg", "p50", "p99"]);
+    expect(table.out).toMatch(/time:avg\(us\)\s+time:p50\(us\)\s+time:p99\(us\)\s+algbw/);
+    expect(run([...args, "--stats", "p100"]).err).toMatch(/a percentile is p1 \.\.\. p99/);
+    expect(run([...args, "--link-stats"]).out).toMatch(/busiest link/);
+  });
+
+  it("runs the documented files as written: pairs and groups wrapped in one more list, allgv's metadata", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-nccom-doc-"));
+    const groups = join(dir, "groups.json");
+    writeFileSync(groups, JSON.stringify({ replica_groups: [[[0, 1, 2, 3], [4, 5, 6, 7]]] }));
+    expect(run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "--custom-replica-groups", groups]).code).toBe(EXIT.OK);
+    const permute = run(["-r", "8", "--custom-src-target-pairs", "calibration/logs/pairs.json", "permute", "--json"]);
+    expect(permute.code, permute.err).toBe(EXIT.OK);
+    const allgv = run(["allgv", "-r", "4", "-N", "1", "-b", "2048", "-e", "2048", "-d", "fp16", "--variable-size-op-metadata", "calibration/logs/allgv_metadata.json", "-c"]);
+    expect(allgv.code, allgv.err).toBe(EXIT.OK);
+    const bad = join(dir, "meta.json");
+    writeFileSync(bad, JSON.stringify({ metadata: [{ send_counts: [256], recv_counts: [256, 128, 256, 256] }] }));
+    expect(run(["allgv", "-r", "4", "-b", "2048", "-d", "fp16", "--variable-size-op-metadata", bad]).err).toMatch(/recv_counts must be empty or list every rank's send count/);
+    rmSync(dir, { recursive: true });
+  });
+
+  it("-I / -W and --show-input-output-size are accepted, each said on stderr", () => {
+    const r = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "-I", "10", "-W", "2", "--show-input-output-size"]);
+    expect(r.code).toBe(EXIT.OK);
+    expect(r.err).toMatch(/-I 10: timed as a NEFF's loop/);
+    expect(r.err).toMatch(/--show-input-output-size: the total_input_size/);
+  });
 });
