@@ -1,7 +1,8 @@
 // npm run calibrate: measured nccom-test tables against the simulator, run exactly as typed on the
 // presets as they ship; --fit and --cross-validate fit the presets' free parameters to them;
 // --from fits a preset to the user's own logs and writes it (src/fit/).
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { writeWhole as writeFile } from "./write.ts";
 import { basename, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
@@ -47,11 +48,9 @@ function movedLines(r: FitResult): string[] {
   return r.moved.map((m) => `  ${m.field}: ${m.from} -> ${m.to}`);
 }
 
-/** Write a file whole or not at all (a temporary file renamed over it). */
+/** Write a file whole or not at all, through links (src/cli/write.ts). */
 function writeWhole(file: string, text: string): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
+  writeFile(file, text, (m) => new LogError(file, 0, m));
 }
 
 /**

@@ -1,5 +1,4 @@
 // ccsim command line: npm run sim -- <scenario.json> [options]
-import { closeSync, openSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
@@ -10,6 +9,7 @@ import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTab
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "./args.ts";
+import { writeWhole } from "./write.ts";
 import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
@@ -93,29 +93,9 @@ output columns: size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) algor
 exit codes: 0 all checks pass, 1 bad input, 2 internal error, 3 a check failed, 4 the program hung
 `;
 
-/** Write a file whole or not at all. */
-/** Write `text` (a string, or pieces written one after another) to `file` whole or not at all. */
+/** Write `text` (a string, or pieces written one after another) to `file` whole or not at all (src/cli/write.ts). */
 function writeAtomic(file: string, text: string | Iterable<string>): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  try {
-    if (typeof text === "string") writeFileSync(tmp, text);
-    else {
-      const fd = openSync(tmp, "w");
-      try {
-        for (const piece of text) writeSync(fd, piece);
-      } finally {
-        closeSync(fd);
-      }
-    }
-    renameSync(tmp, file);
-  } catch (e) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // nothing was written
-    }
-    throw new UsageError(`cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
+  writeWhole(file, text, (m) => new UsageError(m));
 }
 
 function progressOn(err: (s: string) => void): ((done: number, total: number, events: number) => void) | undefined {
