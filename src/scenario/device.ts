@@ -183,6 +183,13 @@ function parseTopology(t: Reader, devices: number): Topology {
       if (!neighbours[n]?.includes(d)) rows[d]!.items()[i]!.fail("SCN1103", `link ${d}->${n} has no reverse link ${n}->${d}`);
     }),
   );
+  // Every device must reach every other over the links (a route is a path of them).
+  const seen = new Set([0]);
+  for (const queue = [0]; queue.length > 0; ) for (const n of neighbours[queue.shift()!]!) if (!seen.has(n)) seen.add(n), queue.push(n);
+  if (seen.size < devices) {
+    const lost = Array.from({ length: devices }, (_, d) => d).filter((d) => !seen.has(d));
+    t.get("neighbours").fail("SCN1103", `device ${lost[0]} cannot reach device 0 over the links${lost.length > 1 ? ` (nor can ${lost.length - 1} more)` : ""}: every device needs a path of links to every other`, lost[0]);
+  }
   const orderR = t.opt("routeOrder");
   const pod = podNodes === undefined ? {} : { podNodes };
   if (!orderR) return { kind, neighbours, ...pod };

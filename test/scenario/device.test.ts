@@ -31,6 +31,24 @@ describe("device presets", () => {
     expect(() => parseDeviceSpec("d.json", bad)).toThrow(/link 0->2 has no reverse link/);
     expect(() => parseDeviceSpec("d.json", { ...trn1, turbo: true })).toThrow(/unknown key "turbo"/);
   });
+
+  it("rejects devices the links do not connect (was an internal error at run time), naming one", () => {
+    const none = { ...trn1, topology: { kind: "table", neighbours: trn1.topology.neighbours.map(() => []) } };
+    expect(() => parseDeviceSpec("d.json", none)).toThrow(/device 1 cannot reach device 0 over the links \(nor can 14 more\)/);
+    // Two halves of the torus cut apart: rows 0-1 and rows 2-3 joined by no link.
+    const cut = structuredClone(trn1);
+    cut.topology = { kind: "table", neighbours: [[1, 4], [0, 5], [3, 6], [2, 7], [0, 5], [1, 4], [2, 7], [3, 6], [9, 12], [8, 13], [11, 14], [10, 15], [8, 13], [9, 12], [10, 15], [11, 14]] };
+    expect(() => parseDeviceSpec("d.json", cut)).toThrow(/device 2 cannot reach device 0/);
+  });
+
+  it("host costs: each needs a source, algorithm names are checked, and a cost is at most 10 ms", () => {
+    const h = { ...trn1, host: { ...trn1.host, syncPs: 5 } };
+    expect(() => parseDeviceSpec("d.json", h)).toThrow(/no source given for "host\.syncPs"/);
+    const a = { ...trn1, host: { ...trn1.host, algorithmPs: { warp: 1 } }, sources: { ...trn1.sources, "host.algorithmPs.warp": "x" } };
+    expect(() => parseDeviceSpec("d.json", a)).toThrow(/unknown algorithm "warp"/);
+    const big = { ...trn1, host: { ...trn1.host, countsPs: 10_000_000_001 } };
+    expect(() => parseDeviceSpec("d.json", big)).toThrow(/must be between 0 and 10000000000/);
+  });
 });
 
 describe("presets beyond trn1", () => {
