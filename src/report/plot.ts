@@ -31,7 +31,8 @@ function ticks(lo: number, hi: number, base: number): number[] {
 }
 
 function panel(series: readonly PlotSeries[], y0: number, title: string, value: (p: PlotPoint) => number, unit: string, xs: [number, number]): string {
-  const all = series.flatMap((s) => s.points.map(value)).filter((v) => v > 0);
+  // (Infinite bandwidth, bytes moved in no time, has no place on a log axis: left out.)
+  const all = series.flatMap((s) => s.points.map(value)).filter((v) => v > 0 && Number.isFinite(v));
   const lo = all.length ? Math.min(...all) : 1;
   const hi = all.length ? Math.max(...all) : 10;
   const ylo = 10 ** Math.floor(Math.log10(lo));
@@ -57,7 +58,7 @@ function panel(series: readonly PlotSeries[], y0: number, title: string, value: 
   const labels: { text: string; colour: string; ax: number; ay: number; y: number }[] = [];
   series.forEach((s, i) => {
     const c = COLOURS[i % COLOURS.length]!;
-    const pts = s.points.filter((p) => value(p) > 0);
+    const pts = s.points.filter((p) => value(p) > 0 && Number.isFinite(value(p)));
     if (pts.length === 0) return;
     const d = pts.map((p, k) => `${k ? "L" : "M"}${x(p.bytes).toFixed(1)},${y(value(p)).toFixed(1)}`).join(" ");
     parts.push(`<path data-series="${esc(s.label)}" d="${d}" fill="none" stroke="${c}" stroke-width="2"/>`);

@@ -27,18 +27,24 @@ export interface ResultRow {
 /** Throughput as nccom-test computes it: algbw = size / time (GB = 1e9 B), busbw = algbw x factor. */
 export function throughput(bytes: number, timePs: number, factor: number): { timeUs: number; algbwGBps: number; busbwGBps: number } {
   const timeUs = timePs / 1e6;
-  const algbwGBps = timePs > 0 ? (bytes * 1000) / timePs : 0;
+  // Bytes moved in no time (a preset with no rates and no costs) is infinite bandwidth, not none.
+  const algbwGBps = timePs > 0 ? (bytes * 1000) / timePs : bytes > 0 ? Number.POSITIVE_INFINITY : 0;
   return { timeUs, algbwGBps, busbwGBps: algbwGBps * factor };
+}
+
+/** A bandwidth as printed: two decimals, or "inf" (bytes moved in no simulated time). */
+export function bw(x: number): string {
+  return Number.isFinite(x) ? x.toFixed(2) : "inf";
 }
 
 const HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algorithm", "check"];
 
 export function formatTable(rows: readonly ResultRow[]): string {
-  const cells = rows.map((r) => [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2), r.algorithm, r.check]);
+  const cells = rows.map((r) => [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), bw(r.algbwGBps), bw(r.busbwGBps), r.algorithm, r.check]);
   const widths = HEADER.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: readonly string[]) => c.map((s, i) => (i === 2 || i >= 6 ? s.padEnd(widths[i]!) : s.padStart(widths[i]!))).join("  ").trimEnd();
   const avg = rows.length ? rows.reduce((n, r) => n + r.busbwGBps, 0) / rows.length : 0;
-  return [line(HEADER), ...cells.map(line), `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
+  return [line(HEADER), ...cells.map(line), `Avg bus bandwidth:\t${Number.isFinite(avg) ? avg.toFixed(4) : "inf"}GB/s`].join("\n") + "\n";
 }
 
 export function formatJson(scenario: string, rows: readonly ResultRow[], explain?: unknown, concurrent?: unknown): string {
@@ -70,7 +76,7 @@ export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: bool
   const algorithmAt = showAlgorithm ? header.length - 1 : -1;
   const ok = rows.filter((r) => !r.error);
   const cells = ok.map((r) => {
-    const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), ...percentiles.map(() => String(Math.round(r.timeUs))), r.algbwGBps.toFixed(2), r.busbwGBps.toFixed(2)];
+    const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), ...percentiles.map(() => String(Math.round(r.timeUs))), bw(r.algbwGBps), bw(r.busbwGBps)];
     return showAlgorithm ? [...c, r.algorithm] : c;
   });
   const failed = rows.filter((r) => r.error).map((r) => [String(r.bytes), String(r.count), r.dtype]);
@@ -79,7 +85,7 @@ export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: bool
   // A failed size keeps its place, its error in place of the figures.
   const lines = rows.map((r) => (r.error ? `${line([String(r.bytes), String(r.count), r.dtype.padEnd(widths[2]!)])}  error: ${r.error}` : line(cells[ok.indexOf(r)]!)));
   const avg = ok.length ? ok.reduce((n, r) => n + r.busbwGBps, 0) / ok.length : 0;
-  return [...notes.map((n) => `# ${n}`), line(header), ...lines, `Avg bus bandwidth:\t${avg.toFixed(4)}GB/s`].join("\n") + "\n";
+  return [...notes.map((n) => `# ${n}`), line(header), ...lines, `Avg bus bandwidth:\t${Number.isFinite(avg) ? avg.toFixed(4) : "inf"}GB/s`].join("\n") + "\n";
 }
 
 /** nccom-test's --report-to-json-file shape. */
@@ -124,7 +130,7 @@ export function formatConcurrent(c: ConcurrentReport): string {
 export function accuracyNote(spec: { readonly name: string; readonly sources: Readonly<Record<string, string>> }, acc: Readonly<Record<string, CalibrationAccuracy>>, launchGiven: boolean): string {
   const a = acc[spec.name];
   const launch = launchGiven ? "; --launch-us replaced its fixed costs" : "";
-  if (!a) return `# accuracy: ${spec.name} is not calibrated against measured tables (its numbers are the sources' in devices/${spec.name}.json)${launch}\n`;
+  if (!a) return `# accuracy: ${spec.name} is not calibrated against measured tables (its numbers are its preset's sources)${launch}\n`;
   const held = a.heldOut.points > 0 ? `, ${a.heldOut.geomeanErrorFactor.toFixed(2)}x on series left out of the fit` : ", no series left to hold out";
   return `# accuracy: ${spec.name} fitted on ${a.series.length} measured series (${a.inSample.points} points): error ${a.inSample.geomeanErrorFactor.toFixed(2)}x in-sample${held} (README: How accurate are the estimates)${launch}\n`;
 }

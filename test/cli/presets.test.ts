@@ -1,7 +1,7 @@
 // Preset paths: --devices names a folder of presets, --instance a preset name or a preset file.
 // Every wrong path is a clear exit 1 naming it, never a stack trace.
 import { describe, expect, it } from "vitest";
-import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EXIT } from "../../src/cli/sim.ts";
@@ -44,5 +44,18 @@ describe("preset paths", () => {
     const bad = runSim(["scenarios/ring8.json", "--instance", join(dir, "nothere.json")]);
     expect(bad.code).toBe(EXIT.BAD_INPUT);
     expect(bad.err).toMatch(/no device preset "nothere"/);
+  });
+
+  it("a preset with no rates and no costs moves bytes in no time: bandwidth prints inf, never 0.00", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-presets-"));
+    const j = JSON.parse(readFileSync("devices/ideal.json", "utf8"));
+    j.link.bytesPerSecond = 0;
+    j.link.latencyPs = 0;
+    writeFileSync(join(dir, "free.json"), JSON.stringify(j));
+    const r = runSim(["scenarios/ideal-ring4.json", "--check", "none", "--instance", join(dir, "free.json"), "-b", "1K", "-e", "4K", "--plot", join(dir, "p.svg")]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    expect(r.out).toMatch(/\n\s+1024\s+256\s+fp32\s+0\.00\s+inf\s+inf\n/);
+    expect(r.out).toMatch(/Avg bus bandwidth:\tinfGB\/s/);
+    expect(r.out).toMatch(/# accuracy: free is not calibrated against measured tables/);
   });
 });
