@@ -51,6 +51,7 @@ describe("preset paths", () => {
     const j = JSON.parse(readFileSync("devices/ideal.json", "utf8"));
     j.link.bytesPerSecond = 0;
     j.link.latencyPs = 0;
+    j.name = "free";
     writeFileSync(join(dir, "free.json"), JSON.stringify(j));
     const r = runSim(["scenarios/ideal-ring4.json", "--check", "none", "--instance", join(dir, "free.json"), "-b", "1K", "-e", "4K", "--plot", join(dir, "p.svg")]);
     expect(r.code, r.err).toBe(EXIT.OK);
