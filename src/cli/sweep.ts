@@ -1,4 +1,5 @@
 // Sweeps like nccom-test: one op (or each op of the scenario) over a range of sizes.
+import { UsageError } from "./args.ts";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { CheckMode, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
@@ -65,12 +66,19 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     : scn.ops.filter((o, i) => scn.ops.findIndex((p) => p.op === o.op) === i).map((o) => ({ ...o, ...(args.dtype ? { dtype: args.dtype } : {}) }));
   const notes: string[] = [];
   const plan = ops.flatMap((op) => {
-    const unit = dtypeSize(op.dtype) * (BLOCKED.includes(op.op) ? n : 1);
-    const sizes = [...new Set(sweepSizes({ min: sweep.min, max: sweep.max, ...(sweep.factor !== undefined ? { factor: sweep.factor } : {}), ...(sweep.step !== undefined ? { step: sweep.step } : {}) }).map((s) => Math.floor(s / unit) * unit))];
-    const skipped = sizes.filter((s) => s === 0).length;
-    if (skipped) notes.push(`${op.op} ${op.dtype}: sizes below ${unit} B (element size x ranks) skipped`);
+    const blocked = BLOCKED.includes(op.op);
+    const unit = dtypeSize(op.dtype) * (blocked ? n : 1);
+    const what = blocked ? `element size x ${n} ranks` : "one element";
+    const asked = sweepSizes({ min: sweep.min, max: sweep.max, ...(sweep.factor !== undefined ? { factor: sweep.factor } : {}), ...(sweep.step !== undefined ? { step: sweep.step } : {}) });
+    // A size that is not whole units runs rounded down, and says so (nccom-test's count column would show it).
+    const rounded = asked.filter((s) => s >= unit && s % unit !== 0);
+    if (rounded.length > 0) notes.push(`${op.op} ${op.dtype}: ${rounded.length} size(s) rounded down to whole ${unit} B (${what}): ${rounded.slice(0, 3).map((s) => `${s} -> ${Math.floor(s / unit) * unit}`).join(", ")}${rounded.length > 3 ? ", ..." : ""}`);
+    const sizes = [...new Set(asked.map((s) => Math.floor(s / unit) * unit))];
+    const skipped = asked.filter((s) => s < unit).length;
+    if (skipped) notes.push(`${op.op} ${op.dtype}: ${skipped} size(s) below ${unit} B (${what}) skipped`);
     return sizes.filter((s) => s > 0).map((bytes) => ({ ...op, bytes }));
   });
+  if (plan.length === 0) throw new UsageError(`no size to run: every size from ${sweep.min} B to ${sweep.max} B is below one unit of the op (${notes.join("; ")})`);
   const want: CheckMode = args.check ?? "none";
   const points: SweepPoint[] = [];
   let events = 0;

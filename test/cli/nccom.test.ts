@@ -131,4 +131,14 @@ describe("nccom-test's command line", () => {
     expect(r.err).toMatch(/-I 10: timed as a NEFF's loop/);
     expect(r.err).toMatch(/--show-input-output-size: the total_input_size/);
   });
+
+  it("a size below one unit of the op is skipped and said; a sweep with none left is exit 1; a rounded size is said", () => {
+    const none = run(["allr", "-r", "8", "-b", "1", "-e", "1", "-d", "bf16"]);
+    expect(none.code).toBe(EXIT.BAD_INPUT);
+    expect(none.err).toMatch(/no size to run: .*all-reduce bf16: 1 size\(s\) below 2 B \(one element\) skipped/);
+    const ag = run(["allg", "-r", "8", "-b", "12", "-e", "12", "-d", "uint8"]);
+    expect(ag.code).toBe(EXIT.OK);
+    expect(ag.err).toMatch(/all-gather uint8: 1 size\(s\) rounded down to whole 8 B \(element size x 8 ranks\): 12 -> 8/);
+    expect(run(["allr", "-r", "8", "-b", "6", "-e", "6", "-d", "fp32"]).err).toMatch(/rounded down to whole 4 B \(one element\): 6 -> 4/);
+  });
 });
