@@ -16,6 +16,10 @@ export const MAX_DEVICES = 32;
 export const MAX_COST_PS = 1_000_000_000;
 /** The runtime's host-side costs per collective (topsp.launchPs, host.*): at most 10 ms each. */
 export const MAX_HOST_COST_PS = 10_000_000_000;
+/** A ring chunk: at most 1 GiB (a chunk times ranks, channels and slots stays an exact integer). */
+export const MAX_CHUNK_BYTES = 2 ** 30;
+/** The algorithms' size windows, per rank: at most 1 TiB. */
+export const MAX_WINDOW_BYTES = 2 ** 40;
 /** Byte rates: 0 (unlimited, the ideal machines) or from 100 MB/s to 1 PB/s. */
 export const MIN_RATE = 100_000_000;
 export const MAX_RATE = 1_000_000_000_000_000;
@@ -80,7 +84,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const hbm = section("hbm", ["bytesPerSecond"] as const, (_k, f) => rate(f));
   const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (k, f) => (k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS)));
   const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>
-    k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64),
+    k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64, MAX_CHUNK_BYTES),
   );
   const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS))) : undefined;
   const collectives = parseCollectives(r.get("collectives"));
@@ -151,11 +155,11 @@ function parseCollectives(c: Reader): DeviceSpec["collectives"] {
   return {
     supportedAlgorithms: supported,
     virtualCoreSize: c.get("virtualCoreSize").int(1, 2),
-    meshMaxBytes: c.get("meshMaxBytes").int(0),
-    meshMaxBytesTwoRanks: c.get("meshMaxBytesTwoRanks").int(0),
+    meshMaxBytes: c.get("meshMaxBytes").int(0, MAX_WINDOW_BYTES),
+    meshMaxBytesTwoRanks: c.get("meshMaxBytesTwoRanks").int(0, MAX_WINDOW_BYTES),
     cceReducePacketBytes: sizes,
-    rdhMinBytes: c.opt("rdhMinBytes")?.int(0) ?? 0,
-    rdhMaxBytes: c.opt("rdhMaxBytes")?.int(0) ?? Number.MAX_SAFE_INTEGER,
+    rdhMinBytes: c.opt("rdhMinBytes")?.int(0, MAX_WINDOW_BYTES) ?? 0,
+    rdhMaxBytes: c.opt("rdhMaxBytes")?.int(0, MAX_WINDOW_BYTES) ?? Number.MAX_SAFE_INTEGER,
     meshFolds: c.opt("meshFolds")?.int(1, 32) ?? 1,
     permuteChannels: c.opt("permuteChannels")?.int(1, 32),
   };

@@ -3,6 +3,7 @@ import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
 import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, TIMINGS, HIER_INTER, HIER_INTRA, SCENARIO_OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import { Reader } from "./reader.ts";
+import { MAX_CHUNK_BYTES } from "./device.ts";
 
 const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "concurrent", "timing", "ops", "rankOverrides", "faults"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
@@ -55,7 +56,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
     slices: hierR?.opt("slices")?.int(1, 16) ?? 1,
   };
   const channels = r.opt("channels")?.int(1, 32);
-  const chunkBytes = r.opt("chunkBytes")?.int(64);
+  const chunkBytes = r.opt("chunkBytes")?.int(64, MAX_CHUNK_BYTES);
   const seed = r.opt("seed")?.int(0) ?? 1;
   const check = r.opt("check")?.oneOf(["values", "symbolic", "none"] as const) ?? "values";
   const races = r.opt("races")?.boolean() ?? true;

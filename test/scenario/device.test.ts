@@ -41,6 +41,15 @@ describe("device presets", () => {
     expect(() => parseDeviceSpec("d.json", cut)).toThrow(/device 2 cannot reach device 0/);
   });
 
+  it("sizes have maxima that keep the arithmetic exact, and the error names the field", () => {
+    const big = structuredClone(trn1);
+    big.ring.chunkBytes = 2 ** 53 - 1;
+    expect(() => parseDeviceSpec("d.json", big)).toThrow(/must be between 64 and 1073741824/);
+    const w = structuredClone(trn1);
+    w.collectives.meshMaxBytes = 2 ** 50;
+    expect(() => parseDeviceSpec("d.json", w)).toThrow(/must be between 0 and 1099511627776/);
+  });
+
   it("host costs: each needs a source, algorithm names are checked, and a cost is at most 10 ms", () => {
     const h = { ...trn1, host: { ...trn1.host, syncPs: 5 } };
     expect(() => parseDeviceSpec("d.json", h)).toThrow(/no source given for "host\.syncPs"/);
