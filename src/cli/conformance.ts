@@ -71,11 +71,13 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     err(`conformance: ${(e as Error).message}\n`);
     return 1;
   }
-  const list = generateCases(seed, cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, knobs, ...(presets.length > 0 ? { presets } : {}) }, specs);
+  // Cases are drawn one after another from one seeded stream: case ID is the same whether ID + 1
+  // cases are drawn or all of them, so --dump draws no more than it prints.
+  const list = generateCases(seed, dump !== undefined ? Math.min(cases, dump + 1) : cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, knobs, ...(presets.length > 0 ? { presets } : {}) }, specs);
   if (dump !== undefined) {
     const c = list[dump];
     if (!c) {
-      err(`conformance: no case ${dump} (${list.length} cases)\n`);
+      err(`conformance: no case ${dump} (${cases} cases)\n`);
       return 1;
     }
     out(JSON.stringify(c.scenario, null, 2) + "\n");

@@ -59,4 +59,16 @@ describe("npm run conformance --verbose", () => {
     const noTime = (ls: string[]) => ls.join("").replace(/, [\d.]+ s\n/, "\n");
     expect(noTime(one)).toBe(noTime(two));
   });
+
+  it("--dump ID draws ID + 1 cases, not --cases of them: the same scenario either way, at once", () => {
+    const dumped = (cases: string) => {
+      let out = "";
+      expect(main(["--cases", cases, "--dump", "3"], (s) => (out += s), () => {})).toBe(0);
+      return out;
+    };
+    expect(dumped("1000000000")).toBe(dumped("4"));
+    let err = "";
+    expect(main(["--cases", "3", "--dump", "3"], () => {}, (s) => (err += s))).toBe(1);
+    expect(err).toMatch(/no case 3 \(3 cases\)/);
+  });
 });
