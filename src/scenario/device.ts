@@ -16,6 +16,8 @@ export const MAX_DEVICES = 32;
 export const MAX_COST_PS = 1_000_000_000;
 /** The runtime's host-side costs per collective (topsp.launchPs, host.*): at most 10 ms each. */
 export const MAX_HOST_COST_PS = 10_000_000_000;
+/** Receive slots of a ring channel: at least three (see the ring section's check). */
+export const MIN_RING_SLOTS = 3;
 /** A ring chunk: at most 1 GiB (a chunk times ranks, channels and slots stays an exact integer). */
 export const MAX_CHUNK_BYTES = 2 ** 30;
 /** The algorithms' size windows, per rank: at most 1 TiB. */
@@ -83,7 +85,11 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   if (dma.enginesPerCore * coresPerDevice > 256) r.get("dma").get("enginesPerCore").fail("SCN1101", "engines per device must be at most 256 (the DMA register map)");
   const hbm = section("hbm", ["bytesPerSecond"] as const, (_k, f) => rate(f));
   const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (k, f) => (k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS)));
+  // A ring step sends both halves of its first piece before it receives, and returns a credit to its
+  // previous rank only with its next send: with two slots every rank waits for a third credit that no
+  // rank can return (exit 4). Three slots is the least that always runs.
   const ring = section("ring", ["foldN", "chunkBytes", "bufferSlots", "defaultChannels"] as const, (k, f) =>
+    k === "bufferSlots" && typeof f.value === "number" && f.value < MIN_RING_SLOTS ? f.fail("SCN1005", `must be at least ${MIN_RING_SLOTS}: a ring step sends both halves of its first piece before it receives and returns a credit only with its next send, so with ${f.value} slot(s) every rank of a ring waits for a credit no rank can return (the program deadlocks)`) :
     k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64, MAX_CHUNK_BYTES),
   );
   const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS))) : undefined;
