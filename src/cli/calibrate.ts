@@ -97,10 +97,13 @@ within ±10 % and ±25 % and the geometric-mean error factor exp(mean |ln(simula
   --series ID        only this series (a log's file name without .log); repeatable
   --fit              fit each preset's free parameters on its series from the shipped preset and
                      print what moved, with the error before and after (writes nothing)
-  --cross-validate   per preset, refit with each series held out in turn (fixed costs no other
-                     series exercises start at 0) and print the held-out error per series and
-                     overall, beside the in-sample figure
+  --cross-validate   per preset, refit with each series held out in turn (its fixed costs in closed
+                     form, those no other series exercises at 0; its device parameters as shipped
+                     unless --cv-rounds) and print the held-out error per series and overall,
+                     beside the in-sample figure
   --write            with --fit: write each fitted preset over its file in devices/
+  --cv-rounds N      device-search rounds of each held-out refit (default 0: the held-out refits move the
+                     fixed costs only, from the device parameters of the preset or the fit)
   -j, --jobs N       threads a trial's points run on (default: this machine's cores)
   --params F,F       with --fit or --from: search only these device parameters (e.g. ring.defaultChannels)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
@@ -131,13 +134,14 @@ interface Opts {
   instance: string;
   out: string | undefined;
   rounds: number;
+  cvRounds: number;
   write: boolean;
   jobs: number;
   params: string[] | undefined;
 }
 
 function parse(argv: readonly string[]): Opts | "help" {
-  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, write: false, jobs: defaultJobs(), params: undefined };
+  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, cvRounds: 0, write: false, jobs: defaultJobs(), params: undefined };
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = (): string => {
@@ -162,7 +166,11 @@ function parse(argv: readonly string[]): Opts | "help" {
     else if (t === "--command") o.command = value();
     else if (t === "--instance") o.instance = value();
     else if (t === "--out") o.out = value();
-    else if (t === "--rounds") {
+    else if (t === "--cv-rounds") {
+      const v = value();
+      o.cvRounds = Number(v);
+      if (!Number.isInteger(o.cvRounds) || o.cvRounds < 0 || o.cvRounds > 20) throw new Error(`--cv-rounds ${v}: a whole number 0 ... 20`);
+    } else if (t === "--rounds") {
       const v = value();
       o.rounds = Number(v);
       if (!Number.isInteger(o.rounds) || o.rounds < 0 || o.rounds > 20) throw new Error(`--rounds ${v}: a whole number 0 ... 20`);
@@ -275,7 +283,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       }
       if (o.cv) {
         const t0 = Date.now();
-        const held = crossValidate(spec, mine, { rounds: o.rounds, evaluator: ev, progress: progress(err, `cross-validate ${inst}`) });
+        const held = crossValidate(spec, mine, { rounds: o.cvRounds, evaluator: ev, progress: progress(err, `cross-validate ${inst}`) });
         if (process.stderr.isTTY) err("\n");
         const allHeld = held.flatMap((h) => h.evaluated);
         lines.push(`${inst} cross-validated (${((Date.now() - t0) / 1000).toFixed(1)} s): held out ${fmtSummary(summarize(allHeld))}; in-sample ${fmtSummary(sm)}`);
@@ -340,7 +348,9 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   if (process.stderr.isTTY) err("\n");
   const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${((Date.now() - t0) / 1000).toFixed(1)} s)`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...movedLines(r)];
   if (series.length > 1) {
-    const held = crossValidate(start, series, { rounds: o.rounds, evaluator: ev, ...(params ? { params } : {}) });
+    // Held out: each series left out, the others refit from the fit's device parameters (fixed costs
+    // in closed form; --cv-rounds searches the device parameters again too).
+    const held = crossValidate(o.cvRounds > 0 ? start : r.spec, series, { rounds: o.cvRounds, evaluator: ev, ...(params ? { params } : {}) });
     lines.push(`  held out: ${fmtSummary(summarize(held.flatMap((h) => h.evaluated)))}`);
     for (const h of held) lines.push(`    ${h.series}: ${fmtSummary(h.summary)}`);
   }
