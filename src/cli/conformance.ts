@@ -17,6 +17,8 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
   --jobs N           threads (default: this machine's cores: this one and N - 1 workers); counts do not depend on it
   --knobs            also vary channels, priority classes and a second op on another stream
+  --vary-presets     also vary each case's preset: ring channels, receive slots, chunk and folds
+                     (within the validator's bounds; --dump then names the changes on stderr)
   --verbose          one line per case (on one thread, as each case ends)
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
 
@@ -33,6 +35,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let maxChecked = 64 << 20;
   let verbose = false;
   let knobs = false;
+  let varyPresets = false;
   let jobs = defaultJobs();
   let dump: number | undefined;
   const presets: string[] = [];
@@ -56,6 +59,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (flag === "--preset") presets.push(next());
       else if (flag === "--verbose") verbose = true;
       else if (flag === "--knobs") knobs = true;
+      else if (flag === "--vary-presets") varyPresets = true;
       else if (flag === "--jobs") jobs = positive(next(), flag);
       else if (flag === "--dump") dump = positive(next(), flag, 0);
       else throw new Error(`unknown flag ${flag}`);
@@ -73,7 +77,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   // Cases are drawn one after another from one seeded stream: case ID is the same whether ID + 1
   // cases are drawn or all of them, so --dump draws no more than it prints.
-  const list = generateCases(seed, dump !== undefined ? Math.min(cases, dump + 1) : cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, knobs, ...(presets.length > 0 ? { presets } : {}) }, specs);
+  const list = generateCases(seed, dump !== undefined ? Math.min(cases, dump + 1) : cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, knobs, varyPresets, ...(presets.length > 0 ? { presets } : {}) }, specs);
   if (dump !== undefined) {
     const c = list[dump];
     if (!c) {
@@ -81,6 +85,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       return 1;
     }
     out(JSON.stringify(c.scenario, null, 2) + "\n");
+    if (c.preset) err(`conformance: case ${dump} runs ${c.scenario["instance"]} with ${JSON.stringify(c.preset)} (copy the preset, change those fields, and run with --devices or --instance)\n`);
     return 0;
   }
   const counts = new Map<string, Map<string, number>>();

@@ -6,8 +6,8 @@ import pino from "pino";
 import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { ALGORITHMS, SCENARIO_OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
-import { parseScenario } from "../scenario/index.ts";
-import { loadDevice } from "./load.ts";
+import { parseDeviceSpec, parseScenario } from "../scenario/index.ts";
+import { loadDevice, loadDeviceJson } from "./load.ts";
 import { mismatchText, runScenario } from "./pipeline.ts";
 
 /** Presets the matrix draws from (the instance presets; the ideal machines are for closed forms). */
@@ -26,6 +26,8 @@ export interface ConformanceCase {
   readonly scenario: Record<string, unknown>;
   /** One line describing the case. */
   readonly label: string;
+  /** --vary-presets: preset fields the case changes (section -> key -> value), each within the validator's bounds. */
+  readonly preset?: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 export type CaseOutcome =
@@ -42,6 +44,8 @@ export interface GenerateOptions {
   readonly presets?: readonly string[];
   /** Also vary channels, priority classes and a second op on another stream (a separate random stream: the other draws stay as they are). */
   readonly knobs?: boolean;
+  /** Also vary the preset's ring channels, receive slots, chunk and folds (a separate random stream as well). */
+  readonly varyPresets?: boolean;
 }
 
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
@@ -134,8 +138,16 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
         if (k() < 0.5) scenario["concurrent"] = true;
       }
     }
+    let preset: ConformanceCase["preset"];
+    if (opts.varyPresets) {
+      // Combinations no single-knob test reaches (8 channels with 2 slots deadlocked every ring).
+      const v = seedrandom(`conformance/${seed}/presets/${id}`);
+      const vint = (lo: number, hi: number) => lo + Math.floor(v() * (hi - lo + 1));
+      preset = { ring: { defaultChannels: vint(1, 8), bufferSlots: vint(3, 8), chunkBytes: [4096, 65536, 262144, 1048576][vint(0, 3)]!, foldN: vint(1, 4) } };
+    }
     const shape = groups.length === 1 ? "1 group" : `${groups.length} groups (${groups.map((g) => g.length).join("+")})`;
-    cases.push({ id, scenario, label: `${instance} ${ranks} ranks (${nodes} node(s) x ${rpd}/device), ${shape}, ${op} ${bytes} B ${dtype}, ${algorithm}` });
+    const varied = preset ? `, ring ${Object.entries(preset["ring"]!).map(([k, x]) => `${k} ${x}`).join(" ")}` : "";
+    cases.push({ id, scenario, label: `${instance}${varied} ${ranks} ranks (${nodes} node(s) x ${rpd}/device), ${shape}, ${op} ${bytes} B ${dtype}, ${algorithm}`, ...(preset ? { preset } : {}) });
   }
   return cases;
 }
@@ -185,7 +197,7 @@ const silent = pino({ level: "silent" });
 export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
   try {
     const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
-    const spec = loadDevice(scn.instance, devicesDir);
+    const spec = c.preset ? variedPreset(scn.instance, c.preset, devicesDir) : loadDevice(scn.instance, devicesDir);
     const out = runScenario(scn, spec, silent);
     if (out.kind === "hang") return { kind: "fail", code: "hang", message: `op ${out.op} hung` };
     const broken = out.ops.find((o) => o.violations.length > 0);
@@ -204,6 +216,13 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
     }
     return { kind: "fail", code: "internal", message: (e as Error).stack ?? String(e) };
   }
+}
+
+/** A preset with a case's fields changed, validated as a file is. */
+export function variedPreset(instance: string, fields: NonNullable<ConformanceCase["preset"]>, devicesDir?: string): DeviceSpec {
+  const json = loadDeviceJson(instance, devicesDir);
+  for (const [section, kv] of Object.entries(fields)) json[section] = { ...(json[section] as Record<string, unknown>), ...kv };
+  return parseDeviceSpec(`${instance}.json (varied: ${JSON.stringify(fields)})`, json);
 }
 
 /** Every preset the matrix uses, loaded once. */

@@ -53,6 +53,13 @@ export function loadDevice(instance: string, dir = DEFAULT_DEVICES_DIR, scenario
   return parseDeviceSpec(file, parseJson(file, readText(file)));
 }
 
+/** A preset's JSON as its file holds it (after loadDevice found it valid: for variations of it). */
+export function loadDeviceJson(instance: string, dir = DEFAULT_DEVICES_DIR): Record<string, unknown> {
+  loadDevice(instance, dir);
+  const file = join(dir, `${instance}.json`);
+  return parseJson(file, readText(file)) as Record<string, unknown>;
+}
+
 /**
  * An --instance value: a preset name (looked up in `dir`), or a preset file (a path ending in
  * .json), which stands for the preset named by its file name in its own folder.

@@ -71,4 +71,17 @@ describe("npm run conformance --verbose", () => {
     expect(main(["--cases", "3", "--dump", "3"], () => {}, (s) => (err += s))).toBe(1);
     expect(err).toMatch(/no case 3 \(3 cases\)/);
   });
+
+  it("--vary-presets: cases vary the preset's ring (within the validator's bounds) and none fails", () => {
+    const specs = loadPresets();
+    const list = generateCases(7, 16, { maxBytes: 64 << 10, maxCheckedPayload: 1 << 20, varyPresets: true }, specs);
+    const plain = generateCases(7, 16, { maxBytes: 64 << 10, maxCheckedPayload: 1 << 20 }, specs);
+    // A separate random stream: the scenarios are the same cases, the presets vary.
+    expect(list.map((c) => c.scenario)).toEqual(plain.map((c) => c.scenario));
+    for (const c of list) {
+      expect(c.preset?.["ring"]?.["bufferSlots"]).toBeGreaterThanOrEqual(3);
+      const o = runCase(c);
+      expect(o.kind, `${c.label}: ${o.kind === "pass" ? "" : o.message}`).not.toBe("fail");
+    }
+  });
 });
