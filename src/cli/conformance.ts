@@ -5,13 +5,16 @@ import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type Ca
 import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "./sizes.ts";
 
+/** The largest op a conformance case may draw. */
+const MAX_CASE_BYTES = 16 * 2 ** 30;
+
 const HELP = `ccsim conformance: run seeded random legal configurations and count the outcomes
 
 usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-checked SIZE] [--preset NAME]... [--verbose]
 
   --cases N          how many configurations (default 200)
   --seed S           generator seed (default 1); the same seed gives the same cases
-  --max-bytes SIZE   largest op size (default 4M; units as in sweeps: 64K, 1G)
+  --max-bytes SIZE   largest op size (default 4M, at most 16G; units as in sweeps: 64K, 1G)
   --min-bytes SIZE   smallest op size (default one element)
   --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); symbolically above
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
@@ -61,12 +64,22 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (flag === "--knobs") knobs = true;
       else if (flag === "--vary-presets") varyPresets = true;
       else if (flag === "--jobs") jobs = positive(next(), flag);
+      else if (flag === "-j") jobs = positive(next(), flag);
       else if (flag === "--dump") dump = positive(next(), flag, 0);
       else throw new Error(`unknown flag ${flag}`);
     } catch (e) {
       err(`conformance: ${(e as Error).message}\n(try --help)\n`);
       return 1;
     }
+  }
+  // A band that holds no size, or sizes no preset can hold (the largest HBM here is 96 GiB a device), are refused before any work.
+  if (minBytes > maxBytes) {
+    err(`conformance: --min-bytes ${minBytes} is above --max-bytes ${maxBytes}: no size lies between them\n`);
+    return 1;
+  }
+  if (maxBytes > MAX_CASE_BYTES) {
+    err(`conformance: --max-bytes ${maxBytes}: at most ${MAX_CASE_BYTES} B (16 GiB) a case (a case of that much runs for minutes; scale has the bench of its own)\n`);
+    return 1;
   }
   let specs;
   try {

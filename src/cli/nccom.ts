@@ -53,8 +53,11 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
                             repeats the average (a simulated op takes the same time every iteration)
   -I, -W                    in-NEFF iterations and warm-up: accepted, and said so; the time is a
                             NEFF loop's average as without them (the host's launch amortized)
-  -n, -w, -s/--hosts, --hosts-file, --non-interactive   accepted and ignored (a simulation has no
-                            iterations, warm-up or hosts)
+  -n, -w, -s/--hosts, --hosts-file, --non-interactive, --debug, -S/--slurm-mode, --slurm-job-id,
+  --vcpu-pin-mode, --data-collector-port, --data-collector-host
+                            accepted and ignored, each said on stderr (a simulation has no
+                            iterations, warm-up, hosts or processes)
+  a flag that takes a value may be given once (-r 8 -r 16 is refused)
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold,
@@ -117,7 +120,23 @@ function readJsonFile(file: string, flag: string): unknown {
 }
 
 /** Parse nccom-test's flags into a scenario and the run flags. */
+/** Flags that take one value and may be given once, with their aliases. */
+const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
+
+/** A flag given twice (or with its alias) is refused: nccom-test would take one of them, silently. */
+export function checkOnce(argv: readonly string[]): void {
+  const seen = new Map<number, string>();
+  for (const t of argv) {
+    const k = ONCE.findIndex((g) => g.includes(t));
+    if (k < 0) continue;
+    const before = seen.get(k);
+    if (before !== undefined) throw new UsageError(`${t} given twice (${before === t ? t : `${before} and ${t}`}): give it once`);
+    seen.set(k, t);
+  }
+}
+
 export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, devicesDir = DEFAULT_DEVICES_DIR): NccomArgs | "help" {
+  checkOnce(argv);
   const run: Args = { ...defaultArgs(), devices: devicesDir };
   const range: RangeFlags = {};
   let opName: string | undefined;
@@ -208,6 +227,17 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
         break;
       case "--non-interactive":
         ignored.push(`${t} ignored (a simulation has no iterations, warm-up or hosts)`);
+        break;
+      case "--debug":
+      case "-S":
+      case "--slurm-mode":
+        ignored.push(`${t} ignored (a simulation runs no hosts or processes to debug or place)`);
+        break;
+      case "--slurm-job-id":
+      case "--vcpu-pin-mode":
+      case "--data-collector-port":
+      case "--data-collector-host":
+        ignored.push(`${t} ${value()} ignored (a simulation runs no hosts or processes to debug or place)`);
         break;
       case "-I":
       case "--neff-iters":

@@ -64,7 +64,8 @@ export function seriesOf(log: MeasuredLog, instance: string, id: string, devices
   if (log.tables.length > 1) throw new LogError(log.file, log.tables[1]![0]!.line, "several tables (--streams-json runs): one table a log for calibration");
   let parsed: ReturnType<typeof parseNccomArgs>;
   try {
-    parsed = parseNccomArgs([...argv, "--instance", instance], {}, devicesDir);
+    // (The series runs on `instance`: an --instance in the log's command gives way to it.)
+    parsed = parseNccomArgs([...argv.filter((t, i) => t !== "--instance" && argv[i - 1] !== "--instance"), "--instance", instance], {}, devicesDir);
   } catch (e) {
     if (e instanceof CcsimError || e instanceof Error) throw new LogError(log.file, 1, `the command line does not run here: ${e instanceof CcsimError ? e.render() : e.message}`, log.argv.join(" "));
     throw e;
@@ -94,9 +95,20 @@ export interface PointRun {
   readonly algorithm: string;
 }
 
+/** A command line without its size range and preset (a point runs at one size, on the series' preset). */
+function withoutRange(argv: readonly string[]): string[] {
+  const drop = new Set(["-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes", "--instance"]);
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (drop.has(argv[i]!)) i++;
+    else out.push(argv[i]!);
+  }
+  return out;
+}
+
 /** A point's scenario: the command at that size, timing only. */
 export function pointScenario(s: Series, bytes: number): Scenario {
-  const a = parseNccomArgs([...s.argv, "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], {}, s.devicesDir);
+  const a = parseNccomArgs([...withoutRange(s.argv), "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], {}, s.devicesDir);
   if (a === "help") throw new Error("help");
   return sweepPoint({ file: s.id, json: a.scenario, flags: "" }, a.op, a.run.dtype, bytes, "none");
 }

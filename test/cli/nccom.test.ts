@@ -141,4 +141,14 @@ describe("nccom-test's command line", () => {
     expect(ag.err).toMatch(/all-gather uint8: 1 size\(s\) rounded down to whole 8 B \(element size x 8 ranks\): 12 -> 8/);
     expect(run(["allr", "-r", "8", "-b", "6", "-e", "6", "-d", "fp32"]).err).toMatch(/rounded down to whole 4 B \(one element\): 6 -> 4/);
   });
+
+  it("a flag given twice, or with its alias, is refused; host and placement flags are accepted and said", () => {
+    expect(run(["allr", "-r", "8", "-r", "16"]).err).toMatch(/-r given twice \(-r\): give it once/);
+    expect(run(["allr", "--nworkers", "8", "-r", "16"]).code).toBe(EXIT.BAD_INPUT);
+    expect(run(["allr", "-r", "8", "-b", "1K", "--minbytes", "2K"]).err).toMatch(/--minbytes given twice \(-b and --minbytes\)/);
+    const r = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "--debug", "-S", "--slurm-job-id", "7", "--vcpu-pin-mode", "x"]);
+    expect(r.code).toBe(EXIT.OK);
+    expect(r.err).toMatch(/--slurm-job-id 7 ignored/);
+    expect(r.err).toMatch(/--debug ignored/);
+  });
 });

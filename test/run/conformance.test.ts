@@ -84,4 +84,12 @@ describe("npm run conformance --verbose", () => {
       expect(o.kind, `${c.label}: ${o.kind === "pass" ? "" : o.message}`).not.toBe("fail");
     }
   });
+
+  it("a size band that holds nothing, or beyond any preset, is refused before any work", () => {
+    let err = "";
+    expect(main(["--cases", "3", "--min-bytes", "1M", "--max-bytes", "1K"], () => {}, (s) => (err += s))).toBe(1);
+    expect(err).toMatch(/--min-bytes 1048576 is above --max-bytes 1024/);
+    expect(main(["--cases", "3", "--max-bytes", "99999999999999"], () => {}, (s) => (err += s))).toBe(1);
+    expect(err).toMatch(/at most 17179869184 B/);
+  });
 });
