@@ -26,7 +26,8 @@ export function publishedSeries(manifest = MANIFEST): Series[] {
   });
 }
 
-const fmtSummary = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}, worst ${(100 * s.worst).toFixed(1)} %`;
+const fmtSummary = (s: ErrorSummary) => (s.points === 0 ? "no points (one series: none to hold out)" : s.points === s.failed ? `${s.points} points, all failed` : fmtRan(s));
+const fmtRan = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}, worst ${(100 * s.worst).toFixed(1)} %`;
 
 function pointLines(series: readonly Series[], ev: readonly Evaluated[]): string[] {
   const lines: string[] = [];
@@ -214,18 +215,19 @@ export interface Accuracy {
 
 function accuracyMarkdown(acc: Accuracy): string {
   const lines = [
-    "Written by `npm run calibrate -- --cross-validate --write-accuracy` (do not edit by hand). Each published",
-    "series runs exactly as typed on the preset it belongs to. *In-sample*: the preset as shipped, fitted on",
-    "every series. *Held out*: the preset refitted without that series (fixed costs no other series exercises",
-    "start at 0), scored on it: what to expect of a command line unlike any published one. Error factor =",
-    "exp(mean |ln(simulated / published)|).",
+    "Written by `npm run calibrate -- --cross-validate --write-accuracy` (do not edit by hand; points up to",
+    "--max-bytes where given). Each published series runs exactly as typed on the preset it belongs to.",
+    "*In-sample*: the preset as shipped, fitted on every series. *Held out*: the preset's fixed costs refitted",
+    "without that series (those no other series exercises at 0; device parameters as shipped), scored on it:",
+    "what to expect of a command line unlike any published one. Error factor = exp(mean |ln(simulated / published)|).",
     "",
     "| preset | series | points | in-sample: within ±25 % | error factor | held out: within ±25 % | error factor |",
     "|---|---|---|---|---|---|---|",
   ];
   for (const [inst, a] of Object.entries(acc)) {
-    for (const p of a.perSeries) lines.push(`| ${inst} | ${p.series} | ${p.inSample.points} | ${p.inSample.within25} | ${p.inSample.geomeanErrorFactor.toFixed(2)} | ${p.heldOut.within25} | ${p.heldOut.geomeanErrorFactor.toFixed(2)} |`);
-    lines.push(`| **${inst}** | all | ${a.inSample.points} | ${a.inSample.within25} | ${a.inSample.geomeanErrorFactor.toFixed(2)} | ${a.heldOut.within25} | ${a.heldOut.geomeanErrorFactor.toFixed(2)} |`);
+    const held = (h: ErrorSummary) => (h.points === 0 ? "- | - (one series: none to hold out)" : `${h.within25} | ${h.geomeanErrorFactor.toFixed(2)}`);
+    for (const p of a.perSeries) lines.push(`| ${inst} | ${p.series} | ${p.inSample.points} | ${p.inSample.within25} | ${p.inSample.geomeanErrorFactor.toFixed(2)} | ${held(p.heldOut)} |`);
+    lines.push(`| **${inst}** | all | ${a.inSample.points} | ${a.inSample.within25} | ${a.inSample.geomeanErrorFactor.toFixed(2)} | ${held(a.heldOut)} |`);
   }
   return lines.join("\n");
 }
