@@ -47,6 +47,8 @@ options:
                        runs without it, warned)
   --seed N             override the scenario's seed (input values)
   -r, --nworkers N     run on N ranks (one replica group of all of them)
+  --instance P         run on preset P instead of the scenario's: a name in --devices, or a preset
+                       file (FILE.json)
   --stats              after the results: per-link bytes and busy fraction, the busiest link,
                        per-engine busy fraction, per-device HBM bytes
   --trace FILE         write a Chrome / Perfetto trace (open in ui.perfetto.dev): TopSP cores
