@@ -7,7 +7,6 @@
 //   point again, searched coordinate by coordinate within bounds around the starting preset.
 // Cross-validation refits with each series held out and scores the held-out series.
 import { dirname, isAbsolute, resolve } from "node:path";
-import pino from "pino";
 import { CcsimError } from "../ir/errors.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { revive, runParallel } from "../run/parallel.ts";
@@ -15,9 +14,8 @@ import { task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts
 import type { OpOutcome } from "../run/pipeline.ts";
 import { biggestFirst, startWorkers } from "../cli/sweep.ts";
 import { busFactor } from "../report/table.ts";
-import { fixedCostValue } from "../run/fixed-cost.ts";
+import { fixedCostOf, fixedCostValue } from "../run/fixed-cost.ts";
 import { sweepPoint } from "../run/overrides.ts";
-import { runScenario } from "../run/pipeline.ts";
 import { parseNccomArgs } from "../cli/nccom.ts";
 import { LogError, type MeasuredLog } from "./log.ts";
 
@@ -85,7 +83,6 @@ export function seriesOf(log: MeasuredLog, instance: string, id: string, devices
   return { id, instance, ...(devicesDir ? { devicesDir } : {}), argv, era: log.era, file: log.file, command: `nccom-test ${log.argv.join(" ")}`, points };
 }
 
-const silent = pino({ level: "silent" });
 
 /** What one point's run gives: its time, the device's share of it, and its fixed-cost features. */
 export interface PointRun {
@@ -115,13 +112,6 @@ export function pointScenario(s: Series, bytes: number): Scenario {
 
 function pointRun(o: OpOutcome): PointRun {
   return { timeUs: o.row.timeUs, deviceUs: o.row.timeUs - o.fixedCost.totalPs / 1e6, features: o.fixedCost.features, algorithm: o.row.algorithm };
-}
-
-/** Run one point as the command runs it at that size (timing only). */
-export function runPoint(s: Series, bytes: number, spec: DeviceSpec): PointRun {
-  const out = runScenario(pointScenario(s, bytes), spec, silent);
-  if (out.kind === "hang") throw new Error(`${s.id} hung at ${bytes} B`);
-  return pointRun(out.ops[0]!);
 }
 
 const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
@@ -250,25 +240,13 @@ export class Evaluator {
       this.cache.set(key, ev);
       this.onTrial?.();
     }
-    return ev.map((e) => (e.run ? { ...e, run: { ...e.run, timeUs: e.run.deviceUs + fixedOf(spec, e.run.features) / 1e6 } } : e));
+    return ev.map((e) => (e.run ? { ...e, run: { ...e.run, timeUs: e.run.deviceUs + fixedCostOf(spec, e.run.features).totalPs / 1e6 } } : e));
   }
 }
 
 /** The fixed-cost fields a spec has (set or not): launch, the host section's, each algorithm's. */
-function FIXED_FIELDS(spec: DeviceSpec): string[] {
+function fixedFields(spec: DeviceSpec): string[] {
   return ["topsp.launchPs", "host.syncPs", "host.nodeSyncPs", "host.iterationPs", "host.countsPs", ...Object.keys(spec.host.algorithmPs).map((a) => `host.algorithmPs.${a}`)];
-}
-
-function fixedOf(spec: DeviceSpec, features: Readonly<Record<string, number>>): number {
-  // As src/run/fixed-cost.ts sums them: every term, the largest algorithm setup once.
-  let sum = 0;
-  let alg = 0;
-  for (const [f, x] of Object.entries(features)) {
-    const v = fixedCostValue(spec, f) * x;
-    if (f.startsWith("host.algorithmPs.")) alg = Math.max(alg, v);
-    else sum += v;
-  }
-  return sum + alg;
 }
 
 /** exp(mean |ln(simulated / published)|) and the count within ±10 % and ±25 %. */
@@ -396,7 +374,7 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
   }
   const evaluated = ev.run(best.spec, series);
   const moved: FitResult["moved"][number][] = [];
-  for (const f of new Set([...params.map((p) => p.field), ...FIXED_FIELDS(best.spec), ...FIXED_FIELDS(start)])) {
+  for (const f of new Set([...params.map((p) => p.field), ...fixedFields(best.spec), ...fixedFields(start)])) {
     const from = f.startsWith("topsp.") || f.startsWith("host.") ? fixedCostValue(start, f) : getField(start, f);
     const to = f.startsWith("topsp.") || f.startsWith("host.") ? fixedCostValue(best.spec, f) : getField(best.spec, f);
     if (from !== to && !(Number.isNaN(from) && Number.isNaN(to))) moved.push({ field: f, from, to });
@@ -423,7 +401,7 @@ export function crossValidate(start: DeviceSpec, series: readonly Series[], opts
     const others = series.filter((o) => o !== s);
     if (others.length === 0) continue;
     const seen = new Set(ev.run(start, others).flatMap((e) => (e.run ? Object.entries(e.run.features).filter(([, x]) => x > 0).map(([f]) => f) : [])));
-    const neutral = withFixedCosts(start, Object.fromEntries(FIXED_FIELDS(start).filter((f) => !seen.has(f)).map((f) => [f, 0])));
+    const neutral = withFixedCosts(start, Object.fromEntries(fixedFields(start).filter((f) => !seen.has(f)).map((f) => [f, 0])));
     const r = fit(neutral, others, { ...opts, evaluator: ev });
     const held = ev.run(r.spec, [s]);
     out.push({ series: s.id, summary: summarize(held), evaluated: held });

@@ -71,7 +71,11 @@ export function fixedCostValue(spec: DeviceSpec, field: string): number {
 }
 
 export function fixedCost(spec: DeviceSpec, shape: FixedCostShape): FixedCost {
-  const features = fixedCostFeatures(shape);
+  return fixedCostOf(spec, fixedCostFeatures(shape));
+}
+
+/** The fixed cost of an op whose features are known: every term, the largest algorithm setup once. */
+export function fixedCostOf(spec: DeviceSpec, features: Readonly<Record<string, number>>): FixedCost {
   const terms: FixedCostTerm[] = [];
   let algorithm: FixedCostTerm | undefined;
   for (const [field, times] of Object.entries(features)) {
