@@ -17,6 +17,7 @@ import { busFactor } from "../report/table.ts";
 import { fixedCostOf, fixedCostValue } from "../run/fixed-cost.ts";
 import { sweepPoint } from "../run/overrides.ts";
 import { parseNccomArgs } from "../cli/nccom.ts";
+import { UsageError } from "../cli/args.ts";
 import { LogError, type MeasuredLog } from "./log.ts";
 
 /** One measured table as a series of points to run: its command line on a preset. */
@@ -63,9 +64,10 @@ export function seriesOf(log: MeasuredLog, instance: string, id: string, devices
   let parsed: ReturnType<typeof parseNccomArgs>;
   try {
     // (The series runs on `instance`: an --instance in the log's command gives way to it.)
-    parsed = parseNccomArgs([...argv.filter((t, i) => t !== "--instance" && argv[i - 1] !== "--instance"), "--instance", instance], {}, devicesDir);
+    parsed = parseNccomArgs([...withoutFlags(argv, ["--instance"]), "--instance", instance], {}, devicesDir);
   } catch (e) {
-    if (e instanceof CcsimError || e instanceof Error) throw new LogError(log.file, 1, `the command line does not run here: ${e instanceof CcsimError ? e.render() : e.message}`, log.argv.join(" "));
+    // The command's own faults (bad flags, a scenario the flags build); anything else is ours.
+    if (e instanceof CcsimError || e instanceof UsageError) throw new LogError(log.file, 1, `the command line does not run here: ${e instanceof CcsimError ? e.render() : e.message}`, log.argv.join(" "));
     throw e;
   }
   if (parsed === "help") throw new LogError(log.file, 1, "the command line asks for --help");
@@ -92,20 +94,22 @@ export interface PointRun {
   readonly algorithm: string;
 }
 
-/** A command line without its size range and preset (a point runs at one size, on the series' preset). */
-function withoutRange(argv: readonly string[]): string[] {
-  const drop = new Set(["-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes", "--instance"]);
+/** A command line without these flags and their values. */
+function withoutFlags(argv: readonly string[], flags: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
-    if (drop.has(argv[i]!)) i++;
+    if (flags.includes(argv[i]!)) i++;
     else out.push(argv[i]!);
   }
   return out;
 }
 
+/** The flags a point sets itself: its size (one size) and the series' preset. */
+const POINT_FLAGS = ["-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor", "-i", "--stepbytes", "--instance"];
+
 /** A point's scenario: the command at that size, timing only. */
 export function pointScenario(s: Series, bytes: number): Scenario {
-  const a = parseNccomArgs([...withoutRange(s.argv), "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], {}, s.devicesDir);
+  const a = parseNccomArgs([...withoutFlags(s.argv, POINT_FLAGS), "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], {}, s.devicesDir);
   if (a === "help") throw new Error("help");
   return sweepPoint({ file: s.id, json: a.scenario, flags: "" }, a.op, a.run.dtype, bytes, "none");
 }
@@ -188,8 +192,7 @@ export function deviceParams(spec: DeviceSpec, series: readonly Series[]): Devic
   const ps: DeviceParam[] = [{ ...rate("dma.engineBytesPerSecond"), max: getField(spec, "dma.engineBytesPerSecond") }, rate("link.bytesPerSecond"), { field: "link.latencyPs", integer: false, min: getField(spec, "link.latencyPs") / 4, max: getField(spec, "link.latencyPs") * 4 }];
   ps.push({ field: "ring.defaultChannels", integer: true, min: 1, max: Math.max(1, Math.min(8, Math.floor(engines / spec.ring.foldN))) });
   ps.push({ field: "collectives.meshFolds", integer: true, min: 1, max: Math.max(1, Math.min(16, engines)) });
-  const has = (flag: string) => series.some((s) => s.argv.some((t) => t === flag || t === flag.replace("--", "")));
-  if (has("permute") || has("sendrecv")) ps.push({ field: "collectives.permuteChannels", integer: true, min: 1, max: Math.max(1, Math.floor(engines / spec.ring.foldN)) });
+  if (series.some((s) => s.argv.includes("permute") || s.argv.includes("sendrecv"))) ps.push({ field: "collectives.permuteChannels", integer: true, min: 1, max: Math.max(1, Math.floor(engines / spec.ring.foldN)) });
   const multiNode = series.some((s) => {
     const k = s.argv.findIndex((t) => t === "-N" || t === "--nnodes");
     return k >= 0 && Number(s.argv[k + 1]) > 1;
