@@ -5,7 +5,9 @@ import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
 
-export class UsageError extends Error {}
+import { UsageError } from "../ir/errors.ts";
+
+export { UsageError };
 
 export interface SweepArgs {
   readonly min: number;

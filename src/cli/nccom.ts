@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 import { DTYPES, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { ScenarioError } from "../ir/errors.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
+import { collectiveScenario } from "../run/collective.ts";
 import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
 import { EXIT, runSource } from "./sim.ts";
@@ -265,45 +266,29 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   else if (lncSize !== undefined && lncSize !== (instance.startsWith("trn2") && instance !== "trn2-lnc1" ? 2 : 1)) {
     throw new UsageError(`--lnc / NEURON_LOGICAL_NC_CONFIG ${lncSize} is not available on ${instance}`);
   }
-  // A preset file stands for the preset of its name in its own folder.
-  const where = resolveInstance(instance, run.devices);
-  instance = where.instance;
-  run.devices = where.dir;
-  // -r fills NeuronCores in order: as many ranks per device as the device has logical cores.
-  const spec = loadDevice(instance, run.devices);
-  if (ranks % nodes !== 0) throw new UsageError(`-r ${ranks} does not split over -N ${nodes} nodes`);
-  const perNode = ranks / nodes;
-  const cores = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
-  const rpd = Math.min(perNode, cores);
-  if (perNode % rpd !== 0) throw new UsageError(`-r ${ranks} on ${nodes} node(s) does not fill whole ${instance} devices of ${cores} NeuronCores`);
-  const esize = dtypeSize(dtype);
-  const o: Record<string, unknown> = { op, bytes: esize * ranks, dtype };
-  if (op === "send" || op === "permute") {
-    o["pairs"] = pairs === undefined ? defaultPairs(opName, ranks) : pairsOf(pairs);
-  } else if (pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
+  if (op !== "send" && op !== "permute" && pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
   const replicaGroups = groups === undefined ? undefined : groupsOf(groups);
-  let sizeCounts: number[] | undefined;
-  if (op === "all-to-all-v" || op === "all-gather-v") {
-    const n = Array.isArray(replicaGroups) && Array.isArray(replicaGroups[0]) ? (replicaGroups[0] as unknown[]).length : ranks;
-    o["counts"] = op === "all-gather-v" ? Array.from({ length: n }, () => esize) : Array.from({ length: n }, () => Array.from({ length: n }, () => esize));
-    if (op === "all-gather-v") o["bytes"] = esize * n;
-    if (metadata) {
-      if (op !== "all-gather-v") throw new UsageError(`--variable-size-op-metadata: ${metadata.file}: only all_gatherv's metadata is read yet (alltoallv runs size / N bytes to every peer)`);
-      sizeCounts = gatherMetadata(metadata.file, metadata.json, n).map((c) => c * esize);
-    }
-  } else if (metadata) throw new UsageError(`--variable-size-op-metadata applies to allgv and alltoallv, not ${opName}`);
-  const scenario: Record<string, unknown> = {
-    name: `nccom ${argv.join(" ")}`.slice(0, 200),
-    instance,
+  const built = collectiveScenario({
+    name: `nccom ${argv.join(" ")}`,
+    op,
     ranks,
-    ranksPerDevice: rpd,
     nodes,
-    ...(replicaGroups ? { replicaGroups } : {}),
-    algorithm: "auto",
-    check: "none",
-    ...(stats ? { timing: "each" } : {}),
-    ops: [o],
-  };
+    instance,
+    devicesDir: run.devices,
+    dtype,
+    ...(replicaGroups !== undefined ? { groups: replicaGroups } : {}),
+    ...(op === "send" || op === "permute" ? { pairs: pairs === undefined ? defaultPairs(opName, ranks) : pairsOf(pairs) } : {}),
+    ...(stats ? { timeEach: true } : {}),
+  });
+  const scenario = built.scenario;
+  run.devices = built.devicesDir;
+  let sizeCounts: number[] | undefined;
+  if (metadata) {
+    if (op !== "all-gather-v" && op !== "all-to-all-v") throw new UsageError(`--variable-size-op-metadata applies to allgv and alltoallv, not ${opName}`);
+    if (op !== "all-gather-v") throw new UsageError(`--variable-size-op-metadata: ${metadata.file}: only all_gatherv's metadata is read yet (alltoallv runs size / N bytes to every peer)`);
+    const n = Array.isArray(replicaGroups) && Array.isArray(replicaGroups[0]) ? (replicaGroups[0] as unknown[]).length : ranks;
+    sizeCounts = gatherMetadata(metadata.file, metadata.json, n).map((c) => c * dtypeSize(dtype));
+  }
   run.op = op;
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;

@@ -45,6 +45,9 @@ export class SimError extends CcsimError {
 }
 
 /** An internal invariant failed: a bug in ccsim, exit code 2. */
+/** A command line that cannot run (a flag, its value, a missing argument): exit 1, with --help pointed at. */
+export class UsageError extends Error {}
+
 export class InternalError extends Error {
   constructor(message: string) {
     super(`internal error: ${message}`);
