@@ -7,8 +7,8 @@ import { valuesCheckFit, type OpOutcome, type PipelineHooks } from "../run/pipel
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { CcsimError } from "../ir/errors.ts";
-import { revive, runParallel, type StartProgress } from "../run/parallel.ts";
-import { runPoint, task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
+import { revive, runParallel } from "../run/parallel.ts";
+import { biggestFirst, runPoint, startWorkers, task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
 import type { Args } from "./args.ts";
 import { sweepSizes } from "./sizes.ts";
@@ -37,22 +37,7 @@ export type SweepResult =
 
 const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
 
-/**
- * When a sweep's worker threads start. A worker takes a few tenths of a second of a core to start
- * (loading the modules), and slows this thread meanwhile, so a sweep of small points runs faster on
- * this thread alone. A sweep with a point that moves BIG_POINT bytes or more over its ranks (ring8's
- * 256 MiB, about 0.3 s) starts them at once: this thread takes that point first, the workers the
- * next ones as they come up. Another starts them once this thread has run points for START_AFTER_MS
- * and the points left, at the mean time of those run, would take REST_MS or more.
- */
-const BIG_POINT = 2 ** 31;
-const START_AFTER_MS = 700;
-const REST_MS = 1000;
-
-export function startWorkers(work: readonly number[]): (p: StartProgress) => boolean {
-  if (Math.max(...work) >= BIG_POINT) return () => true;
-  return ({ elapsedMs, ran, left }) => elapsedMs >= START_AFTER_MS && left >= 2 && (elapsedMs / Math.max(1, ran)) * left >= REST_MS;
-}
+export { biggestFirst, startWorkers };
 
 /**
  * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
@@ -141,9 +126,4 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   else notes.push(`values checked at ${every}`);
   if (unchecked.length) notes.push(`not checked at ${unchecked.map((p) => `${p.row.bytes} B`).join(", ")}: symbolic tracking outgrew memory (timed only)`);
   return { kind: "done", points, notes };
-}
-
-/** Indices of `work` from the biggest to the smallest (ties in index order). */
-export function biggestFirst(work: readonly number[]): number[] {
-  return work.map((_, i) => i).sort((a, b) => work[b]! - work[a]! || a - b);
 }

@@ -9,10 +9,9 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
-import { revive, runParallel } from "../run/parallel.ts";
-import { task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
+import { revive } from "../run/parallel.ts";
+import { runTasks, type SweepTask } from "../run/sweep-task.ts";
 import type { OpOutcome } from "../run/pipeline.ts";
-import { biggestFirst, startWorkers } from "../cli/sweep.ts";
 import { busFactor } from "../report/table.ts";
 import { fixedCostOf, fixedCostValue } from "../run/fixed-cost.ts";
 import { sweepPoint } from "../run/overrides.ts";
@@ -118,8 +117,6 @@ function pointRun(o: OpOutcome): PointRun {
   return { timeUs: o.row.timeUs, deviceUs: o.row.timeUs - o.fixedCost.totalPs / 1e6, features: o.fixedCost.features, algorithm: o.row.algorithm };
 }
 
-const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
-
 /**
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
@@ -137,8 +134,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
       out[k] = { error: e.render() };
     }
   });
-  const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
-  const results: SweepTaskResult[] = jobs > 1 && inputs.length >= 2 ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work) }) : inputs.map((t) => task(t));
+  const results = runTasks(inputs, jobs);
   results.forEach((r, i) => {
     const k = at[i]!;
     if (r.kind === "done") out[k] = { run: pointRun(r.outcome) };

@@ -7,6 +7,7 @@ import { CcsimError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { HangReport } from "../../sim/index.ts";
 import { runScenario, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
+import { runParallel, type StartProgress } from "./parallel.ts";
 
 export interface SweepTask {
   readonly scenario: Scenario;
@@ -38,4 +39,38 @@ export function runPoint(scenario: Scenario, spec: DeviceSpec, log: Logger, hook
     if (!(e instanceof CcsimError)) throw e;
     return { kind: "error", error: { name: e.name, code: e.code, message: e.message, path: e.path, value: e.value, ...(e.file !== undefined ? { file: e.file } : {}) } };
   }
+}
+
+/**
+ * When a sweep's worker threads start. A worker takes a few tenths of a second of a core to start
+ * (loading the modules), and slows this thread meanwhile, so a sweep of small points runs faster on
+ * this thread alone. A sweep with a point that moves BIG_POINT bytes or more over its ranks (ring8's
+ * 256 MiB, about 0.3 s) starts them at once: this thread takes that point first, the workers the
+ * next ones as they come up. Another starts them once this thread has run points for START_AFTER_MS
+ * and the points left, at the mean time of those run, would take REST_MS or more.
+ */
+const BIG_POINT = 2 ** 31;
+const START_AFTER_MS = 700;
+const REST_MS = 1000;
+
+export function startWorkers(work: readonly number[]): (p: StartProgress) => boolean {
+  if (Math.max(...work) >= BIG_POINT) return () => true;
+  return ({ elapsedMs, ran, left }) => elapsedMs >= START_AFTER_MS && left >= 2 && (elapsedMs / Math.max(1, ran)) * left >= REST_MS;
+}
+
+/** Indices of `work` from the biggest to the smallest (ties in index order). */
+export function biggestFirst(work: readonly number[]): number[] {
+  return work.map((_, i) => i).sort((a, b) => work[b]! - work[a]! || a - b);
+}
+
+const SELF = import.meta.url;
+
+/**
+ * Every task, in order: on this thread and up to `jobs` - 1 worker threads, biggest first (bytes
+ * x ranks), the workers started as `startWorkers` says.
+ */
+export function runTasks(inputs: readonly SweepTask[], jobs: number): SweepTaskResult[] {
+  const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
+  if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
+  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work) });
 }

@@ -1,7 +1,7 @@
 // Runs on worker threads (and the caller's): results in input order, whichever thread took a task.
 import { describe, expect, it } from "vitest";
 import { runParallel } from "../../src/run/parallel.ts";
-import { biggestFirst, startWorkers } from "../../src/cli/sweep.ts";
+import { biggestFirst, startWorkers } from "../../src/run/sweep-task.ts";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";

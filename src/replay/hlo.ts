@@ -1,0 +1,472 @@
+// XLA HLO text (what `--xla_dump_hlo_as_text` writes), read as far as replaying its collectives
+// needs: computations and their instructions, each instruction's result shape and operands, the
+// collectives' attributes (groups, pairs, reduction, channel), and the calls between computations
+// (while bodies with their known trip counts, calls, conditionals, async wrappers). Every other
+// instruction is kept only for its name and shape (an operand's shape, when the operand is printed
+// by name alone) and never causes an error.
+
+/** A malformed module: file, line and the text at fault. */
+export class HloError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    message: string,
+    readonly text?: string,
+  ) {
+    super(message);
+    this.name = "HloError";
+  }
+  render(): string {
+    const t = this.text === undefined ? "" : `: ${this.text.length > 160 ? this.text.slice(0, 157) + "..." : this.text}`;
+    return `${this.file}:${this.line}: ${this.message}${t}`;
+  }
+}
+
+/** One array of a shape: its element type and element count. */
+export interface ArrayShape {
+  readonly type: string;
+  readonly elements: number;
+}
+
+/** The collectives replay knows, by their HLO opcode (async -start forms map to the same op). */
+export const HLO_COLLECTIVES = {
+  "all-reduce": "all-reduce",
+  "all-reduce-start": "all-reduce",
+  "all-gather": "all-gather",
+  "all-gather-start": "all-gather",
+  "reduce-scatter": "reduce-scatter",
+  "all-to-all": "all-to-all",
+  "collective-permute": "collective-permute",
+  "collective-permute-start": "collective-permute",
+} as const;
+export type HloCollectiveOp = (typeof HLO_COLLECTIVES)[keyof typeof HLO_COLLECTIVES];
+
+/** How a collective's ids read (XLA's collective-op group modes). */
+export type GroupMode = "cross-replica" | "cross-partition" | "flattened";
+
+export type HloReduce = "sum" | "max" | "min" | "product";
+
+export interface HloCollective {
+  readonly name: string;
+  readonly line: number;
+  readonly opcode: string;
+  readonly op: HloCollectiveOp;
+  readonly computation: string;
+  /** The arrays it moves: its operands (for collective-permute, the first). */
+  readonly operands: readonly ArrayShape[];
+  /** Its replica groups as printed (ids in `mode`), or undefined for `{}` / none: every id. */
+  readonly groups?: readonly (readonly number[])[];
+  readonly pairs?: readonly (readonly [number, number])[];
+  readonly reduce?: HloReduce;
+  readonly mode: GroupMode;
+}
+
+export interface HloModule {
+  readonly file: string;
+  readonly name: string;
+  readonly replicaCount?: number;
+  readonly numPartitions?: number;
+  /** Every collective reached from the entry computation, with how many times one step runs it. */
+  readonly collectives: readonly { readonly c: HloCollective; readonly count: number; readonly unknownTrip: boolean }[];
+  readonly warnings: readonly string[];
+}
+
+interface Instr {
+  readonly name: string;
+  readonly line: number;
+  readonly text: string;
+  readonly opcode: string;
+  readonly shape: readonly ArrayShape[];
+  readonly operands: readonly string[];
+  readonly attrs: ReadonlyMap<string, string>;
+}
+
+interface Computation {
+  readonly name: string;
+  readonly line: number;
+  readonly entry: boolean;
+  readonly instrs: Instr[];
+  readonly byName: Map<string, Instr>;
+  closed: boolean;
+}
+
+/** Parse an HLO text module and count its collectives per step. */
+export function parseHlo(file: string, text: string): HloModule {
+  if (text.includes("\u0000")) throw new HloError(file, 1, "not HLO text (binary data; a serialized HloProto is not read, dump with --xla_dump_hlo_as_text)");
+  const lines = text.split(/\r?\n/);
+  const header = lines.findIndex((l) => /^\s*HloModule\s/.test(l));
+  if (header < 0) throw new HloError(file, 1, "not HLO text: no 'HloModule' line (dump with XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text)", lines[0]);
+  const headerLine = lines[header]!;
+  const moduleName = /^\s*HloModule\s+([^\s,]+)/.exec(headerLine)?.[1] ?? "";
+  const replicaCount = numberAttr(headerLine, "replica_count");
+  const numPartitions = numberAttr(headerLine, "num_partitions");
+  const comps = new Map<string, Computation>();
+  let cur: Computation | undefined;
+  for (let k = header + 1; k < lines.length; k++) {
+    const raw = lines[k]!;
+    const line = raw.trim();
+    const at = k + 1;
+    if (line === "" || line.startsWith("//")) continue;
+    if (cur === undefined) {
+      if (line.endsWith("{")) {
+        const m = /^(ENTRY\s+)?%?([^\s(]+)/.exec(line);
+        if (!m) throw new HloError(file, at, "a computation's header without a name", line);
+        cur = { name: m[2]!, line: at, entry: m[1] !== undefined, instrs: [], byName: new Map(), closed: false };
+        if (comps.has(cur.name)) throw new HloError(file, at, `computation ${cur.name} is defined twice`, line);
+        comps.set(cur.name, cur);
+      }
+      continue; // anything else between computations (attributes, comments) is not ours to judge
+    }
+    if (line === "}") {
+      cur.closed = true;
+      cur = undefined;
+      continue;
+    }
+    const instr = parseInstr(file, at, line);
+    if (instr) {
+      cur.instrs.push(instr);
+      cur.byName.set(instr.name, instr);
+    }
+  }
+  if (cur !== undefined) throw new HloError(file, lines.length, `truncated: computation ${cur.name} (line ${cur.line}) has no closing '}'`);
+  const entries = [...comps.values()].filter((c) => c.entry);
+  if (entries.length === 0) throw new HloError(file, header + 1, "no ENTRY computation");
+  if (entries.length > 1) throw new HloError(file, entries[1]!.line, "more than one ENTRY computation");
+
+  const warnings: string[] = [];
+  const { count, unknown } = callCounts(file, comps, entries[0]!, warnings);
+  const collectives: { c: HloCollective; count: number; unknownTrip: boolean }[] = [];
+  for (const comp of comps.values()) {
+    const n = count.get(comp.name) ?? 0;
+    for (const ins of comp.instrs) {
+      if (!(ins.opcode in HLO_COLLECTIVES)) continue;
+      // Every collective is read (a malformed one is an error wherever it is); one no step reaches is not counted.
+      const c = collectiveOf(file, comp, ins, comps);
+      if (n > 0) collectives.push({ c, count: n, unknownTrip: unknown.has(comp.name) });
+    }
+  }
+  collectives.sort((a, b) => a.c.line - b.c.line);
+  return { file, name: moduleName, ...(replicaCount !== undefined ? { replicaCount } : {}), ...(numPartitions !== undefined ? { numPartitions } : {}), collectives, warnings };
+}
+
+function numberAttr(text: string, key: string): number | undefined {
+  const m = new RegExp(`\\b${key}=(\\d+)`).exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** An instruction line, `[ROOT] name = shape opcode(operands), attr=value, ...`; undefined for a line that is not one. */
+function parseInstr(file: string, line: number, text: string): Instr | undefined {
+  const m = /^(?:ROOT\s+)?%?([^\s=]+)\s*=\s*/.exec(text);
+  if (!m) return undefined;
+  let i = m[0].length;
+  const shape = readShape(text, i);
+  if (!shape) return undefined; // not an instruction we can read; only a collective's must be (below)
+  i = skipSpace(text, shape.end);
+  const op = /^[a-z][a-z0-9-]*/.exec(text.slice(i));
+  if (!op) return undefined;
+  const opcode = op[0];
+  i += opcode.length;
+  const isCollective = opcode in HLO_COLLECTIVES;
+  if (text[i] !== "(") {
+    if (isCollective) throw new HloError(file, line, `${opcode} without its operand list`, text);
+    return undefined;
+  }
+  const close = matching(text, i);
+  if (close < 0) {
+    if (isCollective) throw new HloError(file, line, `truncated instruction: ${opcode}'s operand list is not closed`, text);
+    return undefined;
+  }
+  const operands = splitTop(text.slice(i + 1, close)).filter((s) => s !== "");
+  const attrs = new Map<string, string>();
+  const rest = text.slice(close + 1).trim();
+  if (rest !== "") {
+    if (!rest.startsWith(",")) {
+      if (isCollective) throw new HloError(file, line, `unexpected text after ${opcode}'s operands`, text);
+      return undefined;
+    }
+    if (!balanced(rest)) {
+      if (isCollective) throw new HloError(file, line, `truncated instruction: an attribute of ${opcode} is not closed`, text);
+      return undefined;
+    }
+    for (const a of splitTop(rest.slice(1))) {
+      const eq = a.indexOf("=");
+      if (eq > 0) attrs.set(a.slice(0, eq).trim(), a.slice(eq + 1).trim());
+    }
+  }
+  return { name: m[1]!, line, text, opcode, shape: shape.arrays, operands, attrs };
+}
+
+function skipSpace(s: string, i: number): number {
+  while (i < s.length && (s[i] === " " || s[i] === "\t")) i++;
+  return i;
+}
+
+/** A shape at `i`: an array `type[dims]{layout}` or a tuple `(shape, ...)`; undefined when there is none. */
+function readShape(s: string, i: number): { arrays: ArrayShape[]; end: number } | undefined {
+  i = skipSpace(s, i);
+  if (s[i] === "(") {
+    const arrays: ArrayShape[] = [];
+    i++;
+    for (;;) {
+      i = skipSpace(s, i);
+      if (s[i] === ")") return { arrays, end: i + 1 };
+      const part = readShape(s, i);
+      if (!part) return undefined;
+      arrays.push(...part.arrays);
+      i = skipSpace(s, part.end);
+      if (s[i] === ",") i++;
+      else if (s[i] !== ")") return undefined;
+    }
+  }
+  const m = /^([a-z][a-z0-9]*)\[([^\]]*)\]/.exec(s.slice(i));
+  if (!m) return undefined;
+  let elements = 1;
+  for (const d of m[2]!.split(",").map((x) => x.trim()).filter((x) => x !== "")) {
+    const v = /^(?:<=)?(\d+)$/.exec(d);
+    if (!v) return undefined;
+    elements *= Number(v[1]);
+  }
+  let end = i + m[0].length;
+  if (s[end] === "{") {
+    const close = matching(s, end);
+    if (close < 0) return undefined;
+    end = close + 1;
+  }
+  return { arrays: [{ type: m[1]!, elements }], end };
+}
+
+const OPEN: Readonly<Record<string, string>> = { "(": ")", "[": "]", "{": "}" };
+
+/** The index of the bracket closing the one at `i` (quotes respected), or -1. */
+function matching(s: string, i: number): number {
+  const stack: string[] = [];
+  for (let k = i; k < s.length; k++) {
+    const ch = s[k]!;
+    if (ch === '"') {
+      k = endOfString(s, k);
+      if (k < 0) return -1;
+    } else if (ch in OPEN) stack.push(OPEN[ch]!);
+    else if (ch === ")" || ch === "]" || ch === "}") {
+      if (stack.pop() !== ch) return -1;
+      if (stack.length === 0) return k;
+    }
+  }
+  return -1;
+}
+
+function endOfString(s: string, i: number): number {
+  for (let k = i + 1; k < s.length; k++) {
+    if (s[k] === "\\") k++;
+    else if (s[k] === '"') return k;
+  }
+  return -1;
+}
+
+function balanced(s: string): boolean {
+  let depth = 0;
+  for (let k = 0; k < s.length; k++) {
+    const ch = s[k]!;
+    if (ch === '"') {
+      k = endOfString(s, k);
+      if (k < 0) return false;
+    } else if (ch in OPEN) depth++;
+    else if (ch === ")" || ch === "]" || ch === "}") depth--;
+    if (depth < 0) return false;
+  }
+  return depth === 0;
+}
+
+/** Split at commas outside brackets and strings. */
+function splitTop(s: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let from = 0;
+  for (let k = 0; k < s.length; k++) {
+    const ch = s[k]!;
+    if (ch === '"') k = Math.max(k, endOfString(s, k));
+    else if (ch in OPEN) depth++;
+    else if (ch === ")" || ch === "]" || ch === "}") depth--;
+    else if (ch === "," && depth === 0) {
+      out.push(s.slice(from, k).trim());
+      from = k + 1;
+    }
+  }
+  out.push(s.slice(from).trim());
+  return out;
+}
+
+/** A collective instruction read in full: its operands' shapes, groups, pairs, reduction, mode. */
+function collectiveOf(file: string, comp: Computation, ins: Instr, comps: ReadonlyMap<string, Computation>): HloCollective {
+  const op = HLO_COLLECTIVES[ins.opcode as keyof typeof HLO_COLLECTIVES];
+  const fail = (msg: string): never => {
+    throw new HloError(file, ins.line, `${ins.opcode} ${ins.name}: ${msg}`, ins.text);
+  };
+  const moved = op === "collective-permute" ? ins.operands.slice(0, 1) : ins.operands;
+  if (moved.length === 0) fail("no operand");
+  const operands: ArrayShape[] = [];
+  for (const o of moved) {
+    const shape = readShape(o, 0);
+    if (shape) {
+      operands.push(...shape.arrays);
+      continue;
+    }
+    if (/^[a-z][a-z0-9]*\[/.test(o) || o.startsWith("(")) fail(`unknown shape syntax in operand '${o}'`);
+    const ref = comp.byName.get(o.replace(/^%/, ""));
+    if (!ref) fail(`operand '${o}' is not an instruction of computation ${comp.name}`);
+    operands.push(...ref!.shape);
+  }
+  const groupsText = ins.attrs.get("replica_groups");
+  const groups = groupsText === undefined ? undefined : parseGroups(groupsText, fail);
+  const pairsText = ins.attrs.get("source_target_pairs");
+  let pairs: [number, number][] | undefined;
+  if (op === "collective-permute") {
+    if (pairsText === undefined) fail("no source_target_pairs");
+    const lists = parseIdLists(pairsText!, fail);
+    if (lists.some((p) => p.length !== 2)) fail(`a source_target_pair is not two ids: ${pairsText}`);
+    pairs = lists.map((p) => [p[0]!, p[1]!]);
+  }
+  let reduce: HloReduce | undefined;
+  if (op === "all-reduce" || op === "reduce-scatter") {
+    const apply = ins.attrs.get("to_apply");
+    if (apply === undefined) fail("no to_apply reduction");
+    reduce = reductionOf(apply!.replace(/^%/, ""), comps, fail);
+  }
+  const channel = ins.attrs.has("channel_id");
+  const global = ins.attrs.get("use_global_device_ids") === "true";
+  const mode: GroupMode = global ? "flattened" : channel ? "cross-partition" : "cross-replica";
+  return {
+    name: ins.name,
+    line: ins.line,
+    opcode: ins.opcode,
+    op,
+    computation: comp.name,
+    operands,
+    ...(groups && groups.length > 0 ? { groups } : {}),
+    ...(pairs ? { pairs } : {}),
+    ...(reduce ? { reduce } : {}),
+    mode,
+  };
+}
+
+/** `{{0,1},{2,3}}`, `{}`, or the iota form `[G,S]<=[d0,d1,...]` with an optional `T(perm)`. */
+export function parseGroups(text: string, fail: (msg: string) => never): number[][] {
+  const t = text.trim();
+  if (t.startsWith("{")) return parseIdLists(t, fail);
+  const m = /^\[(\d+),(\d+)\]<=\[([\d,\s]+)\](?:T\(([\d,\s]+)\))?$/.exec(t.replace(/\s+/g, ""));
+  if (!m) fail(`unknown replica_groups syntax '${text}'`);
+  const g = Number(m![1]);
+  const size = Number(m![2]);
+  const dims = m![3]!.split(",").map(Number);
+  const total = dims.reduce((a, b) => a * b, 1);
+  if (g * size !== total) fail(`replica_groups ${text}: [${g},${size}] does not hold the ${total} ids of [${dims.join(",")}]`);
+  const perm = m![4] !== undefined ? m![4].split(",").map(Number) : dims.map((_, k) => k);
+  if (perm.length !== dims.length || [...perm].sort((a, b) => a - b).some((p, k) => p !== k)) fail(`replica_groups ${text}: T(${perm.join(",")}) is not a permutation of ${dims.length} dimensions`);
+  // iota over `dims`, transposed by `perm`, read in row-major order, then cut into groups.
+  const strides = dims.map((_, k) => dims.slice(k + 1).reduce((a, b) => a * b, 1));
+  const tdims = perm.map((p) => dims[p]!);
+  const ids: number[] = [];
+  const idx = new Array<number>(tdims.length).fill(0);
+  for (let n = 0; n < total; n++) {
+    ids.push(idx.reduce((acc, v, k) => acc + v * strides[perm[k]!]!, 0));
+    for (let k = tdims.length - 1; k >= 0; k--) {
+      if (++idx[k]! < tdims[k]!) break;
+      idx[k] = 0;
+    }
+  }
+  return Array.from({ length: g }, (_, k) => ids.slice(k * size, (k + 1) * size));
+}
+
+/** `{{a,b,...},{...}}` or `{}`: lists of non-negative ids. */
+function parseIdLists(text: string, fail: (msg: string) => never): number[][] {
+  const t = text.replace(/\s+/g, "");
+  if (t === "{}") return [];
+  if (!/^\{\{[\d,]*\}(,\{[\d,]*\})*\}$/.test(t)) fail(`unknown id list syntax '${text}'`);
+  return [...t.slice(1, -1).matchAll(/\{([\d,]*)\}/g)].map((g) => (g[1] === "" ? [] : g[1]!.split(",").map(Number)));
+}
+
+const REDUCTIONS: Readonly<Record<string, HloReduce>> = { add: "sum", maximum: "max", minimum: "min", multiply: "product" };
+
+/** The reduction a to_apply computation performs: its root's opcode. */
+function reductionOf(name: string, comps: ReadonlyMap<string, Computation>, fail: (msg: string) => never): HloReduce {
+  const c = comps.get(name);
+  if (!c) return fail(`to_apply=${name}: no such computation`);
+  const root = c.instrs.find((i) => /^ROOT\s/.test(i.text)) ?? c.instrs[c.instrs.length - 1];
+  const r = root ? REDUCTIONS[root.opcode] : undefined;
+  if (!r) return fail(`to_apply=${name} computes ${root ? `'${root.opcode}'` : "nothing"}: a collective's reduction must be add, maximum, minimum or multiply`);
+  return r;
+}
+
+/** Attributes naming computations an instruction runs, and how many times per run of it. */
+function calledBy(ins: Instr): { name: string; times: number | undefined }[] {
+  const out: { name: string; times: number | undefined }[] = [];
+  const one = (v: string | undefined, times: number | undefined = 1) => {
+    if (v !== undefined) out.push({ name: v.replace(/^%/, ""), times });
+  };
+  if (ins.opcode === "while") {
+    const trip = tripCount(ins.attrs.get("backend_config"));
+    one(ins.attrs.get("body"), trip);
+    one(ins.attrs.get("condition"), trip === undefined ? undefined : trip + 1);
+    return out;
+  }
+  // async-update / async-done name the same wrapped computation as their async-start: counted once.
+  if (ins.opcode !== "async-update" && ins.opcode !== "async-done") one(ins.attrs.get("calls"));
+  if (ins.opcode === "call") one(ins.attrs.get("to_apply"));
+  one(ins.attrs.get("true_computation"));
+  one(ins.attrs.get("false_computation"));
+  const branches = ins.attrs.get("branch_computations");
+  if (branches !== undefined) for (const b of branches.replace(/[{}\s]/g, "").split(",").filter((x) => x)) one(b);
+  return out;
+}
+
+/** A while loop's trip count from its backend config (`"known_trip_count":{"n":"5"}`), if known. */
+function tripCount(config: string | undefined): number | undefined {
+  if (config === undefined) return undefined;
+  const m = /known_trip_count\\?"?\s*:\s*\{\s*\\?"?n\\?"?\s*:\s*\\?"?(\d+)/.exec(config);
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * How many times one run of the entry computation runs each computation (a while body once per
+ * trip, or once with a warning when the trip count is unknown), and which are under such a loop.
+ */
+function callCounts(file: string, comps: ReadonlyMap<string, Computation>, entry: Computation, warnings: string[]): { count: Map<string, number>; unknown: Set<string> } {
+  const callers = new Map<string, { from: string; times: number | undefined; line: number; opcode: string }[]>();
+  for (const c of comps.values()) {
+    for (const ins of c.instrs) {
+      for (const e of calledBy(ins)) {
+        if (!comps.has(e.name)) continue;
+        const list = callers.get(e.name) ?? [];
+        list.push({ from: c.name, times: e.times, line: ins.line, opcode: ins.opcode });
+        callers.set(e.name, list);
+      }
+    }
+  }
+  const count = new Map<string, number>();
+  const unknown = new Set<string>();
+  const visiting = new Set<string>();
+  const countOf = (name: string): number => {
+    const known = count.get(name);
+    if (known !== undefined) return known;
+    if (name === entry.name) return 1;
+    if (visiting.has(name)) throw new HloError(file, comps.get(name)!.line, `computation ${name} calls itself`);
+    visiting.add(name);
+    let n = 0;
+    for (const e of callers.get(name) ?? []) {
+      const m = countOf(e.from);
+      if (m === 0) continue;
+      if (e.times === undefined) unknown.add(name);
+      if (unknown.has(e.from)) unknown.add(name);
+      n += m * (e.times ?? 1);
+    }
+    visiting.delete(name);
+    count.set(name, n);
+    return n;
+  };
+  for (const c of comps.values()) countOf(c.name);
+  for (const c of comps.values()) {
+    if (!unknown.has(c.name) || !c.instrs.some((i) => i.opcode in HLO_COLLECTIVES)) continue;
+    const loop = (callers.get(c.name) ?? []).find((e) => e.opcode === "while" && e.times === undefined);
+    warnings.push(`${file}:${loop?.line ?? c.line}: ${c.name} runs in a while loop of unknown trip count: its collectives are counted once per step`);
+  }
+  return { count, unknown };
+}
