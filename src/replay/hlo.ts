@@ -26,6 +26,8 @@ export class HloError extends Error {
 export interface ArrayShape {
   readonly type: string;
   readonly elements: number;
+  /** As printed, without its layout: bf16[4096,1024]. */
+  readonly text: string;
 }
 
 /** The collectives replay knows, by their HLO opcode (async -start forms map to the same op). */
@@ -232,7 +234,7 @@ function readShape(s: string, i: number): { arrays: ArrayShape[]; end: number } 
     if (close < 0) return undefined;
     end = close + 1;
   }
-  return { arrays: [{ type: m[1]!, elements }], end };
+  return { arrays: [{ type: m[1]!, elements, text: m[0].replace(/\s+/g, "") }], end };
 }
 
 const OPEN: Readonly<Record<string, string>> = { "(": ")", "[": "]", "{": "}" };
@@ -441,13 +443,12 @@ function callCounts(file: string, comps: ReadonlyMap<string, Computation>, entry
       }
     }
   }
-  const count = new Map<string, number>();
+  const count = new Map<string, number>([[entry.name, 1]]);
   const unknown = new Set<string>();
   const visiting = new Set<string>();
   const countOf = (name: string): number => {
     const known = count.get(name);
     if (known !== undefined) return known;
-    if (name === entry.name) return 1;
     if (visiting.has(name)) throw new HloError(file, comps.get(name)!.line, `computation ${name} calls itself`);
     visiting.add(name);
     let n = 0;
