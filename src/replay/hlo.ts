@@ -156,13 +156,20 @@ function numberAttr(text: string, key: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+const COLLECTIVE_CALL = new RegExp(`(^|[\\s)}\\]])(${Object.keys(HLO_COLLECTIVES).join("|")})\\(`);
+
 /** An instruction line, `[ROOT] name = shape opcode(operands), attr=value, ...`; undefined for a line that is not one. */
 function parseInstr(file: string, line: number, text: string): Instr | undefined {
   const m = /^(?:ROOT\s+)?%?([^\s=]+)\s*=\s*/.exec(text);
   if (!m) return undefined;
   let i = m[0].length;
   const shape = readShape(text, i);
-  if (!shape) return undefined; // not an instruction we can read; only a collective's must be (below)
+  if (!shape) {
+    // Not an instruction we can read: fine, unless it is a collective.
+    const op = COLLECTIVE_CALL.exec(text.slice(i));
+    if (op) throw new HloError(file, line, `${op[2]} ${m[1]}: unknown shape syntax in its result`, text);
+    return undefined;
+  }
   i = skipSpace(text, shape.end);
   const op = /^[a-z][a-z0-9-]*/.exec(text.slice(i));
   if (!op) return undefined;
@@ -312,7 +319,7 @@ function collectiveOf(file: string, comp: Computation, ins: Instr, comps: Readon
       operands.push(...shape.arrays);
       continue;
     }
-    if (/^[a-z][a-z0-9]*\[/.test(o) || o.startsWith("(")) fail(`unknown shape syntax in operand '${o}'`);
+    if (/\s/.test(o) || /^[a-z][a-z0-9]*\[/.test(o) || o.startsWith("(")) fail(`unknown shape syntax in operand '${o}'`);
     const ref = comp.byName.get(o.replace(/^%/, ""));
     if (!ref) fail(`operand '${o}' is not an instruction of computation ${comp.name}`);
     operands.push(...ref!.shape);
@@ -401,7 +408,7 @@ function reductionOf(name: string, comps: ReadonlyMap<string, Computation>, fail
 /** Attributes naming computations an instruction runs, and how many times per run of it. */
 function calledBy(ins: Instr): { name: string; times: number | undefined }[] {
   const out: { name: string; times: number | undefined }[] = [];
-  const one = (v: string | undefined, times: number | undefined = 1) => {
+  const one = (v: string | undefined, times: number | undefined) => {
     if (v !== undefined) out.push({ name: v.replace(/^%/, ""), times });
   };
   if (ins.opcode === "while") {
@@ -411,12 +418,12 @@ function calledBy(ins: Instr): { name: string; times: number | undefined }[] {
     return out;
   }
   // async-update / async-done name the same wrapped computation as their async-start: counted once.
-  if (ins.opcode !== "async-update" && ins.opcode !== "async-done") one(ins.attrs.get("calls"));
-  if (ins.opcode === "call") one(ins.attrs.get("to_apply"));
-  one(ins.attrs.get("true_computation"));
-  one(ins.attrs.get("false_computation"));
+  if (ins.opcode !== "async-update" && ins.opcode !== "async-done") one(ins.attrs.get("calls"), 1);
+  if (ins.opcode === "call") one(ins.attrs.get("to_apply"), 1);
+  one(ins.attrs.get("true_computation"), 1);
+  one(ins.attrs.get("false_computation"), 1);
   const branches = ins.attrs.get("branch_computations");
-  if (branches !== undefined) for (const b of branches.replace(/[{}\s]/g, "").split(",").filter((x) => x)) one(b);
+  if (branches !== undefined) for (const b of branches.replace(/[{}\s]/g, "").split(",").filter((x) => x)) one(b, 1);
   return out;
 }
 

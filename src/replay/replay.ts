@@ -3,7 +3,7 @@
 // once per preset, counted as many times as one step runs it. The total is the collectives in
 // program order on one stream: no overlap with compute or with each other is modelled.
 import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
-import { CcsimError, type ScenarioError } from "../ir/errors.ts";
+import { CcsimError, UsageError, type ScenarioError } from "../ir/errors.ts";
 import type { DeviceSpec, OpName } from "../ir/spec.ts";
 import { collectiveScenario } from "../run/collective.ts";
 import { loadDevice } from "../run/load.ts";
@@ -104,7 +104,7 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
     throw new HloError(mod.file, first?.line ?? 1, "no rank count: the module states neither replica_count nor num_partitions and its groups name no rank; give --ranks N");
   }
   const warnings = [...mod.warnings];
-  const rows = new Map<string, { row: ReplayRow; names: string[]; count: number }>();
+  const rows = new Map<string, { row: ReplayRow; names: string[]; notes: string[]; count: number }>();
   for (const { c, count } of mod.collectives) {
     const fail = (msg: string): never => {
       throw new HloError(mod.file, c.line, `${c.opcode} ${c.name}: ${msg}`);
@@ -146,6 +146,7 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
     if (have) {
       have.count += count;
       if (!have.names.includes(c.name)) have.names.push(c.name);
+      for (const n of notes) if (!have.notes.includes(n)) have.notes.push(n);
       continue;
     }
     rows.set(key, {
@@ -164,13 +165,14 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
         ...(pairs ? { pairs } : {}),
         ...(reduce ? { reduce } : {}),
         empty,
-        notes,
+        notes: [],
       },
       names: [c.name],
+      notes,
       count,
     });
   }
-  return { module: mod, ranks, nodes: opts.nodes, rows: [...rows.values()].map((r) => ({ ...r.row, instructions: r.names, count: r.count })), warnings };
+  return { module: mod, ranks, nodes: opts.nodes, rows: [...rows.values()].map((r) => ({ ...r.row, instructions: r.names, notes: r.notes, count: r.count })), warnings };
 }
 
 /** Every id a collective names, as global rank ids. */
@@ -182,10 +184,11 @@ function globalIds(c: HloCollective, R: number, P: number): number[] {
 /**
  * A collective's groups as global ranks. Under use_global_device_ids the ids are global already;
  * with a channel_id alone they are partition ids, one set of groups per replica; with neither,
- * replica ids, one set per partition. No groups (`{}`) is every id of that kind.
+ * replica ids, one set per partition. No groups (`{}`) is every id of that kind. A module with
+ * replicas only or partitions only (or stating neither) has one kind of id: the ranks themselves.
  */
 function expandGroups(c: HloCollective, R: number, P: number, ranks: number): number[][] {
-  if (c.mode === "flattened" || R * P === 1) return c.groups ? c.groups.map((g) => [...g]) : [Array.from({ length: ranks }, (_, k) => k)];
+  if (c.mode === "flattened" || R === 1 || P === 1) return c.groups ? c.groups.map((g) => [...g]) : [Array.from({ length: ranks }, (_, k) => k)];
   if (c.mode === "cross-partition") {
     const local = c.groups ?? [Array.from({ length: P }, (_, k) => k)];
     return Array.from({ length: R }, (_, r) => local.map((g) => g.map((q) => r * P + q))).flat();
@@ -196,7 +199,7 @@ function expandGroups(c: HloCollective, R: number, P: number, ranks: number): nu
 
 function expandPairs(c: HloCollective, R: number, P: number): [number, number][] {
   const pairs = (c.pairs ?? []).map(([s, t]) => [s, t] as [number, number]);
-  if (c.mode === "flattened" || R * P === 1) return pairs;
+  if (c.mode === "flattened" || R === 1 || P === 1) return pairs;
   if (c.mode === "cross-partition") return Array.from({ length: R }, (_, r) => pairs.map(([s, t]) => [r * P + s, r * P + t] as [number, number])).flat();
   return Array.from({ length: P }, (_, p) => pairs.map(([s, t]) => [s * P + p, t * P + p] as [number, number])).flat();
 }
@@ -281,6 +284,7 @@ export function runReplay(plan: ReplayPlan, instances: readonly string[], device
         at.push([i, j]);
       } catch (e) {
         if (e instanceof CcsimError) throw rowError(plan, row, inst, (e as ScenarioError).render());
+        if (e instanceof UsageError) throw rowError(plan, row, inst, e.message);
         throw e;
       }
     });

@@ -1,0 +1,163 @@
+// HLO text as frameworks dump it: the collectives, their shapes, groups, pairs and reductions, and
+// how many times one step runs each (while loops with known trip counts, async wrappers).
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { readFileSync } from "node:fs";
+import { HloError, parseGroups, parseHlo } from "../../src/replay/hlo.ts";
+
+const FORMS = "test/fixtures/hlo/forms.hlo.txt";
+const fail = (m: string): never => {
+  throw new Error(m);
+};
+
+function mod(body: string, header = "HloModule m, num_partitions=8"): string {
+  return `${header}\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {\n  p = f32[64]{0} parameter(0)\n${body}\n  ROOT r = f32[] constant(0)\n}\n`;
+}
+
+describe("HLO text", () => {
+  const m = parseHlo(FORMS, readFileSync(FORMS, "utf8"));
+  const by = (name: string) => m.collectives.find((c) => c.c.name === name)!;
+
+  it("reads the module's header and every collective form, async -start forms as their op, -done forms not again", () => {
+    expect(m.name).toBe("jit_forms");
+    expect(m.numPartitions).toBe(8);
+    expect(m.collectives.map((c) => c.c.name)).toEqual(["ar.loop", "cp.u", "rs.async", "ars", "ar.list", "ags", "ag.tuple", "ar.combined", "ar.product", "a2a", "a2a.tuple", "cps", "ar.single", "ar.types"]);
+    expect(by("ars").c.op).toBe("all-reduce");
+    expect(by("ags").c.op).toBe("all-gather");
+    expect(by("cps").c.op).toBe("collective-permute");
+  });
+
+  it("operand shapes: printed inline, or looked up by name (defined before or after), tuples summed", () => {
+    expect(by("ags").c.operands).toEqual([{ type: "bf16", elements: 512, text: "bf16[512]" }]);
+    expect(by("a2a").c.operands).toEqual([{ type: "f32", elements: 1024, text: "f32[8,128]" }]);
+    expect(by("ar.combined").c.operands.map((o) => o.text)).toEqual(["bf16[4096]", "f32[8,128]"]);
+    expect(by("a2a.tuple").c.operands).toHaveLength(8);
+    // collective-permute-start's result is a tuple with u32 contexts: the operand is what moves
+    expect(by("cps").c.operands.map((o) => o.text)).toEqual(["f32[8,128]"]);
+  });
+
+  it("groups: lists, {} (none given), iota and transposed iota; pairs; reductions; group modes", () => {
+    expect(by("ars").c.groups).toEqual([[0, 4], [1, 5], [2, 6], [3, 7]]);
+    expect(by("ar.list").c.groups).toEqual(by("ars").c.groups);
+    expect(by("ags").c.groups).toBeUndefined();
+    expect(by("ar.loop").c.groups).toEqual([[0, 1, 2, 3, 4, 5, 6, 7]]);
+    expect(by("cp.u").c.pairs).toHaveLength(8);
+    expect(by("ars").c.reduce).toBe("max");
+    expect(by("rs.async").c.reduce).toBe("min");
+    expect(by("ar.product").c.reduce).toBe("product");
+    expect(by("ar.loop").c.reduce).toBe("sum");
+    expect(by("ar.loop").c.mode).toBe("flattened");
+    expect(by("a2a").c.mode).toBe("cross-partition");
+  });
+
+  it("a while body counts once per known trip; an unknown trip count once, with a warning; async-start's wrapped computation once", () => {
+    expect(by("ar.loop").count).toBe(6);
+    expect(by("cp.u")).toMatchObject({ count: 1, unknownTrip: true });
+    expect(by("rs.async").count).toBe(1);
+    expect(m.warnings).toHaveLength(1);
+    expect(m.warnings[0]).toMatch(/forms\.hlo\.txt:\d+: body\.unknown runs in a while loop of unknown trip count/);
+  });
+
+  it("nested loops multiply; a computation no step reaches counts nothing", () => {
+    const text = `HloModule n, replica_count=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+inner {
+  p = f32[8]{0} parameter(0)
+  ROOT x = f32[8]{0} all-reduce(p), replica_groups={}, to_apply=add
+}
+
+outer {
+  p = f32[8]{0} parameter(0)
+  ROOT w = f32[8]{0} while(p), condition=c, body=inner, backend_config={"known_trip_count":{"n":"3"}}
+}
+
+c {
+  p = f32[8]{0} parameter(0)
+  ROOT t = pred[] constant(true)
+}
+
+unused {
+  p = f32[8]{0} parameter(0)
+  ROOT y = f32[8]{0} all-reduce(p), replica_groups={}, to_apply=add
+}
+
+ENTRY e {
+  p = f32[8]{0} parameter(0)
+  ROOT w = f32[8]{0} while(p), condition=c, body=outer, backend_config="{\\"known_trip_count\\":{\\"n\\":\\"5\\"}}"
+}
+`;
+    const n = parseHlo("n.txt", text);
+    expect(n.collectives.map((c) => [c.c.name, c.count])).toEqual([["x", 15]]);
+  });
+
+  it("the iota form is XLA's: iota over the reshape dims, transposed, cut into groups", () => {
+    expect(parseGroups("[2,4]<=[8]", fail)).toEqual([[0, 1, 2, 3], [4, 5, 6, 7]]);
+    expect(parseGroups("[4,2]<=[2,4]T(1,0)", fail)).toEqual([[0, 4], [1, 5], [2, 6], [3, 7]]);
+    expect(parseGroups("[2,4]<=[2,2,2]T(2,1,0)", fail)).toEqual([[0, 4, 2, 6], [1, 5, 3, 7]]);
+    expect(parseGroups("{{0,1},{2,3}}", fail)).toEqual([[0, 1], [2, 3]]);
+    expect(parseGroups("{}", fail)).toEqual([]);
+  });
+
+  it("property: any iota form lists every id once, in groups of its size; no transpose is the identity order", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 4 }), fc.integer({ min: 0, max: 100 }), (dims, seed) => {
+        const total = dims.reduce((a, b) => a * b, 1);
+        const perm = dims.map((_, k) => k).sort((a, b) => ((a * 7 + seed) % 5) - ((b * 7 + seed) % 5) || a - b);
+        const size = dims[dims.length - 1]!;
+        const groups = parseGroups(`[${total / size},${size}]<=[${dims.join(",")}]T(${perm.join(",")})`, fail);
+        expect(groups.every((g) => g.length === size)).toBe(true);
+        expect(groups.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, k) => k));
+        expect(parseGroups(`[1,${total}]<=[${dims.join(",")}]`, fail)).toEqual([Array.from({ length: total }, (_, k) => k)]);
+      }),
+    );
+  });
+
+  it("old-style text: %names, operand shapes inline, metadata with braces and quotes", () => {
+    const t = readFileSync("test/fixtures/hlo/tiny.hlo.txt", "utf8");
+    const n = parseHlo("tiny", t);
+    expect(n.replicaCount).toBe(8);
+    expect(n.collectives).toHaveLength(1);
+    expect(n.collectives[0]!.c).toMatchObject({ name: "all-reduce.8", op: "all-reduce", reduce: "sum", mode: "cross-replica", groups: [[0, 1, 2, 3, 4, 5, 6, 7]] });
+  });
+
+  it("non-collective instructions of any kind never fail, however odd their text", () => {
+    const n = parseHlo("odd", mod(`  x = f32[64]{0} custom-call(p), custom_call_target="foo(", backend_config="{{{"\n  y = weird stuff here\n  z = (f32[2], s32[]) mystery-op(p, p), a={[}\n  w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=add`));
+    expect(n.collectives).toHaveLength(1);
+  });
+});
+
+describe("bad HLO: file, line and text", () => {
+  const cases: [string, string, RegExp, number][] = [
+    ["not HLO", "hello world\n", /not HLO text: no 'HloModule' line/, 1],
+    ["binary", "HloModule\u0000\u0001", /binary data/, 1],
+    ["a truncated collective", mod("  w = f32[64]{0} all-reduce(p), replica_groups={{0,1},{2"), /truncated instruction: an attribute of all-reduce is not closed/, 11],
+    ["a truncated operand list", mod("  w = f32[64]{0} all-gather(p"), /truncated instruction: all-gather's operand list is not closed/, 11],
+    ["a file cut short", "HloModule m\n\nENTRY main {\n  p = f32[64]{0} parameter(0)\n", /truncated: computation main \(line 3\) has no closing '}'/, 5],
+    ["an unknown shape in a collective's operand", mod("  w = f32[64]{0} all-reduce(f32<64> p), replica_groups={}, to_apply=add"), /unknown shape syntax in operand 'f32<64> p'/, 11],
+    ["an unknown shape as a collective's result", mod("  w = f32<64> all-reduce(p), replica_groups={}, to_apply=add"), /all-reduce w: unknown shape syntax in its result/, 11],
+    ["an operand that is not there", mod("  w = f32[64]{0} all-reduce(q), replica_groups={}, to_apply=add"), /operand 'q' is not an instruction of computation main/, 11],
+    ["a reduction that is not sum/max/min/product", mod("  w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=orr").replace("ENTRY", "orr {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n  ROOT o = pred[] or(a, b)\n}\n\nENTRY"), /computes 'or': a collective's reduction must be add, maximum, minimum or multiply/, 17],
+    ["unknown group syntax", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[2,4]<-[8], to_apply=add"), /unknown replica_groups syntax/, 11],
+    ["an iota that does not hold its ids", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[2,4]<=[6], to_apply=add"), /does not hold the 6 ids/, 11],
+    ["a pair of three", mod("  w = f32[64]{0} collective-permute(p), source_target_pairs={{0,1,2}}"), /not two ids/, 11],
+    ["no ENTRY", "HloModule m\n\nf {\n  ROOT c = f32[] constant(0)\n}\n", /no ENTRY computation/, 1],
+  ];
+  it.each(cases)("%s", (_name, text, msg, line) => {
+    let err: unknown;
+    try {
+      parseHlo("bad.txt", text);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(HloError);
+    expect((err as HloError).message).toMatch(msg);
+    expect((err as HloError).line).toBe(line);
+    expect((err as HloError).render()).toMatch(/^bad\.txt:\d+: /);
+  });
+});
