@@ -5,7 +5,6 @@ import { ERROR_CODES } from "../src/ir/codes.ts";
 import { EncOpType } from "../src/ir/enums.ts";
 import type { DeviceSpec, Scenario } from "../src/ir/spec.ts";
 import { compileProgram, compileStreamed, explainScenario } from "../src/enc/compile.ts";
-import { dispatch } from "../src/enc/post.ts";
 import { EncAlgType } from "../src/ir/enums.ts";
 import { planChunks } from "../src/enc/chunks.ts";
 import { field, addr64 } from "../src/encd/bits.ts";
@@ -26,6 +25,7 @@ import { Fabric } from "../sim/hw/fabric.ts";
 import { simulate } from "../sim/index.ts";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { ideal, scenario, trn1 } from "./helpers.ts";
+import { dispatch } from "../src/enc/gates.ts";
 
 /** The code in a gate's refusal (the composer's limit it knows), thrown as the error it stands for. */
 function refusal(gate: string, scn: Scenario, spec: DeviceSpec = trn1): () => never {

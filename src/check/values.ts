@@ -18,10 +18,6 @@ const INT_RANGE: Partial<Record<Dtype, [number, number]>> = {
   int32: [-0x80000000, 0x7fffffff],
 };
 
-export function isFloat(d: Dtype): boolean {
-  return d === "fp32" || d === "bf16" || d === "fp16" || d === "fp8e4" || d === "fp8e5";
-}
-
 /** Integer-valued element `v` of dtype `d` as little-endian bytes (exact, or an InternalError). */
 export function encodeValue(d: Dtype, v: number, out: DataView, off: number): void {
   switch (d) {

@@ -6,11 +6,10 @@ import { writeWhole as writeFile } from "./write.ts";
 import { basename, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
-import type { DeviceSpec } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
 import { crossValidate, deviceParams, Evaluator, fit, seriesOf, summarize, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type Series } from "../fit/fit.ts";
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
-import { parseSize } from "./sizes.ts";
+import { parseSize } from "../command/sizes.ts";
 import { defaultJobs } from "../run/parallel.ts";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");

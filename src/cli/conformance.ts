@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
 import { defaultJobs, runParallel } from "../run/parallel.ts";
-import { parseSize } from "./sizes.ts";
+import { parseSize } from "../command/sizes.ts";
 
 /** The largest op a conformance case may draw. */
 const MAX_CASE_BYTES = 16 * 2 ** 30;

@@ -15,7 +15,7 @@ import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../encd/slot.ts";
 import { DESC_BYTES, decodeRx, decodeTx, isCmeDesc } from "../encd/udma.ts";
 import type { ProgramImage } from "../encd/program.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "../run/load.ts";
-import { UsageError } from "./args.ts";
+import { UsageError } from "../command/args.ts";
 
 const HELP = `ccsim disassembler: print a program image field by field
 

@@ -7,9 +7,9 @@ import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts
 import { defaultJobs } from "../run/parallel.ts";
 import { HloError, parseHlo } from "../replay/hlo.ts";
 import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan } from "../replay/replay.ts";
-import { flagValue, intFlag, UsageError } from "./args.ts";
-import { checkOnce } from "./nccom.ts";
+import { flagValue, intFlag, UsageError } from "../command/args.ts";
 import { EXIT } from "./sim.ts";
+import { checkOnce } from "../command/nccom.ts";
 
 const HELP = `ccsim replay: the collectives of an XLA HLO module, replayed on device presets
 

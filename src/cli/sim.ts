@@ -8,7 +8,7 @@ import { describeFolding, explainScenario } from "../enc/compile.ts";
 import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type Violation } from "../../sim/index.ts";
-import { parseArgs, UsageError, type Args } from "./args.ts";
+import { parseArgs, UsageError, type Args } from "../command/args.ts";
 import { writeWhole } from "./write.ts";
 import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";

@@ -1,5 +1,5 @@
 // Sweeps like nccom-test: one op (or each op of the scenario) over a range of sizes.
-import { UsageError } from "./args.ts";
+import { UsageError } from "../command/args.ts";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { CheckMode, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
@@ -10,8 +10,8 @@ import type { CcsimError } from "../ir/errors.ts";
 import { revive, runParallel } from "../run/parallel.ts";
 import { biggestFirst, runPoint, startWorkers, task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
-import type { Args } from "./args.ts";
-import { sweepSizes } from "./sizes.ts";
+import type { Args } from "../command/args.ts";
+import { sweepSizes } from "../command/sizes.ts";
 import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
 
 /** Ops whose size is one block per group rank. */

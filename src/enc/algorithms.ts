@@ -1,47 +1,13 @@
 // Comm init and the per-(comm type, algorithm) admission gate (enc_init_comm / enc_cc_algorithm_allowed).
 import { CommType, EncAlgType, encAlgorithmName } from "../ir/enums.ts";
 import { ALGORITHMS } from "./registry.ts";
+import type { CommContext, Verdict } from "./stage.ts";
 
 
 /** The seed's log line when RDH is requested without mesh. */
 export const RDH_WITHOUT_MESH = "Detected usage of RDH while mesh is not allowed. RDH construction will be skipped because it depends on Mesh.";
 
-/** What the gates read about one communicator (one replica group on one comm type). */
-export interface CommContext {
-  readonly commType: CommType;
-  readonly rankN: number;
-  readonly nodeN: number;
-  /** Ranks of the group on each node. */
-  readonly localRankN: number;
-  /** Devices the group's ranks sit on. */
-  readonly deviceN: number;
-  /** NeuronLink pods the group's nodes lie in (its nodes, on a preset without pods). */
-  readonly podN: number;
-  /** Physical cores per logical rank (vcore_size). */
-  readonly vcoreSize: number;
-  /** More than one CC stream is in use. */
-  readonly multiStream: boolean;
-  /** The runtime's cc_allowed_alg_types: bit (alg + 11 * comm_type). */
-  readonly allowedBits: bigint;
-  /** The instance runs mesh collectives at all ("nccl mesh supported"). */
-  readonly meshSupported: boolean;
-  readonly podEnabled: boolean;
-  readonly neuronSwitch: boolean;
-  /** -1 unless the op is a source/target-pair collective. */
-  readonly srcTargetPairsId: number;
-  /** Debug switches of the runtime (hierarchical_cc, rdh_cc_mode, the generic dbg level). */
-  readonly hierarchicalCc: number;
-  readonly rdhCcMode: number;
-  readonly dbg: number;
-}
 
-export interface Verdict {
-  readonly ok: boolean;
-  /** Why not, when not; what admitted it otherwise. */
-  readonly reason: string;
-  /** The mesh gate: the mesh-family member that admitted the op, when it is not MESH itself. */
-  readonly variant?: EncAlgType;
-}
 
 const no = (reason: string): Verdict => ({ ok: false, reason });
 

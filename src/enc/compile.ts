@@ -13,13 +13,15 @@ import type { DescriptorFeed } from "../encd/image.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
-import type { EncOperation, Explanation } from "./post.ts";
+import type { Explanation } from "./post.ts";
 import { parseReplicaGroups } from "./groups.ts";
 import { CompileContext, idsPerNodeOf, postProgram } from "./context.ts";
 import { podNodesOf } from "../ir/spec.ts";
 import type { Signature } from "../encd/signature.ts";
 import { whyNotFold } from "../encd/fold.ts";
-import { composeHier, type RingSet, type StageRecord } from "./hier.ts";
+import { composeHier } from "./hier.ts";
+import type { RingSet, StageRecord } from "./stage.ts";
+import type { EncOperation } from "./gates.ts";
 
 export interface BufferRef {
   readonly addr: number;

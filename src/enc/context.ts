@@ -12,25 +12,16 @@ import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.t
 import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type RingMode } from "../encd/program.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
-import { checkSignatures, meshEngines, opPlan, postOperations, type Posted } from "./post.ts";
+import { checkSignatures, postOperations, type Posted } from "./post.ts";
 import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
-import type { NetHop, RankBuffers } from "./ring.ts";
 import { algorithmEntry, tapeSemaphores } from "./registry.ts";
 import { adjacency, deviceRing, deviceRings } from "./topology.ts";
-import type { Comm, RingSet, Stage } from "./hier.ts";
 import type { NetQueue } from "./peer.ts";
+import type { Comm, MeshPlace, NetHop, RingSet, Stage, StageBuffers } from "./stage.ts";
+import { meshEngines, opPlan } from "./gates.ts";
 
-/** A rank's buffers for one stage: input, output, ring receive slots, mesh / RDH scratch. */
-export interface StageBuffers extends RankBuffers {
-  readonly chbufBytes: readonly number[];
-  readonly scratch: number;
-}
 
-/** Ring-type channel programs of a stage, composed side by side (one chunk group each per round), each with the device it emits for. */
-export type ChannelGens = { readonly device: number; readonly gen: Generator<void, unknown> }[];
 
-/** What a family composes for one stage: ring-type channels return their generators; mesh-tape programs emit at once. */
-export type StageComposer = (ctx: CompileContext, st: Stage, buffers: ReadonlyMap<number, StageBuffers>, plans: readonly ChunkPlan[], path: string) => ChannelGens;
 
 /** Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used. */
 export function idsPerNodeOf(scn: Scenario, spec: DeviceSpec): number {
@@ -48,11 +39,6 @@ export interface HierComms {
   readonly intraAg?: Comm;
 }
 
-/** The semaphores of a TopSP's mesh program, after the ring channels'. */
-export interface MeshPlace {
-  readonly topsp: number;
-  readonly semas: { readonly handshake: number; readonly data: number; readonly data2: number; readonly compl: number };
-}
 
 /** Whether ops `opIndices` run as a concurrent program (each stream on TopSPs and queues of its own). */
 function concurrentOf(scn: Scenario, opIndices: readonly number[]): boolean {

@@ -13,9 +13,7 @@ import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, planChunks, type ChunkPlan } from "./chunks.ts";
 import { semaAddr } from "../encd/address.ts";
-import type { ChannelGens, CompileContext, StageComposer } from "./context.ts";
-import type { Comm, Stage } from "./hier.ts";
-import type { RankBuffers } from "./ring.ts";
+import type { ChannelGens, Comm, ComposeContext, RankBuffers, Stage, StageComposer } from "./stage.ts";
 
 export interface KangaringContext {
   readonly op: OpSpec;
@@ -214,7 +212,7 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
 }
 
 /** Kangaring's view of a group: its chips in ring order, each chip's ranks (adjacent group ranks), and the chunk plan over chip blocks. */
-export function kangaringGroup(ctx: CompileContext, comm: Comm, gi: number, opType: EncOpType, count: number, esize: number) {
+export function kangaringGroup(ctx: ComposeContext, comm: Comm, gi: number, opType: EncOpType, count: number, esize: number) {
   const { info } = ctx;
   const g = comm.groups[gi]!;
   const gr = (r: number) => comm.pos.get(r)!.groupRank;
@@ -234,7 +232,7 @@ export function kangaringGroup(ctx: CompileContext, comm: Comm, gi: number, opTy
 }
 
 /** A kangaring stage's chunk plans: over chip blocks, per group. */
-export function kangaringPlans(ctx: CompileContext, st: Stage): ChunkPlan[] {
+export function kangaringPlans(ctx: ComposeContext, st: Stage): ChunkPlan[] {
   const esize = dtypeSize(st.op.dtype);
   return st.comm.groups.map((_, gi) => kangaringGroup(ctx, st.comm, gi, st.opType, st.count, esize).plan);
 }

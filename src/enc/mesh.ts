@@ -8,8 +8,7 @@ import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
-import type { StageComposer } from "./context.ts";
-import { algorithmEntry } from "./registry.ts";
+import type { StageComposer } from "./stage.ts";
 
 /** Semaphore ids of a rank's mesh program on its TopSP. */
 export interface MeshSemas {
@@ -194,20 +193,23 @@ function slotBytes(ctx: MeshOpContext): number {
 }
 
 
-/** The mesh family's stage composer: every rank's event tape, on its mesh program. */
-export const composeMeshStage: StageComposer = (ctx, st, buffers) => {
-  const { comm, op, opType, count, reduceSliceBytes } = st;
-  comm.groups.forEach((g) => {
-    const ranks = g.map((rank): MeshRank => {
-      const b = buffers.get(rank)!;
-      const place = ctx.meshPlace(rank);
-      return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: place.topsp, semas: place.semas, input: b.input, output: b.output, scratch: b.scratch };
+/**
+ * The mesh family's stage composer: every rank's event tape, on its mesh program. `exchange` is the
+ * member's (peers' blocks, or whole buffers in one exchange), `rotate` whether each rank starts its
+ * peer order after itself (the switch variants).
+ */
+export function meshStage(exchange: "blocks" | "whole-buffer", rotate: boolean): StageComposer {
+  const singleStep = exchange === "whole-buffer";
+  return (ctx, st, buffers) => {
+    const { comm, op, opType, count, reduceSliceBytes } = st;
+    comm.groups.forEach((g) => {
+      const ranks = g.map((rank): MeshRank => {
+        const b = buffers.get(rank)!;
+        const place = ctx.meshPlace(rank);
+        return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: place.topsp, semas: place.semas, input: b.input, output: b.output, scratch: b.scratch };
+      });
+      g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, rotate, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
     });
-    // The family's exchange (one of whole buffers, or of blocks) and its peer order, from its registry entry.
-    const entry = algorithmEntry(st.alg);
-    const singleStep = entry.exchange === "whole-buffer";
-    const rotate = entry.rotate === true;
-    g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, rotate, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
-  });
-  return [];
-};
+    return [];
+  };
+}

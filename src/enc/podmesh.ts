@@ -19,10 +19,9 @@ import { EncOpType } from "../ir/enums.ts";
 import { InternalError } from "../ir/errors.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
-import type { StageComposer } from "./context.ts";
-import type { Verdict } from "./algorithms.ts";
 import { meshBlock } from "./mesh.ts";
 import { PeerWrites } from "./peer.ts";
+import type { StageComposer, Verdict } from "./stage.ts";
 
 /** Semaphores a pod-mesh tape needs from the mesh base: handshake, four step counters, completion. */
 export const POD_MESH_SEMAS = 6;

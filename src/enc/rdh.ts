@@ -12,7 +12,7 @@ import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
-import type { StageComposer } from "./context.ts";
+import type { StageComposer } from "./stage.ts";
 
 export interface RdhRank {
   readonly groupRank: number;

@@ -6,15 +6,13 @@
 import { CommType, EncAlgMeshType, EncAlgType, EncOpType, EncPattern } from "../ir/enums.ts";
 import type { AlgName, OpSpec } from "../ir/spec.ts";
 import { ALG_NAMES } from "../ir/spec.ts";
-import type { CommContext, Verdict } from "./algorithms.ts";
 import type { ChunkPlan } from "./chunks.ts";
-import type { CompileContext, StageComposer } from "./context.ts";
-import type { Stage } from "./hier.ts";
 import { composeKangaringStage, kangaringPlans } from "./kangaring.ts";
-import { composeMeshStage, meshSlotBytes } from "./mesh.ts";
+import { meshStage, meshSlotBytes } from "./mesh.ts";
 import { composeRdhStage, rdhStepSemas } from "./rdh.ts";
 import { composeRingStage } from "./ring.ts";
 import { POD_MESH_SEMAS, composePodMeshStage, podGrid } from "./podmesh.ts";
+import type { CommContext, ComposeContext, Stage, StageComposer, Verdict } from "./stage.ts";
 
 /** The six feasibility gates, in the order enc_post_operation runs them. */
 export const GATES = ["kangaring", "mesh", "intra_rdh", "inter_rdh", "single_cycle_ring", "hierarchical"] as const;
@@ -73,7 +71,7 @@ export interface AlgorithmEntry {
   /** Its stage composer (undefined: this build does not compose it). */
   readonly compose?: StageComposer;
   /** Chunk plans of its stages when they are not the op's (kangaring plans over chip blocks). */
-  readonly stagePlans?: (ctx: CompileContext, st: Stage) => ChunkPlan[];
+  readonly stagePlans?: (ctx: ComposeContext, st: Stage) => ChunkPlan[];
 }
 
 const yes = (reason: string): Verdict => ({ ok: true, reason });
@@ -175,7 +173,7 @@ const entries: readonly AlgorithmEntry[] = [
     meshType: EncAlgMeshType.FULL_MESH,
     scratch: slotScratch((n) => n),
     admit: (c) => enableMesh(c, EncAlgType.MESH),
-    compose: composeMeshStage,
+    compose: meshStage("blocks", false),
   },
   {
     ...BASE,
@@ -239,7 +237,7 @@ const entries: readonly AlgorithmEntry[] = [
     stageLevels: ["intra", "inter"],
     meshType: EncAlgMeshType.FULL_MESH,
     admit: (c) => enableMesh(c, EncAlgType.SINGLE_STEP_MESH),
-    compose: composeMeshStage,
+    compose: meshStage("whole-buffer", false),
   },
   {
     ...RDH_MEMBER,
@@ -292,7 +290,7 @@ const entries: readonly AlgorithmEntry[] = [
     rotate: true,
     admit: (c) => enableMesh(c, EncAlgType.LATENCY_OPT_MESH),
     groupLayout: switchLayout,
-    compose: composeMeshStage,
+    compose: meshStage("whole-buffer", true),
   },
   {
     // The bandwidth variant: reduce-scatter then all-gather, each peer's block once per step.
@@ -305,7 +303,7 @@ const entries: readonly AlgorithmEntry[] = [
     scratch: slotScratch((n) => n),
     admit: (c) => enableMesh(c, EncAlgType.BW_OPT_MESH),
     groupLayout: switchLayout,
-    compose: composeMeshStage,
+    compose: meshStage("blocks", true),
   },
 ];
 
@@ -352,7 +350,3 @@ export function tapeSemaphores(n: number): number {
   return Math.max(0, ...ALGORITHMS.map((e) => e.tapeSemas?.(n) ?? 0));
 }
 
-/** The algorithm a scenario name stands for. */
-export function algorithmByLabel(label: AlgName): AlgorithmEntry {
-  return algorithmEntry(ALG_NAMES.indexOf(label) as EncAlgType);
-}

@@ -18,15 +18,8 @@ import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import { blockOf, semaAddr } from "../encd/address.ts";
 import { opEntry } from "../ir/ops.ts";
-import type { ChannelGens, StageComposer } from "./context.ts";
+import type { ChannelGens, NetHop, RankBuffers, StageComposer } from "./stage.ts";
 
-/** Buffers one rank uses for one op. */
-export interface RankBuffers {
-  readonly input: number;
-  readonly output: number;
-  /** Receive buffer of each channel: `RingView.recvSlots` slots of plan.halfBytes. */
-  readonly chbuf: readonly number[];
-}
 
 /** The ring neighbourhood of one rank on one channel. */
 export interface RingView {
@@ -44,21 +37,6 @@ export interface RingView {
   readonly net?: NetHop;
 }
 
-/** A channel whose next and / or previous rank is on another node. */
-export interface NetHop {
-  readonly toNext: boolean;
-  readonly fromPrev: boolean;
-  /** INC address of the proxy queue's fold-0 trigger semaphore (fold f increments the f-th after it). */
-  readonly proxyInc: number;
-  /** The queue's entries, appended in step order. */
-  readonly entries: ProxyFifo;
-  /** Local slots the sends stage into before the proxy carries them (toNext only). */
-  readonly staging: number;
-  readonly foldN: number;
-  /** Address blocks of the next and previous ranks' devices (the proxy entries name them). */
-  readonly nextBlock: number;
-  readonly prevBlock: number;
-}
 
 /** Hand `n` bytes at local `src` to the channel's proxy for `dst` in address block `block`, then signal `sema` there (one per remote fold). */
 function proxySend(chan: EncdChannel, net: { readonly proxyInc: number; readonly entries: ProxyFifo; readonly foldN: number }, src: number, dst: number, n: number, sema: number, block: number): void {

@@ -11,7 +11,6 @@ import { EncodeError } from "../ir/errors.ts";
 import { field } from "./bits.ts";
 
 export const SPAD_CTRL_ENTRY_BYTES = 8;
-export const SPAD_SLOT_CONTINUE_MARK = 0xfffefffe00000000n;
 
 const OFF = { HEADER: 0, WORD0: 0, FLAGS: 2, PAD: 3, UNION: 4, SEMA_SHIFT: 4, SEMA_MASK: 6 } as const;
 

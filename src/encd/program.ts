@@ -20,7 +20,7 @@ import { MESH_EVENT_BYTES, maxMeshEvents, NO_LEG, packMeshEvent, type DmaLeg, ty
 import { ProxyFifo } from "./proxy.ts";
 import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
 import { MESH_SLOT, type DeviceImage, type MemorySegment, type ProgramImage, type QueueImage, type TopspImage } from "./image.ts";
-export type { DeviceImage, MemorySegment, ProgramImage, QueueImage, TopspImage } from "./image.ts";
+export type { ProgramImage, QueueImage } from "./image.ts";
 
 export interface EmitterParams {
   readonly arch: number;

@@ -15,9 +15,9 @@ import type { OpOutcome } from "../run/pipeline.ts";
 import { busFactor } from "../report/table.ts";
 import { fixedCostOf, fixedCostValue } from "../run/fixed-cost.ts";
 import { sweepPoint } from "../run/overrides.ts";
-import { parseNccomArgs } from "../cli/nccom.ts";
-import { UsageError } from "../cli/args.ts";
+import { UsageError } from "../command/args.ts";
 import { LogError, type MeasuredLog } from "./log.ts";
+import { parseNccomArgs } from "../command/nccom.ts";
 
 /** One measured table as a series of points to run: its command line on a preset. */
 export interface Series {

@@ -58,13 +58,6 @@ export const REDUCE_TO_CCE: { readonly [K in ReduceOp]: SdmaCceType } = {
   min: SdmaCceType.MIN,
 };
 
-export function isDtype(v: unknown): v is Dtype {
-  return typeof v === "string" && (DTYPES as readonly string[]).includes(v);
-}
-export function isReduceOp(v: unknown): v is ReduceOp {
-  return typeof v === "string" && (REDUCE_OPS as readonly string[]).includes(v);
-}
-
 /** How a symbolic value's terms were combined: not at all (one copied term), or by several arithmetics. */
 export const HOW_NONE = -1;
 export const HOW_MIXED = -2;

@@ -18,6 +18,7 @@ export const EncOpType = {
   INVALID: 13,
 } as const;
 export type EncOpType = (typeof EncOpType)[keyof typeof EncOpType];
+/** @public (the seed's enum, kept whole) */
 export const ENC_OP_N = 13;
 
 /** Host composer selector (`enc_alg_type`): 0..10 valid, 11 the INVALID sentinel. Never a wire field. */
@@ -100,7 +101,7 @@ export type SdmaCceType = (typeof SdmaCceType)[keyof typeof SdmaCceType];
 export const ReductionType = { RING_2R1W: 0, RING_2R2W: 1, KANGARING_NR1W: 2 } as const;
 export type ReductionType = (typeof ReductionType)[keyof typeof ReductionType];
 
-/** `enc_half_chunk_index`. */
+/** `enc_half_chunk_index`. @public (the seed's enum, kept whole) */
 export const HalfChunk = { H0: 0, H1: 1, SPLIT_N: 2 } as const;
 export type HalfChunk = 0 | 1;
 

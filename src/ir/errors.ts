@@ -59,10 +59,6 @@ export function assert(cond: unknown, message: string): asserts cond {
   if (!cond) throw new InternalError(message);
 }
 
-export function assertNever(x: never, what: string): never {
-  throw new InternalError(`unexpected ${what}: ${safeJson(x)}`);
-}
-
 /** A short rendering of a value for a message: at most 120 characters, whatever its size or depth. */
 function safeJson(v: unknown): string {
   const s = brief(v, 4);

@@ -12,14 +12,11 @@ export type Tick = number;
  */
 export const WIDE_ZERO = -0;
 
+/** @public (the unit table, whole) */
 export const PS_PER_NS = 1_000;
+/** @public */
 export const PS_PER_US = 1_000_000;
 export const PS_PER_S = 1_000_000_000_000;
-
-export function assertTick(t: number, what: string): Tick {
-  if (!Number.isSafeInteger(t) || t < 0) throw new InternalError(`${what} is not a non-negative integer picosecond count: ${t}`);
-  return t;
-}
 
 /** Picoseconds to move `bytes` at `bytesPerSecond` (0 = infinitely fast), rounded up to a whole picosecond. */
 export function transferPs(bytes: number, bytesPerSecond: number): Tick {

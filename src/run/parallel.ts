@@ -210,6 +210,7 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
 }
 
 /**
+ * @public (a worker thread calls it by name)
  * A worker's task loop (`moduleWorker(..., "serveTasks", ...)`): it takes the next task in `order`
  * (a shared counter) until none is left, running `task` of the task module on each; results go
  * back on the port.

@@ -6,7 +6,7 @@ import { dtypeSize, reduceHow } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
 import { opEntry } from "../ir/ops.ts";
 import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
-import { CompileError, InternalError, ScenarioError, SimError } from "../ir/errors.ts";
+import { InternalError, ScenarioError, SimError } from "../ir/errors.ts";
 import { threadFeed } from "./feed-thread.ts";
 import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
 import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type Folding, type OpLayout } from "../enc/compile.ts";

@@ -4,8 +4,9 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { main, parseNccomArgs } from "../../src/cli/nccom.ts";
+import { main } from "../../src/cli/nccom.ts";
 import { main as sim, EXIT } from "../../src/cli/sim.ts";
+import { parseNccomArgs } from "../../src/command/nccom.ts";
 
 function run(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
   let out = "";

@@ -4,7 +4,7 @@ import { runSim } from "../run-sim.ts";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main as disasm } from "../../src/cli/disasm.ts";
-import { parseSize, sweepSizes } from "../../src/cli/sizes.ts";
+import { parseSize, sweepSizes } from "../../src/command/sizes.ts";
 import { FABRIC_PID } from "../../src/cli/trace.ts";
 import { expectGolden } from "../golden.ts";
 

@@ -6,8 +6,8 @@ import { describe, expect, it } from "vitest";
 import pino from "pino";
 import { CommType, EncAlgType, EncOpType, EncPattern, ENC_ALG_NAME, MetaringType } from "../../src/ir/enums.ts";
 import { algTypeOf, type AlgName, type OpName } from "../../src/ir/spec.ts";
-import { ccAlgorithmAllowed, initComm, RDH_WITHOUT_MESH, allowedMask, type CommContext } from "../../src/enc/algorithms.ts";
-import { checkSignatures, dispatch, GATES, opSignature, postOperations, resolveAlgorithm, runGates, type Gate } from "../../src/enc/post.ts";
+import { ccAlgorithmAllowed, initComm, RDH_WITHOUT_MESH, allowedMask } from "../../src/enc/algorithms.ts";
+import { checkSignatures, GATES, opSignature, postOperations, type Gate } from "../../src/enc/post.ts";
 import { compileProgram, explainScenario } from "../../src/enc/compile.ts";
 import { validateCcops, MUST_INCREMENT } from "../../src/encd/validate.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
@@ -17,6 +17,8 @@ import { runScenario } from "../../src/run/pipeline.ts";
 import { main } from "../../src/cli/sim.ts";
 import { ideal, scenario, trn1, type LooseOp } from "../helpers.ts";
 import { loadDevice } from "../../src/run/load.ts";
+import type { CommContext } from "../../src/enc/stage.ts";
+import { dispatch, resolveAlgorithm, runGates } from "../../src/enc/gates.ts";
 
 const ctx = (over: Partial<CommContext> = {}): CommContext => ({
   commType: CommType.INTRA,

@@ -1,43 +1,30 @@
-// The simulator may only see emitted bytes: sim/ must not import the composer (src/enc).
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+// The architecture rules (.dependency-cruiser.cjs) hold on the project, and they catch what they
+// forbid: a fixture tree with one import of each kind the rules refuse.
+import { spawnSync } from "node:child_process";
+import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? files(p) : p.endsWith(".ts") ? [p] : [];
-  });
+const ROOT = resolve(import.meta.dirname, "../..");
+const BIN = resolve(ROOT, "node_modules/.bin/depcruise");
+const CONFIG = resolve(ROOT, ".dependency-cruiser.cjs");
+
+function cruise(cwd: string): { status: number | null; out: string } {
+  const r = spawnSync(BIN, ["src", "sim", "--config", CONFIG, "--output-type", "err"], { cwd, encoding: "utf8" });
+  return { status: r.status, out: r.stdout + r.stderr };
 }
 
-const imports = (file: string): string[] => [...readFileSync(file, "utf8").matchAll(/from\s+["']([^"']+)["']/g)].map((m) => m[1]!);
+describe("architecture rules", () => {
+  it("the project keeps them: no import circle, no layer reaching up, sim/ reading only bytes and the preset", () => {
+    const r = cruise(ROOT);
+    expect(r.out).toMatch(/no dependency violations found/);
+    expect(r.status).toBe(0);
+  });
 
-describe("layering", () => {
-  it("sim/ imports only src/ir and src/encd (decoders), never src/enc or later stages", () => {
-    const bad: string[] = [];
-    for (const f of files("sim")) {
-      for (const i of imports(f)) {
-        if (i.startsWith(".") && /src\/(?!ir\/|encd\/)/.test(i)) bad.push(`${f}: ${i}`);
-      }
+  it("they refuse what they forbid (a fixture tree breaking each rule once)", () => {
+    const r = cruise(resolve(ROOT, "test/fixtures/arch"));
+    expect(r.status).not.toBe(0);
+    for (const rule of ["sim-reads-images: sim/machine.ts → src/encd/program.ts", "sim-reads-bytes: sim/machine.ts → src/enc/post.ts", "runner-below-commands: src/run/load.ts → src/cli/sim.ts", "cli-is-a-shell: src/run/load.ts → src/cli/sim.ts", "formats-below-composer: src/encd/bits.ts → src/enc/post.ts", "no-circular: src/enc/post.ts"]) {
+      expect(r.out).toContain(rule);
     }
-    expect(bad).toEqual([]);
-  });
-
-  it("sim/ reads program images, never the builder that writes them (src/encd/program.ts)", () => {
-    const bad = files("sim").flatMap((f) => imports(f).filter((i) => /encd\/program\.ts$/.test(i)).map((i) => `${f}: ${i}`));
-    expect(bad).toEqual([]);
-  });
-
-  it("src/encd does not import the composer, and src/ir imports nothing outside itself", () => {
-    const bad = [
-      ...files("src/encd").flatMap((f) => imports(f).filter((i) => /\/enc\//.test(i)).map((i) => `${f}: ${i}`)),
-      ...files("src/ir").flatMap((f) => imports(f).filter((i) => i.startsWith("..")).map((i) => `${f}: ${i}`)),
-    ];
-    expect(bad).toEqual([]);
-  });
-
-  it("the check finds a forbidden import when there is one", () => {
-    expect(/src\/(?!ir\/|encd\/)/.test("../../src/enc/compile.ts")).toBe(true);
-    expect(/src\/(?!ir\/|encd\/)/.test("../../src/encd/udma.ts")).toBe(false);
   });
 });

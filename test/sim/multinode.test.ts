@@ -11,9 +11,9 @@ import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { expectRunChecks, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
 import { CommType, EncAlgType } from "../../src/ir/enums.ts";
-import { commContext } from "../../src/enc/post.ts";
 import { ccAlgorithmAllowed } from "../../src/enc/algorithms.ts";
 import { loadDevice } from "../../src/run/load.ts";
+import { commContext } from "../../src/enc/gates.ts";
 
 const silent = pino({ level: "silent" });
 

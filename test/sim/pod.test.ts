@@ -8,12 +8,12 @@ import { dtypeSize } from "../../src/ir/dtypes.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { CompileError } from "../../src/ir/errors.ts";
 import { acrossNodes } from "../../src/ir/spec.ts";
-import { commContext } from "../../src/enc/post.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { ccAlgorithmAllowed } from "../../src/enc/algorithms.ts";
 import { simulate } from "../../sim/index.ts";
 import { expectRunChecks, scenario, anyDtype, collectiveOp } from "../helpers.ts";
+import { commContext } from "../../src/enc/gates.ts";
 
 const pod = loadDevice("trn2-ultraserver");
 

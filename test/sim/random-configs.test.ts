@@ -1,6 +1,6 @@
 // Property: for random rank counts, groups, channels, chunk sizes, dtypes and ops, the emitted
 // program runs to completion on trn1 and every rank's output matches the reference bit for bit.
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import fc from "fast-check";
 import { DTYPES, dtypeSize } from "../../src/ir/dtypes.ts";
 import { RING_OP_NAMES } from "../../src/ir/spec.ts";

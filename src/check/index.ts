@@ -1,2 +1,0 @@
-// Reference collectives and comparison.
-export * from "./values.ts";

@@ -1,0 +1,274 @@
+// nccom-test's command line read into a scenario (no file): its ops and aliases, its flags, its
+// placement of ranks. npm run nccom runs what this builds; calibration reads logged command lines
+// with it.
+import { readFileSync } from "node:fs";
+import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
+import type { OpName } from "../ir/spec.ts";
+import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
+import { collectiveScenario } from "../run/collective.ts";
+import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
+import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
+
+/** nccom-test's op names and aliases, and the scenario op each runs as. */
+export const NCCOM_OPS: Readonly<Record<string, OpName>> = {
+  all_reduce: "all-reduce",
+  allr: "all-reduce",
+  all_gather: "all-gather",
+  allg: "all-gather",
+  reduce_scatter: "reduce-scatter",
+  redsct: "reduce-scatter",
+  sendrecv: "send",
+  alltoall: "all-to-all",
+  alltoallv: "all-to-all-v",
+  all_gatherv: "all-gather-v",
+  allgv: "all-gather-v",
+  permute: "permute",
+};
+
+
+export interface NccomArgs {
+  readonly run: Args;
+  readonly op: OpName;
+  readonly scenario: Record<string, unknown>;
+  readonly dump: boolean;
+  readonly ignored: readonly string[];
+  /** -t / --stats: the percentile columns to print after the average (each iteration timed on its own). */
+  readonly percentiles: readonly string[];
+  /** all_gatherv's per-rank bytes from --variable-size-op-metadata (a size of their sum runs them). */
+  readonly counts?: readonly number[];
+}
+
+/**
+ * all_gatherv's metadata (nccom-test --variable-size-op-metadata): {"metadata": [{send_counts,
+ * send_displs, recv_counts, recv_displs}, ...]}, one entry for every rank or one per rank; each
+ * rank sends send_counts[0] elements, and a receive side, where given, must list the same.
+ */
+function gatherMetadata(file: string, json: unknown, n: number): number[] {
+  const bad = (why: string): never => {
+    throw new UsageError(`--variable-size-op-metadata: ${file}: ${why}`);
+  };
+  const entries = (json as { metadata?: unknown })?.metadata;
+  if (!Array.isArray(entries) || (entries.length !== 1 && entries.length !== n)) bad(`metadata must be a list of one entry or one per rank (${n})`);
+  const list = entries as Record<string, unknown>[];
+  const sends = Array.from({ length: n }, (_, r) => {
+    const e = list.length === 1 ? list[0]! : list[r]!;
+    const sc = e?.["send_counts"];
+    if (!Array.isArray(sc) || sc.length !== 1 || !Number.isInteger(sc[0]) || (sc[0] as number) < 1) bad(`metadata[${list.length === 1 ? 0 : r}].send_counts must be one positive whole count (elements)`);
+    return (sc as number[])[0]!;
+  });
+  for (const [k, e] of list.entries()) {
+    const rc = e["recv_counts"];
+    if (Array.isArray(rc) && rc.length > 0 && (rc.length !== n || rc.some((c, r) => c !== sends[r]))) bad(`metadata[${k}].recv_counts must be empty or list every rank's send count (${sends.join(", ")})`);
+  }
+  return sends;
+}
+
+function readJsonFile(file: string, flag: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new UsageError(`${flag}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`${flag}: ${file} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** Parse nccom-test's flags into a scenario and the run flags. */
+/** Flags that take one value and may be given once, with their aliases. */
+const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
+
+/** A flag given twice (or with its alias) is refused: nccom-test would take one of them, silently. */
+export function checkOnce(argv: readonly string[]): void {
+  const seen = new Map<number, string>();
+  for (const t of argv) {
+    const k = ONCE.findIndex((g) => g.includes(t));
+    if (k < 0) continue;
+    const before = seen.get(k);
+    if (before !== undefined) throw new UsageError(`${t} given twice (${before === t ? t : `${before} and ${t}`}): give it once`);
+    seen.set(k, t);
+  }
+}
+
+export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, devicesDir = DEFAULT_DEVICES_DIR): NccomArgs | "help" {
+  checkOnce(argv);
+  const run: Args = { ...defaultArgs(), devices: devicesDir };
+  const range: RangeFlags = {};
+  let opName: string | undefined;
+  let ranks: number | undefined;
+  let nodes = 1;
+  let instance = "trn1";
+  let lnc: number | undefined;
+  let groups: unknown;
+  let pairs: unknown;
+  let dump = false;
+  const ignored: string[] = [];
+  let stats: string[] | undefined;
+  let metadata: { file: string; json?: unknown } | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const t = argv[i]!;
+    // nccom-test's -t / --stats: time each iteration on its own and print these statistics
+    // (avg, pNN); ccsim's per-resource statistics are --link-stats here.
+    if (t === "-t" || t === "--stats") {
+      stats = [];
+      while (i + 1 < argv.length && /^(avg|p\d+(\.\d+)?)$/.test(argv[i + 1]!)) {
+        const st = argv[++i]!;
+        if (st !== "avg" && !(Number(st.slice(1)) > 0 && Number(st.slice(1)) < 100)) throw new UsageError(`${t} ${st}: a percentile is p1 ... p99`);
+        if (!stats.includes(st)) stats.push(st);
+      }
+      continue;
+    }
+    if (t === "--link-stats") {
+      run.stats = true;
+      continue;
+    }
+    // nccom-test's -c / --check [random|all_ones] fills the inputs and compares the outputs with a
+    // host golden: ccsim's values check. --check values|symbolic|none is ccsim's own.
+    if (t === "-c" || (t === "--check" && !["values", "symbolic", "none"].includes(argv[i + 1] ?? ""))) {
+      if (argv[i + 1] === "random" || argv[i + 1] === "all_ones") i++;
+      run.check = "values";
+      continue;
+    }
+    if (t === "--show-input-output-size") {
+      ignored.push(`${t}: the total_input_size(B) and total_output_size(B) columns are not printed`);
+      continue;
+    }
+    if (t === "--variable-size-op-metadata") {
+      metadata = { file: flagValue(argv, i++, t) };
+      metadata.json = readJsonFile(metadata.file, t);
+      continue;
+    }
+    const used = commonFlag(argv, i, run, range);
+    if (used >= 0) {
+      i += used;
+      continue;
+    }
+    const value = () => flagValue(argv, i++, t);
+    switch (t) {
+      case "-h":
+      case "--help":
+        return "help";
+      case "-r":
+      case "--nworkers":
+        ranks = intFlag(value(), t, 1);
+        break;
+      case "-N":
+      case "--nnodes":
+        nodes = intFlag(value(), t, 1);
+        break;
+      case "--instance":
+        instance = value();
+        break;
+      case "--lnc":
+        lnc = intFlag(value(), t, 1);
+        break;
+      case "--custom-replica-groups":
+        groups = readJsonFile(value(), t);
+        break;
+      case "--custom-src-target-pairs":
+        pairs = readJsonFile(value(), t);
+        break;
+      case "--dump-scenario":
+        dump = true;
+        break;
+      case "-n":
+      case "--iters":
+      case "-w":
+      case "--warmup_iters":
+      case "-s":
+      case "--hosts":
+      case "--hosts-file":
+        ignored.push(`${t} ${value()} ignored (a simulation has no iterations, warm-up or hosts)`);
+        break;
+      case "--non-interactive":
+        ignored.push(`${t} ignored (a simulation has no iterations, warm-up or hosts)`);
+        break;
+      case "--debug":
+      case "-S":
+      case "--slurm-mode":
+        ignored.push(`${t} ignored (a simulation runs no hosts or processes to debug or place)`);
+        break;
+      case "--slurm-job-id":
+      case "--vcpu-pin-mode":
+      case "--data-collector-port":
+      case "--data-collector-host":
+        ignored.push(`${t} ${value()} ignored (a simulation runs no hosts or processes to debug or place)`);
+        break;
+      case "-I":
+      case "--neff-iters":
+      case "-W":
+      case "--neff-warmup-iters":
+        // In-NEFF iterations: the host launches a NEFF once for many ops, so the per-iteration launch
+        // is amortized, as in the default timing (host.iterationPs counts only under -t / --stats).
+        ignored.push(`${t} ${intFlag(value(), t, 0)}: timed as a NEFF's loop, the host's launch amortized (as without it)`);
+        break;
+      default:
+        if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
+        if (opName !== undefined) throw new UsageError(`one op at a time (got ${opName} and ${t})`);
+        opName = t;
+    }
+  }
+  const dtype: Dtype = run.dtype ?? "uint8";
+  if (opName === undefined) throw new UsageError(`no op given (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
+  const op = NCCOM_OPS[opName];
+  if (!op) throw new UsageError(`unknown op "${opName}" (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
+  if (ranks === undefined) throw new UsageError("-r N is required: how many ranks");
+  run.sweep = sweepOf(range);
+  // trn2's logical NeuronCore: NEURON_LOGICAL_NC_CONFIG (or --lnc), default 2; LNC 1 is its own preset.
+  const lncSize = lnc ?? (env["NEURON_LOGICAL_NC_CONFIG"] !== undefined ? intFlag(env["NEURON_LOGICAL_NC_CONFIG"]!, "NEURON_LOGICAL_NC_CONFIG", 1) : undefined);
+  if (instance === "trn2" && lncSize === 1) instance = "trn2-lnc1";
+  else if (lncSize !== undefined && lncSize !== (instance.startsWith("trn2") && instance !== "trn2-lnc1" ? 2 : 1)) {
+    throw new UsageError(`--lnc / NEURON_LOGICAL_NC_CONFIG ${lncSize} is not available on ${instance}`);
+  }
+  if (op !== "send" && op !== "permute" && pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
+  const replicaGroups = groups === undefined ? undefined : groupsOf(groups);
+  const built = collectiveScenario({
+    name: `nccom ${argv.join(" ")}`,
+    op,
+    ranks,
+    nodes,
+    instance,
+    devicesDir: run.devices,
+    dtype,
+    ...(replicaGroups !== undefined ? { groups: replicaGroups } : {}),
+    ...(op === "send" || op === "permute" ? { pairs: pairs === undefined ? defaultPairs(opName, ranks) : pairsOf(pairs) } : {}),
+    ...(stats ? { timeEach: true } : {}),
+  });
+  const scenario = built.scenario;
+  run.devices = built.devicesDir;
+  let sizeCounts: number[] | undefined;
+  if (metadata) {
+    if (op !== "all-gather-v" && op !== "all-to-all-v") throw new UsageError(`--variable-size-op-metadata applies to allgv and alltoallv, not ${opName}`);
+    if (op !== "all-gather-v") throw new UsageError(`--variable-size-op-metadata: ${metadata.file}: only all_gatherv's metadata is read yet (alltoallv runs size / N bytes to every peer)`);
+    const n = Array.isArray(replicaGroups) && Array.isArray(replicaGroups[0]) ? (replicaGroups[0] as unknown[]).length : ranks;
+    sizeCounts = gatherMetadata(metadata.file, metadata.json, n).map((c) => c * dtypeSize(dtype));
+  }
+  run.op = op;
+  run.dtype = dtype;
+  run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
+  return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg") };
+}
+
+function defaultPairs(opName: string, ranks: number): [number, number][] {
+  if (opName === "sendrecv") return Array.from({ length: ranks - (ranks % 2) }, (_, i) => [i, i ^ 1] as [number, number]);
+  return Array.from({ length: ranks }, (_, i) => [i, (i + 1) % ranks] as [number, number]);
+}
+
+function groupsOf(v: unknown): unknown {
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return unwrapped((v as Record<string, unknown>)["replica_groups"] ?? (v as Record<string, unknown>)["replicaGroups"] ?? v);
+  return v;
+}
+
+function pairsOf(v: unknown): unknown {
+  if (v !== null && typeof v === "object" && !Array.isArray(v)) return unwrapped((v as Record<string, unknown>)["src_target_pairs"] ?? (v as Record<string, unknown>)["pairs"] ?? v);
+  return v;
+}
+
+/** nccom-test's documented files wrap the list in one more level ([[[0, 1], [1, 0]]]): one list of lists of lists is that list. */
+function unwrapped(v: unknown): unknown {
+  return Array.isArray(v) && v.length === 1 && Array.isArray(v[0]) && (v[0] as unknown[]).length > 0 && (v[0] as unknown[]).every((x) => Array.isArray(x)) ? v[0] : v;
+}
+

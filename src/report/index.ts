@@ -1,2 +1,0 @@
-// Reports: nccom-test tables and JSON.
-export * from "./table.ts";
