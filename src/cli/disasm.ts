@@ -65,6 +65,24 @@ const CCE = Object.fromEntries(Object.entries(SdmaCceType).map(([k, v]) => [v, k
 const NEIGH = Object.fromEntries(Object.entries(NeighType).map(([k, v]) => [v, k])) as Record<number, string>;
 const flagNames = (f: number) => (Object.entries(StepFlag).filter(([, b]) => f & b).map(([k]) => k).join("|") || "-");
 
+/**
+ * A sequence decoded on demand (descriptor rings, slot steps): the disassembly of a large op never
+ * holds every decoded record at once. JSON prints it as an array.
+ */
+export class Lazy<T> implements Iterable<T> {
+  constructor(
+    readonly length: number,
+    private readonly at: (i: number) => T,
+  ) {}
+  *[Symbol.iterator](): Iterator<T> {
+    for (let i = 0; i < this.length; i++) yield this.at(i);
+  }
+  some(f: (x: T) => boolean): boolean {
+    for (const x of this) if (f(x)) return true;
+    return false;
+  }
+}
+
 export interface DisasmOptions {
   readonly op: number;
   readonly rank: number | undefined;
@@ -134,7 +152,7 @@ export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: Progr
                 dma_apb_bcast: { m2s_tail_ptr: describeAddress(cfg.bcastM2sTail), s2m_tail_ptr: describeAddress(cfg.bcastS2mTail), mask: `0x${cfg.bcastMask.toString(16).padStart(8, "0")}` },
                 spad_slot_idx: cfg.spadSlotIdx,
                 fold_n: cfg.foldN,
-                steps: Array.from({ length: spad.length / SLOT_ENTRY_BYTES }, (_, i) => {
+                steps: new Lazy(spad.length / SLOT_ENTRY_BYTES, (i) => {
                   const s = decodeSlotEntry(spad, i * SLOT_ENTRY_BYTES);
                   return { m2s: s.m2s, s2m: s.s2m, repeat: s.repeat, flags: flagNames(s.flags), ...(s.flags & StepFlag.DRAIN_CREDIT ? { drain_target: s.drainTarget } : {}) };
                 }),
@@ -147,13 +165,13 @@ export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: Progr
         .map((q) => ({
           engine: q.engine,
           queue: q.queue,
-          tx: Array.from({ length: q.tx.length / DESC_BYTES }, (_, i) => {
+          tx: new Lazy(q.tx.length / DESC_BYTES, (i) => {
             const t = decodeTx(q.tx, i * DESC_BYTES);
             if (t.kind === "cce") return { kind: "cce", op: CCE[t.op] ?? t.op, dtype: dtypeFromSdma(t.dtype) ?? t.dtype, length: t.length, ring_id: t.ringId, meta_ctrl: `0x${t.metaCtrl.toString(16).padStart(8, "0")}` };
             const flags = [t.first && "FIRST", t.last && "LAST", t.concat && "CONCAT", t.dmb && "DMB"].filter(Boolean).join("|") || "-";
             return { kind: isCmeDesc(t.metaCtrl) ? "copy" : "source", length: t.length, flags, ring_id: t.ringId, meta_ctrl: `0x${t.metaCtrl.toString(16).padStart(8, "0")}`, src: name(t.src) };
           }),
-          rx: Array.from({ length: q.rx.length / DESC_BYTES }, (_, i) => {
+          rx: new Lazy(q.rx.length / DESC_BYTES, (i) => {
             const r = decodeRx(q.rx, i * DESC_BYTES);
             return { length: r.length, ring_id: r.ringId, dst: name(r.dst) };
           }),
@@ -163,40 +181,91 @@ export function disassemble(spec: DeviceSpec, image: ProgramImage, layout: Progr
 
 type Disasm = ReturnType<typeof disassemble>;
 
-export function disasmText(title: string, devices: Disasm): string {
-  const l: string[] = [title];
+/** The disassembly as text, line by line (each line without its newline). */
+export function* disasmLines(title: string, devices: Disasm): Generator<string> {
+  yield title;
   for (const d of devices) {
-    l.push(`device ${d.device} (ranks ${d.ranks.join(", ")})`);
+    yield (`device ${d.device} (ranks ${d.ranks.join(", ")})`);
     for (const t of d.topsps) {
-      l.push(`  TopSP ${t.index}: op_num ${t.op_num}`);
-      t.entries.forEach((e, i) => {
+      yield (`  TopSP ${t.index}: op_num ${t.op_num}`);
+      for (const [i, e] of t.entries.entries()) {
         const view = e.algo_type === EncPattern.RING ? `channel_list=0x${e.ring.channel_list.toString(16).padStart(8, "0")}` : `sema_shift_offset=${e.mesh.sema_shift_offset} sema_mask=0x${e.mesh.sema_mask.toString(16)}`;
-        l.push(`    spad_ctrl[${i}]: cc_op=${e.header.cc_op} algo_type=${e.algo_type}${e.algo_type === EncPattern.RING ? " (RING)" : e.algo_type === EncPattern.MESH ? " (MESH)" : ""} algo_sub_type=${e.algo_sub_type} trigger_next=${e.trigger_next} reporter=${e.reporter} ring_wait_complete=${e.ring_wait_complete} ring_send_complete=${e.ring_send_complete} safe_mode=${e.safe_mode} unique_tensors=${e.unique_tensors} ${view}`);
+        yield (`    spad_ctrl[${i}]: cc_op=${e.header.cc_op} algo_type=${e.algo_type}${e.algo_type === EncPattern.RING ? " (RING)" : e.algo_type === EncPattern.MESH ? " (MESH)" : ""} algo_sub_type=${e.algo_sub_type} trigger_next=${e.trigger_next} reporter=${e.reporter} ring_wait_complete=${e.ring_wait_complete} ring_send_complete=${e.ring_send_complete} safe_mode=${e.safe_mode} unique_tensors=${e.unique_tensors} ${view}`);
         const b = t.barriers.find((x) => x.entry === i);
-        if (!b) return;
-        l.push(`      device barrier: queue ${b.queue_id} via ${b.dma_apb_bcast.m2s_tail_ptr} mask=${b.dma_apb_bcast.mask}`);
-        for (const st of b.steps) l.push(`        step ${st.step}: arrive m2s=${st.m2s_val} s2m=${st.s2m_val}${st.waits.map((w) => `, wait ${w.barrier_sema} >= ${w.target_sema_val}`).join("")}`);
-      });
+        if (!b) continue;
+        yield (`      device barrier: queue ${b.queue_id} via ${b.dma_apb_bcast.m2s_tail_ptr} mask=${b.dma_apb_bcast.mask}`);
+        for (const st of b.steps) yield (`        step ${st.step}: arrive m2s=${st.m2s_val} s2m=${st.s2m_val}${st.waits.map((w) => `, wait ${w.barrier_sema} >= ${w.target_sema_val}`).join("")}`);
+      }
       for (const c of t.channels) {
-        l.push(`    channel ${c.channel_id}: fold_n=${c.fold_n} spad_slot_idx=${c.spad_slot_idx} next{fold_n=${c.next_neigh.fold_n} type=${c.next_neigh.type}} prev{fold_n=${c.prev_neigh.fold_n} type=${c.prev_neigh.type}}`);
-        l.push(`      recv_sema=${c.recv_sema} send_sema=${c.send_sema} dma_compl_sema=${c.dma_compl_sema}`);
-        l.push(`      dma_apb_bcast: m2s_tail_ptr=${c.dma_apb_bcast.m2s_tail_ptr} s2m_tail_ptr=${c.dma_apb_bcast.s2m_tail_ptr} mask=${c.dma_apb_bcast.mask}`);
-        c.steps.forEach((s, i) => l.push(`      step[${i}] m2s=${s.m2s} s2m=${s.s2m} repeat=${s.repeat} ${s.flags}${"drain_target" in s ? ` drain_target=${s.drain_target}` : ""}`));
+        yield (`    channel ${c.channel_id}: fold_n=${c.fold_n} spad_slot_idx=${c.spad_slot_idx} next{fold_n=${c.next_neigh.fold_n} type=${c.next_neigh.type}} prev{fold_n=${c.prev_neigh.fold_n} type=${c.prev_neigh.type}}`);
+        yield (`      recv_sema=${c.recv_sema} send_sema=${c.send_sema} dma_compl_sema=${c.dma_compl_sema}`);
+        yield (`      dma_apb_bcast: m2s_tail_ptr=${c.dma_apb_bcast.m2s_tail_ptr} s2m_tail_ptr=${c.dma_apb_bcast.s2m_tail_ptr} mask=${c.dma_apb_bcast.mask}`);
+        let i = 0;
+        for (const s of c.steps) yield `      step[${i++}] m2s=${s.m2s} s2m=${s.s2m} repeat=${s.repeat} ${s.flags}${"drain_target" in s ? ` drain_target=${s.drain_target}` : ""}`;
       }
     }
     for (const q of d.queues) {
-      l.push(`  DMA engine ${q.engine} queue ${q.queue}: ${q.tx.length} TX / ${q.rx.length} RX descriptors`);
-      q.tx.forEach((t, i) =>
-        l.push(
-          t.kind === "cce"
-            ? `    tx[${i}] META cce=${t.op} dtype=${t.dtype} len=${t.length} ring=${t.ring_id} meta_ctrl=${t.meta_ctrl}`
-            : `    tx[${i}] ${t.kind === "copy" ? "DATA" : "SRC "} len=${t.length} ${t.flags} ring=${t.ring_id} meta_ctrl=${t.meta_ctrl} src=${t.src}`,
-        ),
-      );
-      q.rx.forEach((r, i) => l.push(`    rx[${i}] len=${r.length} ring=${r.ring_id} dst=${r.dst}`));
+      yield (`  DMA engine ${q.engine} queue ${q.queue}: ${q.tx.length} TX / ${q.rx.length} RX descriptors`);
+      let i = 0;
+      for (const t of q.tx) {
+        yield t.kind === "cce"
+          ? `    tx[${i}] META cce=${t.op} dtype=${t.dtype} len=${t.length} ring=${t.ring_id} meta_ctrl=${t.meta_ctrl}`
+          : `    tx[${i}] ${t.kind === "copy" ? "DATA" : "SRC "} len=${t.length} ${t.flags} ring=${t.ring_id} meta_ctrl=${t.meta_ctrl} src=${t.src}`;
+        i++;
+      }
+      i = 0;
+      for (const r of q.rx) yield `    rx[${i++}] len=${r.length} ring=${r.ring_id} dst=${r.dst}`;
     }
   }
-  return l.join("\n") + "\n";
+}
+
+/**
+ * JSON.stringify(value, null, 2)'s text, in pieces: arrays and objects member by member, a Lazy
+ * sequence as an array, so a large disassembly is never one string.
+ */
+export function* jsonChunks(value: unknown, indent = ""): Generator<string> {
+  if (!hasLazy(value)) {
+    // Small and whole: JSON.stringify's own text, indented to its place.
+    yield JSON.stringify(value, null, 2).replaceAll("\n", "\n" + indent);
+    return;
+  }
+  const inner = indent + "  ";
+  if (value instanceof Lazy || Array.isArray(value)) {
+    let first = true;
+    for (const x of value as Iterable<unknown>) {
+      yield first ? `[\n${inner}` : `,\n${inner}`;
+      first = false;
+      yield* jsonChunks(x, inner);
+    }
+    yield first ? "[]" : `\n${indent}]`;
+    return;
+  }
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+    if (entries.length === 0) {
+      yield "{}";
+      return;
+    }
+    let first = true;
+    for (const [k, v] of entries) {
+      yield `${first ? "{" : ","}\n${inner}${JSON.stringify(k)}: `;
+      first = false;
+      yield* jsonChunks(v, inner);
+    }
+    yield `\n${indent}}`;
+    return;
+  }
+  yield JSON.stringify(value);
+}
+
+function hasLazy(v: unknown): boolean {
+  if (v instanceof Lazy) return true;
+  if (v === null || typeof v !== "object") return false;
+  return (Array.isArray(v) ? v : Object.values(v)).some(hasLazy);
+}
+
+function* withNewlines(lines: Iterable<string>): Generator<string> {
+  for (const l of lines) yield l + "\n";
 }
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
@@ -233,7 +302,17 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     const data = disassemble(spec, image, layout, { op, rank });
     const o = scn.ops[op]!;
     const title = `${scn.name} op ${op}: ${o.op} ${o.bytes} B ${o.dtype} on ${spec.name}${rank === undefined ? "" : `, rank ${rank}`}`;
-    out(json ? JSON.stringify({ scenario: scn.name, op, ...(rank === undefined ? {} : { rank }), devices: data }, null, 2) + "\n" : disasmText(title, data));
+    // Written as it is decoded, in pieces of about 1 MB.
+    const pieces = json ? jsonChunks({ scenario: scn.name, op, ...(rank === undefined ? {} : { rank }), devices: data }) : withNewlines(disasmLines(title, data));
+    let buf = "";
+    for (const p of pieces) {
+      buf += p;
+      if (buf.length >= 1 << 20) {
+        out(buf);
+        buf = "";
+      }
+    }
+    out(buf + (json ? "\n" : ""));
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { runSim } from "../run-sim.ts";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { main as disasm } from "../../src/cli/disasm.ts";
+import { jsonChunks, Lazy, main as disasm } from "../../src/cli/disasm.ts";
+import fc from "fast-check";
 import { parseSize, sweepSizes } from "../../src/command/sizes.ts";
 import { FABRIC_PID } from "../../src/cli/trace.ts";
 import { expectGolden } from "../golden.ts";
@@ -179,6 +180,21 @@ describe("disassembler", () => {
     expect(r.out).toContain("      device barrier: queue 14 via dev0:bcast:q14.m2s mask=0x00000001\n        step 0: arrive m2s=0 s2m=0, wait dev0:topsp0:sem38.read >= 1\n        step 1: arrive m2s=15 s2m=15, wait dev0:topsp0:sem39.read >= 15\n");
     const j = JSON.parse(dis(["scenarios/hier-2x16.json", "--rank", "0", "--json"]).out);
     expect(j.devices[0].topsps[0].barriers.map((b: { entry: number }) => b.entry)).toEqual([0, 1]);
+  });
+  it("streams: a large op's disassembly is written in pieces as it is decoded, never as one string", () => {
+    const pieces: number[] = [];
+    const code = disasm(["scenarios/trn2-ring64.json"], (s) => pieces.push(s.length), () => {});
+    expect(code).toBe(0);
+    expect(pieces.length).toBeGreaterThan(2);
+    expect(Math.max(...pieces)).toBeLessThan(2 ** 20 + 4096);
+  });
+  it("property: the streamed JSON is JSON.stringify(value, null, 2)'s text, with lazy sequences as arrays", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.boolean(), (v, lazy) => {
+        const wrap = (x: unknown): unknown => (Array.isArray(x) ? (lazy ? new Lazy(x.length, (i) => wrap(x[i])) : x.map(wrap)) : x !== null && typeof x === "object" ? Object.fromEntries(Object.entries(x).map(([k, y]) => [k, wrap(y)])) : x);
+        expect([...jsonChunks(wrap(v))].join("")).toBe(JSON.stringify(v, null, 2));
+      }),
+    );
   });
   it("bad arguments exit 1", () => {
     expect(dis(["scenarios/ring8.json", "--op", "9"])).toMatchObject({ code: 1, err: expect.stringMatching(/has 3 ops/) });
