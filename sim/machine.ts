@@ -6,6 +6,7 @@ import type { Tick } from "../src/ir/time.ts";
 import { addressFields, decodeAddress, describeAddress, ENGINES_PER_SENG, readAddress, type DecodedAddress } from "../src/encd/address.ts";
 import { get32 } from "../src/encd/bits.ts";
 import type { DeviceImage, ProgramImage } from "../src/encd/image.ts";
+import { DESC_BYTES } from "../src/encd/udma.ts";
 import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
 import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
 import { DmaEngine, DmaQueue, RingSide, type DmaHost } from "./hw/dma.ts";
@@ -35,7 +36,21 @@ export interface SimOptions {
   readonly symbolic?: readonly { readonly addr: number; readonly bytes: number; readonly id: number; readonly device?: number }[];
   /** Symbolic runs: asked now and then whether memory is running out; a reason stops the run (SIM1518). */
   readonly symbolicFull?: () => string | undefined;
+  /** Called about once a second of wall time (every `progressMs`) while the run goes on: how far it is. */
+  readonly progress?: (p: RunProgress) => void;
+  readonly progressMs?: number;
 }
+
+/** How far a run is: descriptors run of those the rings hold (so far handed over), events, simulated time. */
+export interface RunProgress {
+  readonly descriptorsRun: number;
+  readonly descriptors: number;
+  readonly events: number;
+  readonly simPs: number;
+}
+
+/** Wall-clock milliseconds between two progress calls. */
+const PROGRESS_MS = 1000;
 
 export interface HangWait {
   readonly device: number;
@@ -330,7 +345,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   // The runtime's launch reaches every TopSP at once, launchPs after the run starts.
   const launch = spec.topsp.launchPs;
   for (const m of devices.values()) for (const t of m.topsps.values()) launch > 0 ? kernel.at(launch, Prio.ISSUE, () => t.start()) : t.start();
-  const summary = kernel.run(opts.maxEvents);
+  const summary = kernel.run(opts.maxEvents, opts.progress ? progressTick(kernel, devices, image, opts.progress, opts.progressMs ?? PROGRESS_MS) : undefined);
 
   const waits: HangWait[] = [];
   const unfinished: string[] = [];
@@ -450,4 +465,20 @@ function dropWaits(di: DeviceImage, faults: readonly Fault[], notes: string[]): 
     }
   }
   return { ...di, topsps };
+}
+
+/** A kernel tick that reports progress at most once every `everyMs` of wall time. */
+function progressTick(kernel: Kernel, devices: ReadonlyMap<number, { readonly engines: ReadonlyMap<number, DmaEngine> }>, image: ProgramImage, report: (p: RunProgress) => void, everyMs: number): () => void {
+  // The rings' descriptors: a streamed ring's whole count (it fills as the run goes), another's as loaded.
+  let descriptors = 0;
+  for (const d of image.devices) for (const q of d.queues) descriptors += q.streamed ? q.streamed.txCount + q.streamed.rxCount : (q.tx.length + q.rx.length) / DESC_BYTES;
+  let last = performance.now();
+  return () => {
+    const now = performance.now();
+    if (now - last < everyMs) return;
+    last = now;
+    let run = 0;
+    for (const m of devices.values()) for (const e of m.engines.values()) for (const q of e.queues.values()) run += q.txHead + q.rxHead;
+    report({ descriptorsRun: run, descriptors, events: kernel.executed, simPs: kernel.now });
+  };
 }

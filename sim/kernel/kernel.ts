@@ -21,7 +21,8 @@ export interface RunSummary {
 export class Kernel {
   now: Tick = 0;
   private seq = 0;
-  private executed = 0;
+  /** Events run so far. */
+  executed = 0;
   private size = 0;
   private times = new Float64Array(1024);
   private keys = new Float64Array(1024);
@@ -119,17 +120,24 @@ export class Kernel {
     return fn;
   }
 
-  /** Run until no event is pending (or `maxEvents` have run, which is an error: a runaway model). */
-  run(maxEvents = 2_000_000_000): RunSummary {
+  /**
+   * Run until no event is pending (or `maxEvents` have run, which is an error: a runaway model).
+   * `tick`, when given, is called every TICK_EVENTS events (a progress report's chance to look).
+   */
+  run(maxEvents = 2_000_000_000, tick?: () => void): RunSummary {
     for (;;) {
       const fn = this.pop();
       if (!fn) break;
       fn();
       if (++this.executed > maxEvents) throw new SimError("SIM1003", `more than ${maxEvents} events: the model does not converge`, { value: maxEvents });
+      if (tick && (this.executed & (TICK_EVENTS - 1)) === 0) tick();
     }
     return { events: this.executed, endPs: this.now };
   }
 }
+
+/** Events between two calls of a run's tick (a power of two). */
+const TICK_EVENTS = 1 << 16;
 
 /** A placeholder in freed heap slots (so no callback is kept alive). */
 const NOOP = (): void => {};

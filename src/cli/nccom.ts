@@ -50,7 +50,7 @@ Defaults where nccom-test's are not published: sendrecv pairs each even rank wit
 exit codes: as npm run sim (0 ok, 1 bad input, 2 internal error, 3 check failed, 4 hang)
 `;
 
-export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env): number {
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env, progress = false): number {
   let a: NccomArgs | "help";
   try {
     a = parseNccomArgs(argv, env);
@@ -75,10 +75,10 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   // A size the metadata's counts add up to runs them; another size splits evenly.
   const metaCounts = counts && ((op: Record<string, unknown>, bytes: number) => (bytes === counts.reduce((x, y) => x + y, 0) ? { ...op, counts } : gatherCounts(op, bytes)));
   const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}) });
-  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles });
+  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, progress });
 }
 
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s), process.env, true);
 }

@@ -7,7 +7,7 @@ import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { describeFolding, explainScenario } from "../enc/compile.ts";
 import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
-import { formatHang, type Violation } from "../../sim/index.ts";
+import { formatHang, type RunProgress, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, type Args } from "../command/args.ts";
 import { writeWhole } from "./write.ts";
 import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
@@ -105,7 +105,37 @@ function progressOn(err: (s: string) => void): ((done: number, total: number, ev
   return (done, total, events) => err(`\rsweep: ${done}/${total} sizes, ${events} simulated events${done === total ? "\n" : ""}`);
 }
 
-export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, hooks: PipelineHooks = {}): number {
+/**
+ * How far a long run is, on stderr: on a terminal one line redrawn every second once an op has run
+ * for two; otherwise (a batch job's log) one line a minute. It names the op, the share of its
+ * descriptors run, the events and simulated time so far, and the time left at the rate so far.
+ */
+function runProgress(err: (s: string) => void, tty = process.stderr.isTTY === true): { report: (label: string, p: RunProgress) => void; done: () => void } {
+  const firstSeen = new Map<string, number>();
+  let lastLine = 0;
+  let drawn = false;
+  return {
+    report: (label, p) => {
+      const now = performance.now();
+      // The first report comes a second into the op.
+      const start = firstSeen.get(label) ?? (firstSeen.set(label, now - 1000), now - 1000);
+      const elapsed = (now - start) / 1000;
+      if (elapsed < 2 || (!tty && lastLine > 0 && now - lastLine < 60_000)) return;
+      lastLine = now;
+      const frac = p.descriptors > 0 ? Math.min(1, p.descriptorsRun / p.descriptors) : 0;
+      const left = frac >= 0.005 ? `, about ${Math.ceil((elapsed * (1 - frac)) / frac)} s left` : "";
+      const line = `${label}: ${(100 * frac).toFixed(1)} % of ${p.descriptors} descriptors run, ${p.events} events, ${(p.simPs / 1e6).toFixed(1)} us simulated, ${Math.round(elapsed)} s${left}`;
+      err(tty ? `\r${line}\x1b[K` : `${line}\n`);
+      drawn = tty;
+    },
+    done: () => {
+      if (drawn) err("\n");
+      drawn = false;
+    },
+  };
+}
+
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, hooks: PipelineHooks = {}, style: RunStyle = {}): number {
   let args: Args | "help";
   try {
     args = parseArgs(argv);
@@ -121,7 +151,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return EXIT.OK;
   }
   const file = args.scenario;
-  return runSource(args, () => loadScenarioSource(file).source, out, err, hooks);
+  return runSource(args, () => loadScenarioSource(file).source, out, err, hooks, style);
 }
 
 /** How a run presents its sweep table. */
@@ -132,6 +162,8 @@ export interface RunStyle {
   readonly notesToStderr?: boolean;
   /** nccom-test's -t / --stats percentile columns (p25, p50, ...) after the average. */
   readonly percentiles?: readonly string[];
+  /** Report long runs' progress on stderr (the command lines do; callers that capture stderr need not). */
+  readonly progress?: boolean;
 }
 
 /**
@@ -153,7 +185,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector(args.traceLimit) : undefined;
-    const runHooks: PipelineHooks = { ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold ? { unfolded: true } : {}), ...(args.jobs > 1 ? { composeThread: {} } : {}) };
+    const progress = style.progress ? runProgress(err) : { report: undefined, done: () => {} };
+    const runHooks: PipelineHooks = { ...(progress.report ? { progress: progress.report } : {}), ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold ? { unfolded: true } : {}), ...(args.jobs > 1 ? { composeThread: {} } : {}) };
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";
@@ -164,6 +197,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     let violated: { row: { op: string; bytes: number; dtype: string }; violations: readonly Violation[] }[] = [];
     if (args.sweep) {
       const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err));
+      progress.done();
       if (res.kind === "hang") {
         err(`ccsim: ${res.op.op} ${res.op.bytes} B of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
         return EXIT.HANG;
@@ -195,6 +229,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       }
     } else {
       const outcome = runScenario(scn, spec, log, runHooks);
+      progress.done();
       if (outcome.kind === "hang") {
         err(`ccsim: op ${outcome.op} (${scn.ops[outcome.op]!.op}) of ${args.scenario} hung\n${formatHang(outcome.hang).join("\n")}\n`);
         return EXIT.HANG;
@@ -268,7 +303,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s), {}, { progress: true });
 }
 
 /** --explain: for each op of several pods, whether one pod stood for all and why (see src/encd/fold.ts). */

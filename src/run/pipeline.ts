@@ -15,7 +15,7 @@ import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referen
 import { compareSymbolic, expectedRanges, type ExpectedRange, type SymbolicMismatch } from "../check/symbolic.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import type { ProgramImage } from "../encd/program.ts";
-import { simulate, type HangReport, type ResourceStat, type TraceSink, type Violation } from "../../sim/index.ts";
+import { simulate, type HangReport, type ResourceStat, type RunProgress, type TraceSink, type Violation } from "../../sim/index.ts";
 
 /**
  * Memory a values check of `payload` bytes (every rank's input + output) holds: the bytes in
@@ -218,6 +218,8 @@ export interface PipelineHooks {
   readonly composeThread?: { readonly minDescriptors?: number };
   /** A trace sink for the run of op `op` (labelled for the trace). */
   readonly trace?: (label: string) => TraceSink;
+  /** How far a long run is, about once a second (`label` names the op). */
+  readonly progress?: (label: string, p: RunProgress) => void;
 }
 
 /** Run every op of a scenario, each as its own program on a fresh machine (independent timings). */
@@ -263,7 +265,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // Every rank's input starts as its own contributions (seed = rank).
     const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank, device: rl.device })) : undefined;
     const cost = fixedCost(spec, opShape(scn, i, ol.operation.groupAlgs));
-    const res = runImage(opSpec(spec, cost), image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds, symbolicFull: hooks.symbolicFull ?? heapFull } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}) });
+    const res = runImage(opSpec(spec, cost), image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds, symbolicFull: hooks.symbolicFull ?? heapFull } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}), ...(hooks.progress ? { progress: (p: RunProgress) => hooks.progress!(`op ${i} (${op.op} ${op.bytes} B)`, p) } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     // The first rank whose output differs from the reference, by values or by contributions.
