@@ -127,7 +127,8 @@ describe("composer errors", () => {
     ["CMP1303", compile({ ranks: 17, ops: op })],
     ["CMP1304", compile({ ranks: 2, channels: 9, ops: op })],
     ["CMP1305", compile({ ranks: 2, channels: 4, ops: op }, { ...trn1, topsp: { ...trn1.topsp, semaphores: 6 } })],
-    ["CMP1311", compile({ ranks: 2, check: "none", ops: [{ op: "all-reduce", bytes: 2 ** 38, dtype: "fp32", reduce: "sum" }] })],
+    ["CMP1311", compile({ ranks: 2, check: "none", ops: [{ op: "all-reduce", bytes: 2 ** 38, dtype: "fp32", reduce: "sum" }] }, { ...trn1, hbm: { bytesPerSecond: trn1.hbm.bytesPerSecond } })],
+    ["CMP1312", compile({ ranks: 2, check: "none", ops: [{ op: "all-reduce", bytes: 2 ** 34 + 4096, dtype: "fp32", reduce: "sum" }] })],
     // trn1: three TopSPs a rank.
     ["CMP1313", () => compileProgram(scenario({ ranks: 2, concurrent: true, ops: [0, 1, 2, 3].map((stream) => ({ ...op[0]!, stream })) }), trn1, [0, 1, 2, 3])],
   ])("%s", (c, fn) => expect(code(fn)).toBe(c));

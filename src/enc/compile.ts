@@ -285,6 +285,8 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
     perDevice.set(info[rank]!.device, (perDevice.get(info[rank]!.device) ?? 0) + inBytes + outBytes);
   }
   const most = Math.max(...perDevice.values());
+  const capacity = ctx.spec.hbm.capacityBytes;
+  if (capacity !== undefined) check(most <= capacity, "CMP1312", `the op's input and output buffers need ${most} bytes of HBM on one device; a ${ctx.spec.name} device has ${capacity} (${+(capacity / 2 ** 30).toFixed(2)} GiB): the runtime could not allocate them`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? most : op.bytes);
   check(most < HBM_LIMIT / 2, "CMP1311", `the op's input and output buffers need ${most} bytes on one device; a device's HBM window holds ${HBM_LIMIT} (half of it for buffers)`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? most : op.bytes);
   // Every rank's input and output as the scenario op sees them.
   const io = new Map<number, { input: number; output: number }>();

@@ -40,6 +40,7 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   CMP1309: "a hierarchical op whose size or group order the stages cannot split (a hierarchical gate reason)",
   CMP1310: "a hierarchical stage with no algorithm, or one it cannot run (a hierarchical gate reason)",
   CMP1311: "an op whose buffers exceed a device's address window",
+  CMP1312: "an op whose input and output buffers exceed a device's HBM capacity (the preset's hbm.capacityBytes)",
   CMP1313: "more concurrent streams than a rank has TopSPs",
   CMP1501: "ranks of a group post different op arguments (signature mismatch)",
   CMP1601: "cc-op validate: an entry without cc_op set",

@@ -115,7 +115,8 @@ export interface DeviceSpec {
     /** Largest element count of one CCE (in-DMA reduce) descriptor. */
     readonly cceMaxElements: number;
   };
-  readonly hbm: { readonly bytesPerSecond: number };
+  /** HBM: its rate, and its capacity per device (absent: no limit). */
+  readonly hbm: { readonly bytesPerSecond: number; readonly capacityBytes?: number };
   readonly link: { readonly bytesPerSecond: number; readonly latencyPs: number };
   readonly ring: {
     /** DMA folds per ring channel (queues driven in lockstep, each carrying a share of every transfer). */

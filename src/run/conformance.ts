@@ -16,9 +16,9 @@ export const CONFORMANCE_PRESETS = ["trn1", "trn2", "trn2-lnc1", "inf2-48xl", "i
 /**
  * Errors that are the runtime's own refusals, raised before anything is composed: bad groups, an op
  * the dispatcher does not serve (broadcast, reduce, all-to-all without mesh), a placement the
- * instance cannot hold, a multi-node run without a network.
+ * instance cannot hold, a multi-node run without a network, buffers a device's HBM cannot hold.
  */
-export const REFUSAL_CODES: ReadonlySet<string> = new Set(["CMP1001", "CMP1002", "CMP1003", "CMP1201", "CMP1202", "CMP1301", "CMP1302", "CMP1303"]);
+export const REFUSAL_CODES: ReadonlySet<string> = new Set(["CMP1001", "CMP1002", "CMP1003", "CMP1201", "CMP1202", "CMP1301", "CMP1302", "CMP1303", "CMP1312"]);
 
 export interface ConformanceCase {
   readonly id: number;

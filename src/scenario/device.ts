@@ -1,4 +1,5 @@
 // Loader + validator for device presets (devices/<instance>.json).
+import { HBM_LIMIT } from "../encd/address.ts";
 import { ALG_NAMES, NO_HOST_COSTS, algTypeOf, type AlgName, type DeviceSpec, type HostCosts, type Topology } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
@@ -83,7 +84,11 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   );
   if (dma.collectiveQueue >= dma.queuesPerEngine) r.get("dma").get("collectiveQueue").fail("SCN1101", `must be below queuesPerEngine (${dma.queuesPerEngine})`);
   if (dma.enginesPerCore * coresPerDevice > 256) r.get("dma").get("enginesPerCore").fail("SCN1101", "engines per device must be at most 256 (the DMA register map)");
-  const hbm = section("hbm", ["bytesPerSecond"] as const, (_k, f) => rate(f));
+  const hbmRates = section("hbm", ["bytesPerSecond"] as const, (_k, f) => rate(f), ["capacityBytes"]);
+  // A device's HBM capacity (absent: no limit, as on the ideal machines); buffers must fit it.
+  const capacity = r.get("hbm").opt("capacityBytes")?.int(1 << 20, HBM_LIMIT / 2);
+  if (capacity !== undefined) numbers.push("hbm.capacityBytes");
+  const hbm = { ...hbmRates, ...(capacity !== undefined ? { capacityBytes: capacity } : {}) };
   const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (k, f) => (k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS)));
   // A ring step sends both halves of its first piece before it receives, and returns a credit to its
   // previous rank only with its next send: with two slots every rank waits for a third credit that no
