@@ -7,6 +7,7 @@ import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { UsageError } from "../command/args.ts";
 import { EXIT, runSource } from "./sim.ts";
+import { sweepSizes } from "../command/sizes.ts";
 import { parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
 
 const HELP = `ccsim nccom: nccom-test's command line on the simulator (no scenario file)
@@ -27,6 +28,9 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
   --lnc 1|2                 logical NeuronCore size on trn2 (default: NEURON_LOGICAL_NC_CONFIG, else 2)
   --custom-replica-groups F JSON: [[ranks], ...] or {"replica_groups": [[ranks], ...]}
   --custom-src-target-pairs F  JSON: [[src, dst], ...] or {"src_target_pairs": [...]} (sendrecv, permute)
+  --variable-size-op-metadata F  {"metadata": [{send_counts, send_displs, recv_counts, recv_displs}, ...]}
+                            (elements; one entry for all ranks or one per rank): allgv's counts run at
+                            their sum, alltoallv's at the largest rank's send total; other sizes split evenly
   --show-algorithm          add the algorithm column
   --report-to-json-file F   nccom-test's JSON report
   -t, --stats [avg pNN ...]  time every iteration on its own, as nccom-test does with these flags:
@@ -46,7 +50,8 @@ ccsim's own:
   --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop)
 
 Defaults where nccom-test's are not published: sendrecv pairs each even rank with the next odd one
-(both ways); permute sends rank i to rank i+1 (mod N); alltoallv sends size / N bytes to every peer.
+(both ways); permute sends rank i to rank i+1 (mod N); alltoallv sends size / N bytes to every peer
+(without metadata, or at a size other than its counts').
 exit codes: as npm run sim (0 ok, 1 bad input, 2 internal error, 3 check failed, 4 hang)
 `;
 
@@ -74,7 +79,13 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const counts = a.counts;
   // A size the metadata's counts add up to runs them; another size splits evenly.
   const metaCounts = counts && ((op: Record<string, unknown>, bytes: number) => (bytes === counts.reduce((x, y) => x + y, 0) ? { ...op, counts } : gatherCounts(op, bytes)));
-  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}) });
+  // alltoallv's metadata runs at the size of its largest rank's send total; another size sends size / N to every peer.
+  const matrix = a.matrix;
+  const matrixSize = matrix ? Math.max(...matrix.map((row) => row.reduce((x, y) => x + y, 0))) : 0;
+  const metaMatrix = matrix && ((op: Record<string, unknown>, bytes: number) => (bytes === matrixSize ? { ...op, counts: matrix } : uniformCounts(op, bytes)));
+  const sw = a.run.sweep!;
+  if (matrix && !sweepSizes({ min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) }).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
+  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}) });
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, progress });
 }
 

@@ -36,6 +36,8 @@ export interface NccomArgs {
   readonly percentiles: readonly string[];
   /** all_gatherv's per-rank bytes from --variable-size-op-metadata (a size of their sum runs them). */
   readonly counts?: readonly number[];
+  /** alltoallv's bytes rank i sends rank j from --variable-size-op-metadata (a size of the largest rank's total runs them). */
+  readonly matrix?: readonly (readonly number[])[];
 }
 
 /**
@@ -60,6 +62,37 @@ function gatherMetadata(file: string, json: unknown, n: number): number[] {
     const rc = e["recv_counts"];
     if (Array.isArray(rc) && rc.length > 0 && (rc.length !== n || rc.some((c, r) => c !== sends[r]))) bad(`metadata[${k}].recv_counts must be empty or list every rank's send count (${sends.join(", ")})`);
   }
+  return sends;
+}
+
+/**
+ * alltoallv's --variable-size-op-metadata: each rank's send counts to every rank (elements), from
+ * one entry for all ranks or one per rank. Displacements, when given, must list a non-negative
+ * offset per peer (they place blocks in the buffers; the timing is the counts'); a receive side,
+ * when given, must be what the send side delivers (rank j's recv_counts[i] = rank i's send_counts[j]).
+ */
+export function alltoallvMetadata(file: string, json: unknown, n: number): number[][] {
+  const bad = (why: string): never => {
+    throw new UsageError(`--variable-size-op-metadata: ${file}: ${why}`);
+  };
+  const entries = (json as { metadata?: unknown })?.metadata;
+  if (!Array.isArray(entries) || (entries.length !== 1 && entries.length !== n)) bad(`metadata must be a list of one entry or one per rank (${n})`);
+  const list = entries as Record<string, unknown>[];
+  const at = (r: number) => (list.length === 1 ? 0 : r);
+  const counts = (v: unknown, what: string, k: number, allowEmpty: boolean): number[] | undefined => {
+    if (allowEmpty && (v === undefined || (Array.isArray(v) && v.length === 0))) return undefined;
+    if (!Array.isArray(v) || v.length !== n || v.some((c) => !Number.isInteger(c) || (c as number) < 0)) bad(`metadata[${k}].${what} must list ${n} whole, non-negative counts (elements), one per rank`);
+    return v as number[];
+  };
+  const sends = Array.from({ length: n }, (_, r) => counts(list[at(r)]?.["send_counts"], "send_counts", at(r), false)!);
+  for (let r = 0; r < n; r++) {
+    const e = list[at(r)]!;
+    counts(e["send_displs"], "send_displs", at(r), true);
+    counts(e["recv_displs"], "recv_displs", at(r), true);
+    const recv = counts(e["recv_counts"], "recv_counts", at(r), true);
+    if (recv && recv.some((c, i) => c !== sends[i]![r])) bad(`metadata[${at(r)}].recv_counts must be what the ranks send rank ${r} (${sends.map((row) => row[r]).join(", ")})`);
+  }
+  if (sends.every((row) => row.every((c) => c === 0))) bad("every send count is 0: nothing to send");
   return sends;
 }
 
@@ -240,16 +273,17 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   const scenario = built.scenario;
   run.devices = built.devicesDir;
   let sizeCounts: number[] | undefined;
+  let matrixCounts: number[][] | undefined;
   if (metadata) {
     if (op !== "all-gather-v" && op !== "all-to-all-v") throw new UsageError(`--variable-size-op-metadata applies to allgv and alltoallv, not ${opName}`);
-    if (op !== "all-gather-v") throw new UsageError(`--variable-size-op-metadata: ${metadata.file}: only all_gatherv's metadata is read yet (alltoallv runs size / N bytes to every peer)`);
     const n = Array.isArray(replicaGroups) && Array.isArray(replicaGroups[0]) ? (replicaGroups[0] as unknown[]).length : ranks;
-    sizeCounts = gatherMetadata(metadata.file, metadata.json, n).map((c) => c * dtypeSize(dtype));
+    if (op === "all-gather-v") sizeCounts = gatherMetadata(metadata.file, metadata.json, n).map((c) => c * dtypeSize(dtype));
+    else matrixCounts = alltoallvMetadata(metadata.file, metadata.json, n).map((row) => row.map((c) => c * dtypeSize(dtype)));
   }
   run.op = op;
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
-  return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg") };
+  return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg") };
 }
 
 function defaultPairs(opName: string, ranks: number): [number, number][] {

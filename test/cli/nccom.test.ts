@@ -126,6 +126,49 @@ describe("nccom-test's command line", () => {
     rmSync(dir, { recursive: true });
   });
 
+  it("alltoallv's metadata: the documented file, per-rank entries with a receive side, and what is refused", () => {
+    const doc = ["alltoallv", "-r", "2", "-N", "2", "-d", "fp32", "--variable-size-op-metadata", "calibration/logs/alltoallv_metadata.json"];
+    // Its counts (512 and 1024 elements to ranks 0 and 1, every rank) run at their total, 6144 B, values checked.
+    const at = run([...doc, "-b", "6144", "-e", "6144", "-c", "--json"]);
+    expect(at.code, at.err).toBe(EXIT.OK);
+    expect(JSON.parse(at.out).results[0]).toMatchObject({ op: "all-to-all-v", bytes: 6144, check: "pass" });
+    const scn = parseNccomArgs([...doc, "-b", "6144"], {});
+    expect(scn !== "help" && scn.matrix).toEqual([[2048, 4096], [2048, 4096]]);
+    // Another size sends size / N to every peer, and says so.
+    const other = run([...doc, "-b", "1MB", "-e", "1MB"]);
+    expect(other.code).toBe(EXIT.OK);
+    expect(other.err).toMatch(/its counts run at 6144 B \(the largest rank's send total\); the sizes asked send size \/ N to every peer/);
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-a2av-"));
+    const file = (name: string, json: unknown) => {
+      const f = join(dir, name);
+      writeFileSync(f, JSON.stringify(json));
+      return f;
+    };
+    const per = file("per.json", {
+      metadata: [
+        { send_counts: [4, 8, 0, 1], recv_counts: [4, 1, 2, 0] },
+        { send_counts: [1, 2, 3, 0], recv_counts: [8, 2, 5, 1] },
+        { send_counts: [2, 5, 6, 1], recv_counts: [0, 3, 6, 1] },
+        { send_counts: [0, 1, 1, 1], recv_counts: [1, 0, 1, 1] },
+      ],
+    });
+    const ok = run(["alltoallv", "-r", "4", "-d", "uint8", "-b", "14", "-e", "14", "--variable-size-op-metadata", per, "-c"]);
+    expect(ok.code, ok.err).toBe(EXIT.OK);
+    const cases: [unknown, RegExp][] = [
+      [{ metadata: [{ send_counts: [1, 2] }] }, /send_counts must list 4 whole, non-negative counts/],
+      [{ metadata: [{ send_counts: [1, 2, 3, 4], recv_counts: [2, 2, 2, 2] }] }, /recv_counts must be what the ranks send rank 0 \(1, 1, 1, 1\)/],
+      [{ metadata: [{ send_counts: [1, 2, 3, 4], send_displs: [0, -1, 3, 6] }] }, /send_displs must list 4 whole, non-negative counts/],
+      [{ metadata: [{ send_counts: [0, 0, 0, 0] }] }, /every send count is 0/],
+      [{ metadata: [{ send_counts: [1, 2, 3, 4] }, { send_counts: [1, 2, 3, 4] }] }, /one entry or one per rank \(4\)/],
+    ];
+    for (const [json, msg] of cases) {
+      const r = run(["alltoallv", "-r", "4", "-d", "uint8", "--variable-size-op-metadata", file("bad.json", json)]);
+      expect(r.code).toBe(EXIT.BAD_INPUT);
+      expect(r.err).toMatch(msg);
+    }
+    rmSync(dir, { recursive: true });
+  });
+
   it("-I / -W and --show-input-output-size are accepted, each said on stderr", () => {
     const r = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "-I", "10", "-W", "2", "--show-input-output-size"]);
     expect(r.code).toBe(EXIT.OK);

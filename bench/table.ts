@@ -1,0 +1,61 @@
+// npm run bench:table: the speed table of the rows users run most (each command in a process of its
+// own, wall time and peak RSS), beside the bare event loop's time for 10 M events (B) measured in
+// the same run, and each row's ratio to B. Its output, with the machine named, is bench/README.md.
+//
+//   npm run bench:table [-- --skip-slow]   (--skip-slow leaves out the rows over a minute)
+import { spawnSync } from "node:child_process";
+import { cpus, totalmem } from "node:os";
+
+interface Row {
+  readonly label: string;
+  readonly argv: readonly string[];
+  readonly slow?: boolean;
+}
+
+const TSX = ["--import", "tsx"];
+const ROWS: readonly Row[] = [
+  { label: "process start: npm run sim -- --help", argv: [...TSX, "src/cli/sim.ts", "--help"] },
+  { label: "npm run sim -- scenarios/ring8.json -b 1G -e 1G --op all-reduce", argv: [...TSX, "src/cli/sim.ts", "scenarios/ring8.json", "-b", "1G", "-e", "1G", "--op", "all-reduce"] },
+  { label: "npm run nccom -- allr -r 64 -N 2 -b 8 -e 1G -f 8 -d fp32", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "64", "-N", "2", "-b", "8", "-e", "1G", "-f", "8", "-d", "fp32"] },
+  { label: "npm run nccom -- allr -r 128 -N 4 -b 864847135 -d fp8 --check none", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "128", "-N", "4", "-b", "864847135", "-d", "fp8", "--check", "none"], slow: true },
+  { label: "npm run nccom -- allr -r 128 -N 4 -b 1G -d fp8 --check none", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "128", "-N", "4", "-b", "1G", "-d", "fp8", "--check", "none"] },
+  { label: "npm run nccom -- allr -r 4096 -N 128 -b 1G -e 1G -d fp32 --check none", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "4096", "-N", "128", "-b", "1G", "-e", "1G", "-d", "fp32", "--check", "none"], slow: true },
+  { label: "npm run conformance -- --cases 200", argv: [...TSX, "src/cli/conformance.ts", "--cases", "200"] },
+  { label: "npm run calibrate (every published point, one parameter set)", argv: [...TSX, "src/cli/calibrate.ts"] },
+  { label: "npm run replay -- test/fixtures/hlo/tp8-dp2-layer.hlo.txt --instance trn1,trn2", argv: [...TSX, "src/cli/replay.ts", "test/fixtures/hlo/tp8-dp2-layer.hlo.txt", "--instance", "trn1,trn2"] },
+];
+
+/** Wall seconds and peak RSS (MiB) of one process. */
+function measure(argv: readonly string[]): { wall: number; rssMiB: number; status: number | null } {
+  const t0 = performance.now();
+  const r = spawnSync("/usr/bin/time", ["-f", "%M", process.execPath, ...argv], { encoding: "utf8", maxBuffer: 1 << 30 });
+  const wall = (performance.now() - t0) / 1000;
+  const kb = Number(r.stderr.trim().split("\n").pop());
+  return { wall, rssMiB: Number.isFinite(kb) ? Math.round(kb / 1024) : Number.NaN, status: r.status };
+}
+
+/** The bare kernel loop as a process of its own (bench/ring.ts's loop, 10 M events). */
+function bare(): number {
+  const code = `
+    const { Kernel, Prio } = await import("./sim/kernel/kernel.ts");
+    const k = new Kernel(); let left = 10_000_000; let x = 12345;
+    const step = () => { if (--left <= 0) return; x = (x * 1103515245 + 12345) & 0x7fffffff; k.after(1 + (x % 1000), Prio.ENGINE, step); };
+    for (let i = 0; i < 64; i++) k.after(i, Prio.ENGINE, step);
+    k.run();`;
+  return measure([...TSX, "--input-type=module", "-e", code]).wall;
+}
+
+const skipSlow = process.argv.includes("--skip-slow");
+const B = bare();
+console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}`);
+console.log(`B (bare event loop, 10 M events, whole process): ${B.toFixed(2)} s\n`);
+console.log("| command | wall (s) | peak RSS (MiB) | wall / B | exit |");
+console.log("|---|---|---|---|---|");
+for (const row of ROWS) {
+  if (skipSlow && row.slow) {
+    console.log(`| \`${row.label}\` | skipped (--skip-slow) | | | |`);
+    continue;
+  }
+  const m = measure(row.argv);
+  console.log(`| \`${row.label}\` | ${m.wall.toFixed(2)} | ${m.rssMiB} | ${(m.wall / B).toFixed(1)} | ${m.status} |`);
+}
