@@ -30,6 +30,13 @@ module.exports = {
       from: { path: "^src/enc/(ring|kangaring|mesh|rdh|podmesh)\\.ts$" },
       to: { path: "^src/enc/(registry|algorithms|gates|post|hier|hier-plan|context|compile)\\.ts$" },
     },
+    {
+      name: "families-apart",
+      comment: "a family does not import another family (what they share is in src/enc/kit.ts or the contract)",
+      severity: "error",
+      from: { path: "^src/enc/(ring|kangaring|mesh|rdh|podmesh)\\.ts$" },
+      to: { path: "^src/enc/(ring|kangaring|mesh|rdh|podmesh)\\.ts$", pathNot: "^src/enc/$1\\.ts$" },
+    },
   ],
   options: {
     tsPreCompilationDeps: true,

@@ -2,7 +2,7 @@
 // scenario (validated like a file; --dump-scenario prints it) and run it as a sweep.
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DTYPES, type Dtype } from "../ir/dtypes.ts";
+import { DTYPES } from "../ir/dtypes.ts";
 import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { UsageError } from "../command/args.ts";

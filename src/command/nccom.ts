@@ -6,7 +6,6 @@ import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { collectiveScenario } from "../run/collective.ts";
-import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
 
 /** nccom-test's op names and aliases, and the scenario op each runs as. */

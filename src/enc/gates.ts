@@ -7,9 +7,11 @@ import { CompileError } from "../ir/errors.ts";
 import { podNodesOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { allowedMask, type CommInit } from "./algorithms.ts";
 import { planChunks, type ChunkPlan } from "./chunks.ts";
-import { COLLECTIVES, algorithmEntry, builtAlgorithms, meshVariants, precedenceOrder, type Gate, type GroupPlaces } from "./registry.ts";
+import { algorithmEntry, builtAlgorithms, meshVariants, precedenceOrder } from "./registry.ts";
 import { OPS } from "../ir/ops.ts";
 import type { CommContext, Verdict } from "./stage.ts";
+import { COLLECTIVES } from "./kit.ts";
+import type { Gate, GroupPlaces } from "./stage.ts";
 
 /** What a family's composer can build beyond its admission gate, asked only when the gate admits. */
 export interface ComposerLimits {

@@ -9,9 +9,10 @@ import { algTypeOf } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import { initComm } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
-import { INTRA_RDH_RANKS, algorithmEntry } from "./registry.ts";
+import { algorithmEntry } from "./registry.ts";
 import type { Comm, Stage, Verdict } from "./stage.ts";
 import { commContext, dispatch, kangaringLayout, meshEngines, meshMemberOf, opReduceSlice, runGates } from "./gates.ts";
+import { INTRA_RDH_RANKS } from "./rdh.ts";
 
 export interface HierPlan {
   /** The stages of one slice (the whole op when `slices` is 1). */

@@ -10,7 +10,6 @@ import { EncOpType } from "../ir/enums.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { CompileContext } from "./context.ts";
-import { INTRA_RDH_RANKS, algorithmEntry } from "./registry.ts";
 import type { Comm, StageRecord } from "./stage.ts";
 import { hierStages } from "./hier-plan.ts";
 import { type EncOperation } from "./gates.ts";

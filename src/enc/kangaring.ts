@@ -6,14 +6,15 @@
 // step program is
 // the ring's (R-1 reduce-scatter and R-1 all-gather steps over the R chips, H0 then H1).
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncOpType } from "../ir/enums.ts";
+import { CommType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import { CompileError, assert } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, planChunks, type ChunkPlan } from "./chunks.ts";
 import { semaAddr } from "../encd/address.ts";
-import type { ChannelGens, Comm, ComposeContext, RankBuffers, Stage, StageComposer } from "./stage.ts";
+import type { AlgorithmEntry, ChannelGens, Comm, ComposeContext, RankBuffers, Stage, StageComposer } from "./stage.ts";
+import { BASE, COLLECTIVES, no, yes } from "./kit.ts";
 
 export interface KangaringContext {
   readonly op: OpSpec;
@@ -291,3 +292,30 @@ export const composeKangaringStage: StageComposer = (ctx, st, buffers) => {
   });
   return gens;
 };
+
+/** The ranks one KangaRing holds at most. */
+const KANGARING_MAX_RANKS = 256;
+
+/** The kangaring family. */
+export const KANGARING_FAMILY: readonly AlgorithmEntry[] = [
+  {
+    ...BASE,
+    alg: EncAlgType.KANGARING,
+    label: "kangaring",
+    gate: "kangaring",
+    precedence: 3,
+    ops: COLLECTIVES,
+    stageLevels: ["intra"],
+    pipelinedStage: true,
+    admit: (c) => {
+      if (c.multiStream) return no("multi-stream");
+      if (c.commType === CommType.INTER) return no("intra comm only");
+      if (c.dbg === 2) return no("dbg == 2");
+      if (c.rankN > KANGARING_MAX_RANKS) return no(`rank_n ${c.rankN} is above the ${KANGARING_MAX_RANKS} ranks a KangaRing holds`);
+      if (!((c.vcoreSize === 2 && c.rankN > 4) || (c.vcoreSize === 1 && c.rankN > 8))) return no(`needs (vcore_size 2 and rank_n > 4) or (vcore_size 1 and rank_n > 8); vcore_size ${c.vcoreSize}, rank_n ${c.rankN}`);
+      return yes(`vcore_size ${c.vcoreSize}, rank_n ${c.rankN}`);
+    },
+    compose: composeKangaringStage,
+    stagePlans: kangaringPlans,
+  },
+];

@@ -2,13 +2,14 @@
 // other; the schedule is an event tape per rank (handshake -> broadcast -> reduce -> sync), each
 // event's DMA leg a set of descriptors spread over the rank's mesh engines, one destination per engine.
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncOpType } from "../ir/enums.ts";
+import { EncAlgMeshType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
-import type { StageComposer } from "./stage.ts";
+import type { AlgorithmEntry, GroupPlaces, StageComposer, Verdict } from "./stage.ts";
+import { COLLECTIVES, MESH_MEMBER, enableMesh, meshBlock, meshSlotBytes, no, slotScratch, yes } from "./kit.ts";
 
 /** Semaphore ids of a rank's mesh program on its TopSP. */
 export interface MeshSemas {
@@ -44,13 +45,6 @@ export interface MeshOpContext {
   readonly rotate?: boolean;
 }
 
-/** Byte range [off, off+len) of block k when `total` bytes split into n blocks of whole elements (the last may be short). */
-export function meshBlock(totalElems: number, n: number, k: number, esize: number): { off: number; len: number } {
-  const per = Math.ceil(totalElems / n);
-  const start = Math.min(k * per, totalElems);
-  const end = Math.min(start + per, totalElems);
-  return { off: start * esize, len: (end - start) * esize };
-}
 
 /** all-to-all-v displacements: where rank i's data for rank j starts in i's input and in j's output. */
 export function a2avOffsets(counts: readonly (readonly number[])[], i: number, j: number): { send: number; recv: number } {
@@ -182,11 +176,6 @@ export function composeMesh(ctx: MeshOpContext, me: MeshRank, prog: MeshProgram)
   }
 }
 
-/** Bytes of one mesh scratch slot: the largest block a peer sends a rank. */
-export function meshSlotBytes(op: OpSpec, opType: EncOpType, n: number): number {
-  const esize = dtypeSize(op.dtype);
-  return opType === EncOpType.REDUCE_SCATTER ? op.bytes / n : meshBlock(op.bytes / esize, n, 0, esize).len;
-}
 
 function slotBytes(ctx: MeshOpContext): number {
   return meshSlotBytes(ctx.op, ctx.opType, ctx.ranks.length);
@@ -213,3 +202,77 @@ export function meshStage(exchange: "blocks" | "whole-buffer", rotate: boolean):
     return [];
   };
 }
+
+/**
+ * A member whose all-reduce is one exchange of whole buffers: every rank's buffer lands in a slot
+ * per peer (all-gather and reduce-scatter are the mesh's one exchange), and its window is on the
+ * whole buffer a peer sends.
+ */
+const WHOLE_BUFFER_ALLREDUCE = {
+  exchange: "whole-buffer" as const,
+  scratch: (op: OpSpec, opType: EncOpType, n: number) => (opType === EncOpType.ALLREDUCE ? n * op.bytes : slotScratch((k) => k)(op, opType, n)),
+  peerBlock: (opType: EncOpType, bytes: number) => (opType === EncOpType.ALLREDUCE ? { bytes, what: "per peer (each rank sends its whole buffer)" } : undefined),
+};
+
+/**
+ * The switch mesh (MESH_SWITCH) is built when the group's ranks are on more than one device
+ * (spec/mesh-composer-topology-switch.md §4: local_rack_rank_n > 1, peers on other chips).
+ */
+function switchLayout(g: readonly number[], { deviceOf }: GroupPlaces): Verdict {
+  const devices = new Set(g.map(deviceOf)).size;
+  return devices > 1 ? yes(`switch mesh over ${devices} devices`) : no("the group is on one device: no switch mesh");
+}
+
+/** The mesh family on the mesh tape: full mesh, single-step mesh and the two switch variants. */
+export const MESH_FAMILY: readonly AlgorithmEntry[] = [
+  {
+    ...MESH_MEMBER,
+    alg: EncAlgType.MESH,
+    label: "mesh",
+    precedence: 2,
+    meshOrder: 3,
+    ops: [...COLLECTIVES, EncOpType.ALLTOALL, EncOpType.ALLTOALL_V],
+    stageLevels: ["intra", "inter"],
+    meshType: EncAlgMeshType.FULL_MESH,
+    scratch: slotScratch((n) => n),
+    admit: (c) => enableMesh(c, EncAlgType.MESH),
+    compose: meshStage("blocks", false),
+  },
+  {
+    ...MESH_MEMBER,
+    ...WHOLE_BUFFER_ALLREDUCE,
+    alg: EncAlgType.SINGLE_STEP_MESH,
+    label: "single-step-mesh",
+    meshOrder: 4,
+    stageLevels: ["intra", "inter"],
+    meshType: EncAlgMeshType.FULL_MESH,
+    admit: (c) => enableMesh(c, EncAlgType.SINGLE_STEP_MESH),
+    compose: meshStage("whole-buffer", false),
+  },
+  {
+    // The switch's single-hop latency variant: one exchange, every rank's whole buffer to every rank.
+    ...MESH_MEMBER,
+    ...WHOLE_BUFFER_ALLREDUCE,
+    alg: EncAlgType.LATENCY_OPT_MESH,
+    label: "latency-opt-mesh",
+    meshOrder: 1,
+    meshType: EncAlgMeshType.MESH_SWITCH,
+    rotate: true,
+    admit: (c) => enableMesh(c, EncAlgType.LATENCY_OPT_MESH),
+    groupLayout: switchLayout,
+    compose: meshStage("whole-buffer", true),
+  },
+  {
+    // The bandwidth variant: reduce-scatter then all-gather, each peer's block once per step.
+    ...MESH_MEMBER,
+    alg: EncAlgType.BW_OPT_MESH,
+    label: "bw-opt-mesh",
+    meshOrder: 2,
+    meshType: EncAlgMeshType.MESH_SWITCH,
+    rotate: true,
+    scratch: slotScratch((n) => n),
+    admit: (c) => enableMesh(c, EncAlgType.BW_OPT_MESH),
+    groupLayout: switchLayout,
+    compose: meshStage("blocks", true),
+  },
+];

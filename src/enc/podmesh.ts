@@ -15,13 +15,13 @@
 // its DMA leg carries the writes, each followed by an increment of the receiver's step semaphore.
 // What a leg writes and what the next reads stay on one engine (the queue keeps their order).
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncOpType } from "../ir/enums.ts";
+import { CommType, EncAlgMeshType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import { InternalError } from "../ir/errors.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
-import { meshBlock } from "./mesh.ts";
 import { PeerWrites } from "./peer.ts";
-import type { StageComposer, Verdict } from "./stage.ts";
+import type { AlgorithmEntry, StageComposer, Verdict } from "./stage.ts";
+import { MESH_MEMBER, MESH_SEMAS, enableMesh, meshBlock, meshSlotBytes, no, yes } from "./kit.ts";
 
 /** Semaphores a pod-mesh tape needs from the mesh base: handshake, four step counters, completion. */
 export const POD_MESH_SEMAS = 6;
@@ -167,3 +167,31 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
   }
   return [];
 };
+
+/** The UltraServer pod's two-step mesh. */
+export const POD_MESH_FAMILY: readonly AlgorithmEntry[] = [
+  {
+    ...MESH_MEMBER,
+    alg: EncAlgType.TWO_STEP_POD_MESH,
+    label: "two-step-pod-mesh",
+    meshOrder: 0,
+    // An inter-node stage (one rank per node) is a grid of one column.
+    stageLevels: ["inter"],
+    // The trn2 / trn3 per-device initializer's mesh type (spec/mesh-composer-topology-switch.md §4).
+    meshType: EncAlgMeshType.MESH_TRN2,
+    // At most n row landings, P partials and P column landings (P <= n).
+    scratch: (op, opType, n) => 3 * n * meshSlotBytes(op, opType === EncOpType.ALLGATHER ? EncOpType.REDUCE_SCATTER : opType, n),
+    tapeSemas: (n) => (n >= 2 ? POD_MESH_SEMAS : MESH_SEMAS),
+    admit: (c) => {
+      const v = enableMesh(c, EncAlgType.TWO_STEP_POD_MESH);
+      if (!v.ok) return v;
+      if (c.commType !== CommType.INTER || c.nodeN < 2) return no("spans the pod's nodes: INTER comm only");
+      return yes(`pod of ${c.nodeN} nodes`);
+    },
+    groupLayout: (g, { nodeOf }) => {
+      const grid = podGrid(g, nodeOf);
+      return "ok" in grid ? grid : yes(`${grid.P} nodes x ${grid.L} ranks`);
+    },
+    compose: composePodMeshStage,
+  },
+];

@@ -8,12 +8,13 @@ import { ALG_NAMES, opTypeOf, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { initComm, type CommInit } from "./algorithms.ts";
 import { type ChunkPlan } from "./chunks.ts";
 import { commInfos } from "./groups.ts";
-import { algorithmEntry, type Gate } from "./registry.ts";
+import { algorithmEntry } from "./registry.ts";
 import { ALG_ENUM_NAME, commContext, dispatch, kangaringLayout, meshEngines, opPlan, opReduceSlice, resolvedAlgorithm, runGates, type EncOperation, type PostInputs } from "./gates.ts";
 import type { Verdict } from "./stage.ts";
 import { hierPlanVerdict } from "./hier-plan.ts";
+import type { Gate } from "./stage.ts";
 
-export { GATES, type Gate } from "./registry.ts";
+export { GATES, type Gate } from "./stage.ts";
 
 export interface Explanation {
   readonly op: number;

@@ -5,14 +5,15 @@
 // the engines write the partner directly; inter-node (INTER_RDH, one rank per node) every transfer
 // and signal to the partner is a network proxy entry, which the step's DMA leg triggers.
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncAlgType, EncOpType } from "../ir/enums.ts";
+import { CommType, EncAlgMeshType, EncAlgType, EncOpType, EncPattern } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
 import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
-import type { StageComposer } from "./stage.ts";
+import type { AlgorithmEntry, StageComposer } from "./stage.ts";
+import { BASE, COLLECTIVES, MESH_SEMAS, isPow2, no, slotScratch, yes } from "./kit.ts";
 
 export interface RdhRank {
   readonly groupRank: number;
@@ -236,3 +237,46 @@ export const composeRdhStage: StageComposer = (ctx, st, buffers, _plans, path) =
   });
   return [];
 };
+
+/** Rank counts the intra-node RDH scheduler has schedules for (spec/hierarchical-rdh-and-proxy.md §3). */
+export const INTRA_RDH_RANKS: readonly number[] = [4, 8, 16, 64];
+
+const rdhSemas = (n: number) => MESH_SEMAS + rdhStepSemas(2 ** Math.floor(Math.log2(n)));
+
+/** What the two RDH schedulers share: the mesh tape, a working copy and landing slots per rank, a semaphore per step. */
+const RDH_MEMBER = { ...BASE, exchange: "halving", ops: COLLECTIVES, pattern: EncPattern.MESH, meshType: EncAlgMeshType.FULL_MESH, program: "mesh-tape", scratch: slotScratch((n) => 2 * n), tapeSemas: rdhSemas, compose: composeRdhStage } as const;
+
+/** The RDH family: the intra-node and inter-node recursive halving / doubling schedulers. */
+export const RDH_FAMILY: readonly AlgorithmEntry[] = [
+  {
+    ...RDH_MEMBER,
+    alg: EncAlgType.INTRA_RDH,
+    label: "intra-rdh",
+    gate: "intra_rdh",
+    precedence: 1,
+    stageLevels: ["intra"],
+    admit: (c) => {
+      if (c.commType === CommType.INTER) return no("INTRA comm only");
+      if (c.multiStream) return no("multi-stream");
+      if (c.rdhCcMode === 0) return no("rdh_cc_mode == 0");
+      if (!INTRA_RDH_RANKS.includes(c.rankN)) return no(`the intra-node RDH scheduler takes rank_n in {${INTRA_RDH_RANKS.join(", ")}}, not ${c.rankN}`);
+      return yes(`rdh_cc_mode set, rank_n ${c.rankN}`);
+    },
+  },
+  {
+    ...RDH_MEMBER,
+    alg: EncAlgType.INTER_RDH,
+    label: "inter-rdh",
+    gate: "inter_rdh",
+    precedence: 5,
+    stageLevels: ["inter"],
+    admit: (c) => {
+      if (c.commType !== CommType.INTER) return no("INTER comm only");
+      if (c.localRankN !== 1) return no("local_rank_n != 1");
+      if (c.rankN !== c.nodeN) return no("rank_n != node_n");
+      if (!isPow2(c.rankN) || c.rankN <= 7) return no(`rank_n ${c.rankN} is not a power of two above 7`);
+      if (c.podEnabled) return no("pod enabled");
+      return yes("power-of-two nodes, one rank each");
+    },
+  },
+];

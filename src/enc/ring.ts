@@ -9,7 +9,7 @@
 //   direct_recv        the piece prev wrote is in place                                 [wait recv]
 //   reset_send_credit  wait until every credit of the receive buffer is home            [drain]
 import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
-import { EncOpType } from "../ir/enums.ts";
+import { CommType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import { assert } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import type { EncdChannel } from "../encd/program.ts";
@@ -18,7 +18,8 @@ import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import { blockOf, semaAddr } from "../encd/address.ts";
 import { opEntry } from "../ir/ops.ts";
-import type { ChannelGens, NetHop, RankBuffers, StageComposer } from "./stage.ts";
+import type { AlgorithmEntry, ChannelGens, NetHop, RankBuffers, StageComposer } from "./stage.ts";
+import { BASE, COLLECTIVES, no, yes } from "./kit.ts";
 
 
 /** The ring neighbourhood of one rank on one channel. */
@@ -345,3 +346,36 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
   }
   return gens;
 };
+
+/** The ring family: RING (the cascade's last rule) and SINGLE_CYCLE_RING (one rank per node). */
+export const RING_FAMILY: readonly AlgorithmEntry[] = [
+  {
+    ...BASE,
+    alg: EncAlgType.RING,
+    label: "ring",
+    precedence: 6,
+    ops: COLLECTIVES,
+    stageLevels: ["intra", "inter"],
+    pipelinedStage: true,
+    admit: () => yes("always allowed"),
+    compose: composeRingStage,
+  },
+  {
+    ...BASE,
+    alg: EncAlgType.SINGLE_CYCLE_RING,
+    label: "single-cycle-ring",
+    gate: "single_cycle_ring",
+    precedence: 4,
+    ops: [EncOpType.ALLREDUCE],
+    stageLevels: ["inter"],
+    pipelinedStage: true,
+    admit: (c) => {
+      if (c.commType !== CommType.INTER) return no("INTER comm only");
+      if (c.dbg === 2) return no("dbg == 2");
+      if (c.nodeN <= 1) return no("node_n <= 1");
+      if (c.rankN !== c.nodeN) return no("rank_n != node_n");
+      return yes("one rank per node");
+    },
+    compose: composeRingStage,
+  },
+];

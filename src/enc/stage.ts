@@ -1,8 +1,8 @@
 // The family contract: what every algorithm family (ring, kangaring, mesh, RDH, pod mesh) composes
 // against. A family file imports this, the chunk planner, the peer-write helpers, encd and ir, and
 // nothing that chooses between families (the registry, the gates, posting, the compile context).
-import type { CommType, EncAlgType, EncOpType } from "../ir/enums.ts";
-import type { DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
+import type { CommType, EncAlgMeshType, EncAlgType, EncOpType, EncPattern } from "../ir/enums.ts";
+import type { AlgName, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import type { EncdChannel, MeshProgram } from "../encd/program.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
@@ -148,4 +148,68 @@ export interface ComposeContext {
   proxyQueue(comm: Comm, rank: number, c: number): { entries: ProxyFifo; proxyInc: number };
   netHop(comm: Comm, rank: number, c: number, hop: { next: number; prev: number; toNext: boolean; fromPrev: boolean }, halfBytes: number): NetHop;
   meshNet(rank: number, g: readonly number[]): { net?: NetQueue };
+}
+
+/** The six feasibility gates, in the order enc_post_operation runs them. */
+/**
+ * What a family declares for each algorithm it composes (the registry lists them all, indexed by
+ * enc_alg_type).
+ */
+export const GATES = ["kangaring", "mesh", "intra_rdh", "inter_rdh", "single_cycle_ring", "hierarchical"] as const;
+export type Gate = (typeof GATES)[number];
+
+export type Level = "intra" | "inter";
+
+/** Where a group's ranks sit. */
+export interface GroupPlaces {
+  readonly nodeOf: (rank: number) => number;
+  readonly deviceOf: (rank: number) => number;
+}
+
+export interface AlgorithmEntry {
+  readonly alg: EncAlgType;
+  /** The scenario's name for it. */
+  readonly label: AlgName;
+  /** The enc_can_post_* gate that admits it (none: RING, the cascade's last rule). */
+  readonly gate?: Gate;
+  /** Its place in the precedence cascade (lowest first); none: the cascade never returns it by itself. */
+  readonly precedence?: number;
+  /** Gates any of which, admitting, keep the cascade from returning it (HIER yields to the flat-ring families). */
+  readonly yieldsTo?: readonly Gate[];
+  /** Op types its collective handler composes (the permute, p2p and all-to-all handlers ask for theirs). */
+  readonly ops: readonly EncOpType[];
+  /** A member of the mesh family: comm init builds the mesh path when one is allowed. */
+  readonly meshFamily: boolean;
+  /** Hierarchical levels whose stages it may run, and whether the pipelined (multi-slice) variant may use it. */
+  readonly stageLevels: readonly Level[];
+  readonly pipelinedStage: boolean;
+  /** The device pattern (cc_op_entry.algo_type) of its ops, and a mesh-tape family's mesh type (algo_sub_type). */
+  readonly pattern: EncPattern;
+  readonly meshType?: EncAlgMeshType;
+  /** What it runs on: ring channels, the rank's mesh-tape program, or other algorithms' stages. */
+  readonly program: "ring" | "mesh-tape" | "stages";
+  /** A mesh-tape program's scratch per rank for an op over n ranks (undefined: none). */
+  readonly scratch?: (op: OpSpec, opType: EncOpType, n: number) => number | undefined;
+  /** TopSP semaphores a mesh-tape program needs (groups of at most n ranks), from the mesh base. */
+  readonly tapeSemas?: (n: number) => number;
+  /** enc_cc_algorithm_allowed's condition for it, once its allowed bit is set. */
+  admit(c: CommContext): Verdict;
+  /**
+   * A mesh-tape program's exchange: peers' blocks (reduce-scatter then all-gather for an
+   * all-reduce), whole buffers (an all-reduce in one exchange), or the RDH halving / doubling steps.
+   * The step limit and the mesh composer read it.
+   */
+  readonly exchange?: "blocks" | "whole-buffer" | "halving";
+  /** Peers written in rotation (i + 1, i + 2, ...), every block over all the engines: through a switch each port carries one flow at a time. */
+  readonly rotate?: boolean;
+  /** A mesh-family member's place among the members the mesh gate tries, first to last. */
+  readonly meshOrder?: number;
+  /** What a peer sends a rank, against the mesh subtype's op_max_limit (default: the bytes per rank). */
+  readonly peerBlock?: (opType: EncOpType, bytes: number, n: number) => { bytes: number; what: string } | undefined;
+  /** What it needs of a group's layout beyond its gate (the pod mesh: a node-by-node grid). */
+  readonly groupLayout?: (group: readonly number[], where: GroupPlaces) => Verdict;
+  /** Its stage composer (undefined: this build does not compose it). */
+  readonly compose?: StageComposer;
+  /** Chunk plans of its stages when they are not the op's (kangaring plans over chip blocks). */
+  readonly stagePlans?: (ctx: ComposeContext, st: Stage) => ChunkPlan[];
 }

@@ -1,5 +1,4 @@
 // Simulated time: integer picoseconds.
-import { InternalError } from "./errors.ts";
 
 /** Simulated time or duration in integer picoseconds. */
 export type Tick = number;

@@ -3,8 +3,9 @@
 import { describe, expect, it } from "vitest";
 import { EncAlgType, EncPattern } from "../../src/ir/enums.ts";
 import { ALG_NAMES } from "../../src/ir/spec.ts";
-import { ALGORITHMS, GATES, builtAlgorithms, meshFamily, precedenceOrder, tapeSemaphores } from "../../src/enc/registry.ts";
+import { ALGORITHMS, builtAlgorithms, meshFamily, precedenceOrder, tapeSemaphores } from "../../src/enc/registry.ts";
 import { rdhStepSemas } from "../../src/enc/rdh.ts";
+import { GATES } from "../../src/enc/stage.ts";
 
 describe("algorithm registry", () => {
   it("has one entry per enc_alg_type 0..10, in enum order, named as scenarios name it", () => {
