@@ -16,7 +16,7 @@ import { ALGO_CONFIG_RING_BYTES, packChannelConfig, NeighType, type ChannelConfi
 import { Vring, dumpToPringPadded } from "../src/encd/vring.ts";
 import { validateCcops } from "../src/encd/validate.ts";
 import { packMeshEvent } from "../src/encd/mesh.ts";
-import { ProgramBuilder, type ProgramImage, type ChannelPlacement } from "../src/encd/program.ts";
+import { ProgramBuilder, type ProgramImage } from "../src/encd/program.ts";
 import { parseDeviceSpec, parseScenario, parseJson } from "../src/scenario/index.ts";
 import { loadScenario } from "../src/run/load.ts";
 import { Kernel, Prio } from "../sim/kernel/kernel.ts";
@@ -26,6 +26,7 @@ import { simulate } from "../sim/index.ts";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { ideal, scenario, trn1 } from "./helpers.ts";
 import { dispatch } from "../src/enc/gates.ts";
+import type { ChannelPlacement } from "../src/encd/channel-writer.ts";
 
 /** The code in a gate's refusal (the composer's limit it knows), thrown as the error it stands for. */
 function refusal(gate: string, scn: Scenario, spec: DeviceSpec = trn1): () => never {

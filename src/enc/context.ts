@@ -9,7 +9,7 @@ import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { acrossNodes, podNodesOf } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.ts";
-import { ProgramBuilder, type BarrierRank, type EncdChannel, type MeshProgram, type RingMode } from "../encd/program.ts";
+import { ProgramBuilder, type BarrierRank, type RingMode } from "../encd/program.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, postOperations, type Posted } from "./post.ts";
@@ -19,6 +19,8 @@ import { adjacency, deviceRing, deviceRings } from "./topology.ts";
 import type { NetQueue } from "./peer.ts";
 import type { Comm, MeshPlace, NetHop, RingSet, Stage, StageBuffers } from "./stage.ts";
 import { meshEngines, opPlan } from "./gates.ts";
+import type { EncdChannel } from "../encd/channel-writer.ts";
+import type { MeshProgram } from "../encd/mesh-writer.ts";
 
 
 

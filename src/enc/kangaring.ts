@@ -9,12 +9,12 @@ import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import { CompileError, assert } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
-import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, planChunks, type ChunkPlan } from "./chunks.ts";
 import { semaAddr } from "../encd/address.ts";
 import type { AlgorithmEntry, ChannelGens, Comm, ComposeContext, RankBuffers, Stage, StageComposer } from "./stage.ts";
 import { BASE, COLLECTIVES, no, yes } from "./kit.ts";
+import type { EncdChannel } from "../encd/channel-writer.ts";
 
 export interface KangaringContext {
   readonly op: OpSpec;

@@ -6,10 +6,11 @@ import { EncAlgMeshType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
-import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
 import type { AlgorithmEntry, GroupPlaces, StageComposer, Verdict } from "./stage.ts";
 import { COLLECTIVES, MESH_MEMBER, enableMesh, meshBlock, meshSlotBytes, no, slotScratch, yes } from "./kit.ts";
+import { splitWhole } from "../encd/channel-writer.ts";
+import type { MeshProgram } from "../encd/mesh-writer.ts";
 
 /** Semaphore ids of a rank's mesh program on its TopSP. */
 export interface MeshSemas {

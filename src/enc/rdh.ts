@@ -10,10 +10,11 @@ import { CompileError } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
 import { MeshEventType } from "../encd/mesh.ts";
-import { splitWhole, type MeshProgram } from "../encd/program.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
 import type { AlgorithmEntry, StageComposer } from "./stage.ts";
 import { BASE, COLLECTIVES, MESH_SEMAS, isPow2, no, slotScratch, yes } from "./kit.ts";
+import { splitWhole } from "../encd/channel-writer.ts";
+import type { MeshProgram } from "../encd/mesh-writer.ts";
 
 export interface RdhRank {
   readonly groupRank: number;

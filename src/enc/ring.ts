@@ -12,7 +12,6 @@ import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import { assert } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
-import type { EncdChannel } from "../encd/program.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
@@ -20,6 +19,7 @@ import { blockOf, semaAddr } from "../encd/address.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { AlgorithmEntry, ChannelGens, NetHop, RankBuffers, StageComposer } from "./stage.ts";
 import { BASE, COLLECTIVES, no, yes } from "./kit.ts";
+import type { EncdChannel } from "../encd/channel-writer.ts";
 
 
 /** The ring neighbourhood of one rank on one channel. */

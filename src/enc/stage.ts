@@ -3,11 +3,12 @@
 // nothing that chooses between families (the registry, the gates, posting, the compile context).
 import type { CommType, EncAlgMeshType, EncAlgType, EncOpType, EncPattern } from "../ir/enums.ts";
 import type { AlgName, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import type { EncdChannel, MeshProgram } from "../encd/program.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import type { CommInfo } from "./groups.ts";
 import type { NetQueue } from "./peer.ts";
+import type { EncdChannel } from "../encd/channel-writer.ts";
+import type { MeshProgram } from "../encd/mesh-writer.ts";
 
 /** The rings a group's channels follow (global ranks), and whether they follow links. */
 export interface RingSet {

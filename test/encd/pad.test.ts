@@ -4,9 +4,10 @@ import { describe, expect, it } from "vitest";
 import { hbmAddr } from "../../src/encd/address.ts";
 import { NeighType } from "../../src/encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES } from "../../src/encd/slot.ts";
-import { ProgramBuilder, type ChannelPlacement } from "../../src/encd/program.ts";
+import { ProgramBuilder } from "../../src/encd/program.ts";
 import { simulate } from "../../sim/index.ts";
 import { trn1 } from "../helpers.ts";
+import type { ChannelPlacement } from "../../src/encd/channel-writer.ts";
 
 const n1 = { netIdxAddrs: [], foldN: 2, type: NeighType.P2P };
 const place: ChannelPlacement = { device: 0, topsp: 0, channelId: 0, slot: 0, engines: [0, 1], queue: 15, recvSema: 0, sendSema: 2, complSema: 4, reporter: true, next: n1, prev: n1, initialCredits: 4 };
