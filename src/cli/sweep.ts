@@ -3,7 +3,7 @@ import { UsageError } from "../command/args.ts";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { CheckMode, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { valuesCheckFit, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
+import { type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { CcsimError } from "../ir/errors.ts";
@@ -13,6 +13,7 @@ import type { ResultRow } from "../report/table.ts";
 import type { Args } from "../command/args.ts";
 import { sweepSizes } from "../command/sizes.ts";
 import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
+import { valuesCheckFit } from "../run/budgets.ts";
 
 /** Ops whose size is one block per group rank. */
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];

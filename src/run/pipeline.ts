@@ -1,148 +1,20 @@
 // Scenario to verified result: compile each op, load inputs, simulate the emitted bytes, check, report.
-import { freemem, totalmem } from "node:os";
-import { getHeapStatistics } from "node:v8";
 import type { Logger } from "pino";
-import { dtypeSize, reduceHow } from "../ir/dtypes.ts";
+import { reduceHow } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
-import { opEntry } from "../ir/ops.ts";
-import { isRingOp, opTypeOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
-import { InternalError, ScenarioError, SimError } from "../ir/errors.ts";
+import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { ScenarioError, SimError } from "../ir/errors.ts";
 import { threadFeed } from "./feed-thread.ts";
+import { heapFull, memoryAgents, racesFit, racesLeftOut, valuesCheckFit } from "./budgets.ts";
+import { loadInputs, referenceOutputs, symbolicReference } from "./reference.ts";
 import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
-import { bufferBytes, compileProgram, compileStreamed, algorithmLabel, type Folding, type OpLayout } from "../enc/compile.ts";
+import { compileProgram, compileStreamed, algorithmLabel, type Folding } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
-import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type Mismatch } from "../check/values.ts";
-import { compareSymbolic, expectedRanges, type ExpectedRange, type SymbolicMismatch } from "../check/symbolic.ts";
+import { compare, type Mismatch } from "../check/values.ts";
+import { compareSymbolic, type SymbolicMismatch } from "../check/symbolic.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import type { ProgramImage } from "../encd/program.ts";
 import { simulate, type HangReport, type ResourceStat, type RunProgress, type TraceSink, type Violation } from "../../sim/index.ts";
-
-/**
- * Memory a values check of `payload` bytes (every rank's input + output) holds: the bytes in
- * simulated HBM, and each element as a number (8 bytes) in the inputs, the reference outputs and the
- * read-back.
- */
-export function valuesCheckMemory(payload: number, esize: number): number {
-  return payload * (2 + 24 / esize);
-}
-
-/** What a values check may use: half of this machine's memory (so runs repeat on the machine). */
-export function valuesCheckBudget(): number {
-  return Math.floor(totalmem() / 2);
-}
-
-/** Every rank's input + output bytes of `op` over these groups. */
-function payloadBytes(op: OpSpec, groups: readonly (readonly number[])[]): number {
-  let payload = 0;
-  for (const g of groups) {
-    for (let k = 0; k < g.length; k++) {
-      const b = bufferBytes(op, opTypeOf(op.op), g.length, k);
-      payload += b.inBytes + b.outBytes;
-    }
-  }
-  return payload;
-}
-
-/**
- * The JavaScript heap a values check of `op` takes for its numbers: every rank's input elements,
- * and the reference outputs' (one array a group shares for all-reduce, all-gather and
- * all-gather-v; one per rank otherwise), 8 bytes each, twice over for the arrays built on the way
- * (measured: an all-to-all of 4 MiB bf16 over 24 ranks, 100 M numbers, peaks at 1.3 GB).
- */
-export function valuesCheckHeap(op: OpSpec, groups: readonly (readonly number[])[]): number {
-  const esize = dtypeSize(op.dtype);
-  const shared = op.op === "all-reduce" || op.op === "all-gather" || op.op === "all-gather-v";
-  let numbers = 0;
-  for (const g of groups) {
-    let sharedOut = 0;
-    for (let k = 0; k < g.length; k++) {
-      const b = bufferBytes(op, opTypeOf(op.op), g.length, k);
-      numbers += b.inBytes / esize;
-      if (shared) sharedOut = Math.max(sharedOut, b.outBytes / esize);
-      else numbers += b.outBytes / esize;
-    }
-    numbers += sharedOut;
-  }
-  return numbers * 16;
-}
-
-/** What a values check's numbers may take: three quarters of the JavaScript heap. */
-export function valuesHeapBudget(): number {
-  return Math.floor((getHeapStatistics().heap_size_limit * 3) / 4);
-}
-
-/**
- * Whether a values check of `op` over these groups fits: every rank's input + output and the
- * memory that takes, within `budget`; its numbers within the JavaScript heap. `why`: what does not
- * fit, for a warning.
- */
-export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[], budget = valuesCheckBudget(), heapBudget = valuesHeapBudget()): { fits: boolean; why?: string } {
-  const payload = payloadBytes(op, groups);
-  const need = valuesCheckMemory(payload, dtypeSize(op.dtype));
-  if (need > budget) return { fits: false, why: `checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(budget)} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free)` };
-  const heap = valuesCheckHeap(op, groups);
-  if (heap > heapBudget) return { fits: false, why: `checking values holds its inputs and reference outputs as numbers, about ${gib(heap)} of the JavaScript heap; they may use ${gib(heapBudget)} (three quarters of its ${gib(getHeapStatistics().heap_size_limit)})` };
-  return { fits: true };
-}
-
-/**
- * The race detector's shadow memory keeps a piece per range a packet read or wrote, about 90 bytes
- * each (measured: ring8 all-reduce 256 MiB, 1 M pieces, 90 MB; a 48-rank 836 MB one, 1.4 GB); a
- * piece covers at least a CCE packet (1,024 elements, at most 4 KiB).
- */
-const RACE_PIECE_COST = 96;
-
-/** Bytes in GiB, for messages about memory. */
-function gib(b: number): string {
-  return `${(b / 2 ** 30).toFixed(1)} GiB`;
-}
-
-/**
- * Whether a symbolic run should stop while it can still say why: its ranges and sets of
- * contributions grow with the ranks (every partial result of a reduce is a set of its own; a trn2
- * all-reduce of 1 MiB over 512 ranks outgrows a 4 GiB heap), and no estimate made before the run
- * holds for every schedule. Past 90 % of the JavaScript heap in use, it says so.
- */
-export function heapFull(): string | undefined {
-  const h = getHeapStatistics();
-  if (h.used_heap_size <= 0.9 * h.heap_size_limit) return undefined;
-  return `the JavaScript heap holds ${gib(h.used_heap_size)} of its ${gib(h.heap_size_limit)}`;
-}
-
-/** What race detection may use: half of the JavaScript heap (where its shadow memory lives). */
-export function racesBudget(): number {
-  return Math.floor(getHeapStatistics().heap_size_limit / 2);
-}
-
-/**
- * Vector clocks: one entry per memory agent (a DMA queue with a ring, a network proxy), held by
- * every queue, core and semaphore that orders them, in chunks shared between clocks where they are
- * alike: at most about 16 bytes per agent squared at once. (Measured, peak memory with against
- * without, `nccom allr -b 4K -e 4K --check values` on trn1: 128 to 1,024 ranks, 2,176 to 19,456
- * agents, 9 to 34 bytes with whole clocks; with chunks, 5 bytes at 1,024 ranks and 1.5 at 2,048.
- * The bound is kept: the heap is where the run would die.)
- */
-const RACE_CLOCK_COST = 16;
-
-/** The memory agents of a program: its DMA queues and network proxies (the length of its vector clocks). */
-export function memoryAgents(image: ProgramImage): number {
-  return image.devices.reduce((n, d) => n + d.queues.length + d.proxyQueues.length, 0);
-}
-
-/**
- * Whether race detection of `ops` (one program) over these groups fits: a shadow piece per
- * packet-sized range of every rank's buffers, and the vector clocks of the program's `agents`.
- */
-export function racesFit(ops: readonly OpSpec[], groups: readonly (readonly number[])[], agents: number, budget = racesBudget()): { need: number; fits: boolean } {
-  let need = RACE_CLOCK_COST * agents * agents;
-  for (const op of ops) need += Math.ceil(payloadBytes(op, groups) / Math.min(4096, 1024 * dtypeSize(op.dtype))) * RACE_PIECE_COST;
-  return { need, fits: need <= budget };
-}
-
-/** The warning for race detection left out of `what` (it would need `need` bytes; `agents` memory agents). */
-function racesLeftOut(what: string, need: number, agents: number, budget: number | undefined, checking: string): string {
-  return `${what}: race detection would keep about ${gib(need)} of shadow memory and vector clocks (a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, ${agents} of them, in each queue, core and semaphore); it may use ${gib(budget ?? racesBudget())} (half of the JavaScript heap): checking ${checking} without race detection`;
-}
 
 /** What one op did to the machine's resources (for --stats). */
 export interface OpStats {
@@ -400,15 +272,6 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: Pipe
   };
 }
 
-/** Each rank's input values of op `i` into the image's initial memory. */
-function loadInputs(scn: Scenario, i: number, ol: OpLayout, image: ProgramImage): void {
-  const op = scn.ops[i]!;
-  for (const rl of ol.ranks) {
-    const dev = image.devices.find((d) => d.device === rl.device)!;
-    dev.memory.push({ addr: rl.input.addr, bytes: toBytes(op.dtype, inputValues(scn, i, rl.rank, rl.input.bytes)) });
-  }
-}
-
 /** Simulate; a fault the machine cannot apply (no such link, engine or device) is the scenario's error. */
 function runImage(spec: DeviceSpec, image: ProgramImage, opts: Parameters<typeof simulate>[2]) {
   try {
@@ -417,72 +280,6 @@ function runImage(spec: DeviceSpec, image: ProgramImage, opts: Parameters<typeof
     if (e instanceof SimError && e.code === "SIM1601") throw new ScenarioError("SCN1010", e.message, { path: e.path, value: e.value });
     throw e;
   }
-}
-
-/** How many values one output element sums (keeps generated floats exact). */
-function summands(scn: Scenario, i: number): number {
-  const op = scn.ops[i]!;
-  if (op.pairs) return 2;
-  return Math.max(...scn.replicaGroups.map((g) => g.length));
-}
-
-function inputValues(scn: Scenario, i: number, rank: number, bytes: number): number[] {
-  const op = scn.ops[i]!;
-  return memoInputs(scn, i, rank, () => generateValues(scn.seed, i, rank, op.dtype, bytes / dtypeSize(op.dtype), op.reduce, summands(scn, i), scn.ranks));
-}
-
-const INPUTS = new WeakMap<Scenario, Map<string, number[]>>();
-function memoInputs(scn: Scenario, i: number, rank: number, make: () => number[]): number[] {
-  let m = INPUTS.get(scn);
-  if (!m) INPUTS.set(scn, (m = new Map()));
-  const key = `${i}/${rank}`;
-  let v = m.get(key);
-  if (!v) m.set(key, (v = make()));
-  return v;
-}
-
-/** Which input ranges every defined output range must combine (the symbolic reference). */
-function symbolicReference(scn: Scenario, i: number, ol: OpLayout): Map<number, ExpectedRange[]> {
-  const op = scn.ops[i]!;
-  const bytesOf = new Map(ol.ranks.map((rl) => [rl.rank, rl]));
-  const out = new Map<number, ExpectedRange[]>();
-  const groups = op.pairs ? [[...new Set(op.pairs.flat())]] : scn.replicaGroups;
-  for (const g of groups) {
-    const rl = bytesOf.get(g[0]!)!;
-    for (const [r, ranges] of expectedRanges({ op: op.op, counts: op.counts, pairs: op.pairs }, g, rl.input.bytes, rl.output.bytes)) out.set(r, ranges);
-  }
-  return out;
-}
-
-/** The reference output of every rank whose output the op defines. */
-function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<number, number[]> {
-  const op = scn.ops[i]!;
-  const inputs = new Map(ol.ranks.map((rl) => [rl.rank, inputValues(scn, i, rl.rank, rl.input.bytes)]));
-  const out = new Map<number, number[]>();
-  const entry = opEntry(op.op);
-  if (entry.reference === "permute") return referencePermute(op.dtype, entry.reduces ? op.reduce : undefined, inputs, op.pairs!);
-  const esize = dtypeSize(op.dtype);
-  for (const g of scn.replicaGroups) {
-    const ins = g.map((r) => inputs.get(r)!);
-    const refs =
-      entry.reference === "collective" && isRingOp(op.op)
-        ? referenceValues(op.op, op.dtype, op.reduce, ins)
-        : entry.reference === "alltoall"
-          ? referenceAllToAll(ins)
-          : entry.reference === "alltoall-v"
-            ? referenceAllToAllV(ins, op.counts!.map((row) => row.map((b) => b / esize)))
-            : entry.reference === "all-gather-v"
-              ? sharedBy(ins.length, ins.flat())
-              : undefined;
-    if (!refs) throw new InternalError(`no reference collective for ${op.op}`);
-    g.forEach((r, k) => out.set(r, refs[k]!));
-  }
-  return out;
-}
-
-/** One reference output that `n` ranks share (one array, not a copy each). */
-function sharedBy(n: number, values: number[]): number[][] {
-  return Array.from({ length: n }, () => values);
 }
 
 /** Ranks a warning lists in full; a longer group is shown by its first and last ones. */

@@ -7,12 +7,13 @@ import pino from "pino";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { memoryAgents, racesFit, runScenario, valuesCheckFit, valuesCheckHeap, type PipelineHooks } from "../../src/run/pipeline.ts";
+import { runScenario, type PipelineHooks } from "../../src/run/pipeline.ts";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { loadDevice, loadScenario } from "../../src/run/load.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange } from "../../src/check/symbolic.ts";
 import { corruptFirstReduce, duplicateCceSource, moveCceSource, moveRemoteWrite } from "../helpers-image.ts";
 import { HOW_MIXED, HOW_NONE, reduceHow } from "../../src/ir/dtypes.ts";
+import { memoryAgents, racesFit, valuesCheckFit, valuesCheckHeap } from "../../src/run/budgets.ts";
 
 const run = runSim;
 
