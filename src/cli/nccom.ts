@@ -31,6 +31,9 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
   --variable-size-op-metadata F  {"metadata": [{send_counts, send_displs, recv_counts, recv_displs}, ...]}
                             (elements; one entry for all ranks or one per rank): allgv's counts run at
                             their sum, alltoallv's at the largest rank's send total; other sizes split evenly
+  --data-parallel-dimension D  the op at once in sub-groups of D ranks, one rank every -r / D
+                            (with -N D: one rank per node); the time is the slowest group's
+  --unique-buff, --shared-output-buff  accepted, each said (buffer placement a simulation times alike)
   --show-algorithm          add the algorithm column
   --report-to-json-file F   nccom-test's JSON report
   -t, --stats [avg pNN ...]  time every iteration on its own, as nccom-test does with these flags:

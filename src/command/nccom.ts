@@ -111,7 +111,7 @@ function readJsonFile(file: string, flag: string): unknown {
 
 /** Parse nccom-test's flags into a scenario and the run flags. */
 /** Flags that take one value and may be given once, with their aliases. */
-const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
+const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
 
 /** A flag given twice (or with its alias) is refused: nccom-test would take one of them, silently. */
 export function checkOnce(argv: readonly string[]): void {
@@ -135,6 +135,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   let instance = "trn1";
   let lnc: number | undefined;
   let groups: unknown;
+  let dpDim: number | undefined;
   let pairs: unknown;
   let dump = false;
   const ignored: string[] = [];
@@ -200,6 +201,15 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
       case "--custom-replica-groups":
         groups = readJsonFile(value(), t);
         break;
+      case "--data-parallel-dimension":
+        dpDim = intFlag(value(), t, 1);
+        break;
+      case "--unique-buff":
+        ignored.push(`${t}: each op already has its own input and output buffers in a simulated program (one op a program): the timing is the same`);
+        break;
+      case "--shared-output-buff":
+        ignored.push(`${t}: two cores sharing one output buffer is not modelled: each rank writes its own, as without it`);
+        break;
       case "--custom-src-target-pairs":
         pairs = readJsonFile(value(), t);
         break;
@@ -256,7 +266,8 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     throw new UsageError(`--lnc / NEURON_LOGICAL_NC_CONFIG ${lncSize} is not available on ${instance}`);
   }
   if (op !== "send" && op !== "permute" && pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
-  const replicaGroups = groups === undefined ? undefined : groupsOf(groups);
+  if (dpDim !== undefined && groups !== undefined) throw new UsageError("give --data-parallel-dimension or --custom-replica-groups, not both");
+  const replicaGroups = dpDim !== undefined ? dataParallelGroups(ranks, dpDim) : groups === undefined ? undefined : groupsOf(groups);
   const built = collectiveScenario({
     name: `nccom ${argv.join(" ")}`,
     op,
@@ -283,6 +294,16 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
   return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg") };
+}
+
+/**
+ * --data-parallel-dimension D: the op runs at once in sub-groups of D ranks, each taking one rank
+ * every ranks / D (one rank per node when D is the node count): group g is g, g + R/D, g + 2R/D, ...
+ */
+function dataParallelGroups(ranks: number, d: number): number[][] {
+  if (ranks % d !== 0) throw new UsageError(`--data-parallel-dimension ${d} does not divide -r ${ranks}`);
+  const stride = ranks / d;
+  return Array.from({ length: stride }, (_, g) => Array.from({ length: d }, (_, k) => g + k * stride));
 }
 
 function defaultPairs(opName: string, ranks: number): [number, number][] {

@@ -169,6 +169,28 @@ describe("nccom-test's command line", () => {
     rmSync(dir, { recursive: true });
   });
 
+  it("--data-parallel-dimension D runs the op at once in sub-groups of D ranks, one every -r / D (the documented 128 ranks on 2 nodes, D = 2)", () => {
+    const a = parseNccomArgs(["allr", "-r", "128", "-N", "2", "--data-parallel-dimension", "2", "--instance", "trn2"], {});
+    expect(a).not.toBe("help");
+    const groups = (a as unknown as { scenario: { replicaGroups: number[][] } }).scenario.replicaGroups;
+    expect(groups).toHaveLength(64);
+    expect(groups[0]).toEqual([0, 64]);
+    expect(groups[63]).toEqual([63, 127]);
+    const r = run(["allr", "-r", "128", "-N", "2", "--data-parallel-dimension", "2", "-b", "1M", "-e", "1M", "-d", "fp32", "--instance", "trn2", "--show-algorithm"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    expect(r.out).toMatch(/^1048576\s+262144\s+fp32\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+single-cycle-ring$/m);
+    expect(run(["allr", "-r", "8", "--data-parallel-dimension", "3"]).err).toMatch(/--data-parallel-dimension 3 does not divide -r 8/);
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-dp-"));
+    const g = join(dir, "g.json");
+    writeFileSync(g, "[[0,1],[2,3]]");
+    expect(run(["allr", "-r", "4", "--data-parallel-dimension", "2", "--custom-replica-groups", g]).err).toMatch(/not both/);
+    rmSync(dir, { recursive: true });
+    const buffs = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "--unique-buff", "--shared-output-buff"]);
+    expect(buffs.code).toBe(EXIT.OK);
+    expect(buffs.err).toMatch(/--unique-buff: each op already has its own input and output buffers/);
+    expect(buffs.err).toMatch(/--shared-output-buff: two cores sharing one output buffer is not modelled/);
+  });
+
   it("-I / -W and --show-input-output-size are accepted, each said on stderr", () => {
     const r = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "-I", "10", "-W", "2", "--show-input-output-size"]);
     expect(r.code).toBe(EXIT.OK);
