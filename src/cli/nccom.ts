@@ -35,6 +35,7 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
                             (with -N D: one rank per node); the time is the slowest group's
   --unique-buff, --shared-output-buff  accepted, each said (buffer placement a simulation times alike)
   --show-algorithm          add the algorithm column
+  --show-input-output-size  add total_input_size(B) and total_output_size(B) (a rank's buffers) after the count
   --report-to-json-file F   nccom-test's JSON report
   -t, --stats [avg pNN ...]  time every iteration on its own, as nccom-test does with these flags:
                             the preset's host.iterationPs is added (the host's launch of each
@@ -89,7 +90,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const sw = a.run.sweep!;
   if (matrix && !sweepSizes({ min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) }).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
   const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}) });
-  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, progress });
+  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress });
 }
 
 

@@ -162,6 +162,8 @@ export interface RunStyle {
   readonly notesToStderr?: boolean;
   /** nccom-test's -t / --stats percentile columns (p25, p50, ...) after the average. */
   readonly percentiles?: readonly string[];
+  /** nccom-test's --show-input-output-size: total_input_size(B) and total_output_size(B) after the count. */
+  readonly ioSizes?: boolean;
   /** Report long runs' progress on stderr (the command lines do; callers that capture stderr need not). */
   readonly progress?: boolean;
 }
@@ -205,7 +207,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       const rows = res.points.map((p) => p.row);
       ran = res.points.flatMap((p) => (p.outcome ? [p.outcome] : []));
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
-      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes], style.percentiles);
+      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes], style.percentiles, style.ioSizes === true);
       // The accuracy note under the table (nccom's stdout is the table alone: its note goes to stderr).
       if (!args.json) {
         const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined);

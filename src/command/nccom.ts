@@ -33,6 +33,8 @@ export interface NccomArgs {
   readonly ignored: readonly string[];
   /** -t / --stats: the percentile columns to print after the average (each iteration timed on its own). */
   readonly percentiles: readonly string[];
+  /** --show-input-output-size: a rank's input and output bytes as two columns after the count. */
+  readonly ioSizes: boolean;
   /** all_gatherv's per-rank bytes from --variable-size-op-metadata (a size of their sum runs them). */
   readonly counts?: readonly number[];
   /** alltoallv's bytes rank i sends rank j from --variable-size-op-metadata (a size of the largest rank's total runs them). */
@@ -136,6 +138,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   let lnc: number | undefined;
   let groups: unknown;
   let dpDim: number | undefined;
+  let ioSizes = false;
   let pairs: unknown;
   let dump = false;
   const ignored: string[] = [];
@@ -166,7 +169,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
       continue;
     }
     if (t === "--show-input-output-size") {
-      ignored.push(`${t}: the total_input_size(B) and total_output_size(B) columns are not printed`);
+      ioSizes = true;
       continue;
     }
     if (t === "--variable-size-op-metadata") {
@@ -293,7 +296,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   run.op = op;
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
-  return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg") };
+  return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes };
 }
 
 /**

@@ -68,24 +68,39 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
 const SWEEP_HEADER = ["size(B)", "count(elems)", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"];
 
 /** nccom-test's sweep table: its columns (plus `algorithm` when asked), `#` notes first, the average last. */
-export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, timeHeader = "time(us)", notes: readonly string[] = [], percentiles: readonly string[] = []): string {
+export function formatSweepTable(rows: readonly ResultRow[], showAlgorithm: boolean, timeHeader = "time(us)", notes: readonly string[] = [], percentiles: readonly string[] = [], ioSizes = false): string {
   // nccom-test's -t / --stats columns after the average: a simulated op takes the same time every
   // iteration, so each percentile is the average, printed as nccom-test prints them (whole us).
-  const base = SWEEP_HEADER.flatMap((h) => (h === "time(us)" ? [timeHeader, ...percentiles.map((p) => `time:${p}(us)`)] : [h]));
+  const io = ioSizes ? ["total_input_size(B)", "total_output_size(B)"] : [];
+  const base = SWEEP_HEADER.flatMap((h) => (h === "time(us)" ? [timeHeader, ...percentiles.map((p) => `time:${p}(us)`)] : h === "count(elems)" ? [h, ...io] : [h]));
   const header = showAlgorithm ? [...base, "algorithm"] : base;
   const algorithmAt = showAlgorithm ? header.length - 1 : -1;
+  const typeAt = 2 + io.length;
   const ok = rows.filter((r) => !r.error);
+  const sizes = (r: ResultRow) => (ioSizes ? rankBuffers(r).map(String) : []);
   const cells = ok.map((r) => {
-    const c = [String(r.bytes), String(r.count), r.dtype, r.timeUs.toFixed(2), ...percentiles.map(() => String(Math.round(r.timeUs))), bw(r.algbwGBps), bw(r.busbwGBps)];
+    const c = [String(r.bytes), String(r.count), ...sizes(r), r.dtype, r.timeUs.toFixed(2), ...percentiles.map(() => String(Math.round(r.timeUs))), bw(r.algbwGBps), bw(r.busbwGBps)];
     return showAlgorithm ? [...c, r.algorithm] : c;
   });
-  const failed = rows.filter((r) => r.error).map((r) => [String(r.bytes), String(r.count), r.dtype]);
+  const failed = rows.filter((r) => r.error).map((r) => [String(r.bytes), String(r.count), ...sizes(r), r.dtype]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length), ...failed.map((c) => (c[i] ?? "").length)));
-  const line = (c: readonly string[]) => c.map((x, i) => (i === 2 || i === algorithmAt ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join("  ").trimEnd();
+  const line = (c: readonly string[]) => c.map((x, i) => (i === typeAt || i === algorithmAt ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join("  ").trimEnd();
   // A failed size keeps its place, its error in place of the figures.
-  const lines = rows.map((r) => (r.error ? `${line([String(r.bytes), String(r.count), r.dtype.padEnd(widths[2]!)])}  error: ${r.error}` : line(cells[ok.indexOf(r)]!)));
+  const lines = rows.map((r) => (r.error ? `${line([String(r.bytes), String(r.count), ...sizes(r), r.dtype.padEnd(widths[typeAt]!)])}  error: ${r.error}` : line(cells[ok.indexOf(r)]!)));
   const avg = ok.length ? ok.reduce((n, r) => n + r.busbwGBps, 0) / ok.length : 0;
   return [...notes.map((n) => `# ${n}`), line(header), ...lines, `Avg bus bandwidth:\t${Number.isFinite(avg) ? avg.toFixed(4) : "inf"}GB/s`].join("\n") + "\n";
+}
+
+/**
+ * A rank's input and output bytes at a row's size (nccom-test's total_input_size(B) /
+ * total_output_size(B)): a blocked op's share is size / ranks on the side that is split; the
+ * v-ops at a sweep size split evenly.
+ */
+function rankBuffers(r: ResultRow): [number, number] {
+  const n = Math.max(1, r.ranks);
+  if (r.op === "all-gather" || r.op === "all-gather-v") return [Math.floor(r.bytes / n), r.bytes];
+  if (r.op === "reduce-scatter") return [r.bytes, Math.floor(r.bytes / n)];
+  return [r.bytes, r.bytes];
 }
 
 /** nccom-test's --report-to-json-file shape. */

@@ -191,11 +191,22 @@ describe("nccom-test's command line", () => {
     expect(buffs.err).toMatch(/--shared-output-buff: two cores sharing one output buffer is not modelled/);
   });
 
-  it("-I / -W and --show-input-output-size are accepted, each said on stderr", () => {
-    const r = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "-I", "10", "-W", "2", "--show-input-output-size"]);
+  it("--show-input-output-size prints a rank's input and output bytes after the count, as the published allg table shows them", () => {
+    const r = run(["-r", "32", "--minbytes", "1kb", "--maxbytes", "1mb", "--stepfactor", "8", "--datatype", "fp32", "--check", "allg", "--show-input-output-size"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    const lines = r.out.trim().split("\n");
+    expect(lines[0]!.split(/\s+/)).toEqual(["size(B)", "count(elems)", "total_input_size(B)", "total_output_size(B)", "type", "time:avg(us)", "algbw(GB/s)", "busbw(GB/s)"]);
+    // the published log's columns: 1024 256 32 1024 fp32 ... / 524288 131072 16384 524288 fp32 ...
+    expect(lines[1]!.trim().split(/\s+/).slice(0, 5)).toEqual(["1024", "256", "32", "1024", "fp32"]);
+    expect(lines[4]!.trim().split(/\s+/).slice(0, 5)).toEqual(["524288", "131072", "16384", "524288", "fp32"]);
+    const rs = run(["redsct", "-r", "8", "-b", "8K", "-e", "8K", "--show-input-output-size"]);
+    expect(rs.out.split("\n")[1]!.trim().split(/\s+/).slice(0, 4)).toEqual(["8192", "8192", "8192", "1024"]);
+  });
+
+  it("-I / -W are accepted, each said on stderr", () => {
+    const r = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "-I", "10", "-W", "2"]);
     expect(r.code).toBe(EXIT.OK);
     expect(r.err).toMatch(/-I 10: timed as a NEFF's loop/);
-    expect(r.err).toMatch(/--show-input-output-size: the total_input_size/);
   });
 
   it("a size below one unit of the op is skipped and said; a sweep with none left is exit 1; a rounded size is said", () => {
