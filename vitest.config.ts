@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -5,5 +6,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // Every core runs test files (vitest's default leaves one idle); the conformance matrix is split
+    // over two files so that the slowest file is not the suite's floor.
+    maxWorkers: Math.max(1, availableParallelism()),
   },
 });
