@@ -95,6 +95,32 @@ export function postProgram(scn: Scenario, spec: DeviceSpec, groups: readonly (r
   return { posted: { ...posted, explain: posted.explain.map((e) => ({ ...e, channelsNote: note })) }, channels, note };
 }
 
+/**
+ * Where a scenario's ranks can sit on a preset, checked: logical cores per device, whole devices
+ * per node, nodes in pods, device ids within the address map and its 64-id blocks.
+ */
+function placementOf(scn: Scenario, spec: DeviceSpec): { podNodes: number; idsPerNode: number; podIds: number; vcore: number } {
+  const podNodes = podNodesOf(spec.topology, scn.nodes);
+  check(scn.nodes === podNodes || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
+  check(scn.nodes % podNodes === 0, "CMP1301", `${scn.nodes} nodes do not fill whole pods of ${podNodes} nodes`, "nodes", scn.nodes);
+  // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
+  const vcore = spec.collectives.virtualCoreSize;
+  const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
+  check(scn.ranksPerDevice <= ranksPerDeviceMax, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device, ${ranksPerDeviceMax} rank(s) at logical core size ${vcore}`, "ranksPerDevice", scn.ranksPerDevice);
+  const deviceCount = scn.ranks / scn.ranksPerDevice / scn.nodes;
+  check(Number.isInteger(deviceCount), "CMP1303", `${scn.ranks} ranks do not fill whole devices of ${scn.ranksPerDevice} on each of ${scn.nodes} nodes`, "ranks", scn.ranks);
+  check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
+  const idsPerNode = idsPerNodeOf(scn, spec);
+  // An address names a device of the sender's 64-id block: a pod must fit one, and beyond one
+  // block every block must hold whole nodes.
+  const ids = idsPerNode * scn.nodes;
+  check(ids <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
+  const podIds = podNodes * idsPerNode;
+  check(podIds <= ADDRESS_BLOCK, "CMP1303", `a pod of ${podNodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
+  check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % podIds === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a ${podNodes > 1 ? "pod" : "node"}'s devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a ${podNodes > 1 ? "pod" : "node"})`, "nodes", scn.nodes);
+  return { podNodes, idsPerNode, podIds, vcore };
+}
+
 export class CompileContext {
   readonly channels: number;
   readonly foldN: number;
@@ -147,25 +173,8 @@ export class CompileContext {
     this.emits = fold ? (device) => device < fold.unitDevices : () => true;
     // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device of it, no proxy
     // needed; pods are joined by the network.
-    const podNodes = podNodesOf(spec.topology, scn.nodes);
-    check(scn.nodes === podNodes || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
-    check(scn.nodes % podNodes === 0, "CMP1301", `${scn.nodes} nodes do not fill whole pods of ${podNodes} nodes`, "nodes", scn.nodes);
-    // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
-    const vcore = spec.collectives.virtualCoreSize;
-    const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
-    check(scn.ranksPerDevice <= ranksPerDeviceMax, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device, ${ranksPerDeviceMax} rank(s) at logical core size ${vcore}`, "ranksPerDevice", scn.ranksPerDevice);
-    const deviceCount = scn.ranks / scn.ranksPerDevice / scn.nodes;
-    check(Number.isInteger(deviceCount), "CMP1303", `${scn.ranks} ranks do not fill whole devices of ${scn.ranksPerDevice} on each of ${scn.nodes} nodes`, "ranks", scn.ranks);
-    check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
-    const idsPerNode = idsPerNodeOf(scn, spec);
-    // An address names a device of the sender's 64-id block: a pod must fit one, and beyond one
-    // block every block must hold whole nodes.
-    const ids = idsPerNode * scn.nodes;
-    check(ids <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
-    const podIds = podNodes * idsPerNode;
+    const { podNodes, idsPerNode, podIds, vcore } = placementOf(scn, spec);
     this.podIds = podIds;
-    check(podIds <= ADDRESS_BLOCK, "CMP1303", `a pod of ${podNodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
-    check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % podIds === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a ${podNodes > 1 ? "pod" : "node"}'s devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a ${podNodes > 1 ? "pod" : "node"})`, "nodes", scn.nodes);
     const foldN = spec.ring.foldN;
     this.foldN = foldN;
     this.enginesPerRank = spec.dma.enginesPerCore * vcore;
@@ -255,6 +264,12 @@ export class CompileContext {
     }
 
     this.builder = new ProgramBuilder({ arch: spec.arch, maxDescriptorBytes: spec.dma.maxDescriptorBytes, cceMaxElements: spec.dma.cceMaxElements, nodes: scn.nodes, devicesPerNode: idsPerNode }, rings);
+    this.addRingChannels();
+  }
+
+  /** Every comm's ring channels, each rank's on its TopSP slot, engines and queue, wired to its ring neighbours. */
+  private addRingChannels(): void {
+    const { channels, foldN, info } = this;
     const comms = this.streams.flatMap((st) => {
       const hc = this.hierByStream.get(st);
       return [this.streamComms.get(st)!, ...(hc ? [hc.intra, hc.inter, ...(hc.intraAg ? [hc.intraAg] : [])] : [])];
