@@ -46,13 +46,18 @@ export interface NccomArgs {
  * send_displs, recv_counts, recv_displs}, ...]}, one entry for every rank or one per rank; each
  * rank sends send_counts[0] elements, and a receive side, where given, must list the same.
  */
-function gatherMetadata(file: string, json: unknown, n: number): number[] {
+/** A metadata file's entries (one for all ranks, or one per rank), and how it refuses a field. */
+function metadataEntries(file: string, json: unknown, n: number): { list: Record<string, unknown>[]; bad: (why: string) => never } {
   const bad = (why: string): never => {
     throw new UsageError(`--variable-size-op-metadata: ${file}: ${why}`);
   };
   const entries = (json as { metadata?: unknown })?.metadata;
   if (!Array.isArray(entries) || (entries.length !== 1 && entries.length !== n)) bad(`metadata must be a list of one entry or one per rank (${n})`);
-  const list = entries as Record<string, unknown>[];
+  return { list: entries as Record<string, unknown>[], bad };
+}
+
+function gatherMetadata(file: string, json: unknown, n: number): number[] {
+  const { list, bad } = metadataEntries(file, json, n);
   const sends = Array.from({ length: n }, (_, r) => {
     const e = list.length === 1 ? list[0]! : list[r]!;
     const sc = e?.["send_counts"];
@@ -73,12 +78,7 @@ function gatherMetadata(file: string, json: unknown, n: number): number[] {
  * when given, must be what the send side delivers (rank j's recv_counts[i] = rank i's send_counts[j]).
  */
 export function alltoallvMetadata(file: string, json: unknown, n: number): number[][] {
-  const bad = (why: string): never => {
-    throw new UsageError(`--variable-size-op-metadata: ${file}: ${why}`);
-  };
-  const entries = (json as { metadata?: unknown })?.metadata;
-  if (!Array.isArray(entries) || (entries.length !== 1 && entries.length !== n)) bad(`metadata must be a list of one entry or one per rank (${n})`);
-  const list = entries as Record<string, unknown>[];
+  const { list, bad } = metadataEntries(file, json, n);
   const at = (r: number) => (list.length === 1 ? 0 : r);
   const counts = (v: unknown, what: string, k: number, allowEmpty: boolean): number[] | undefined => {
     if (allowEmpty && (v === undefined || (Array.isArray(v) && v.length === 0))) return undefined;
