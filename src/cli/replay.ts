@@ -155,7 +155,8 @@ function totals(plan: ReplayPlan, cells: readonly ReplayCell[][], j: number): nu
 
 function groupsText(r: ReplayPlan["rows"][number]): string {
   if (r.pairs) return `${r.pairs.length} pairs`;
-  return `${r.groups!.length}x${r.groupSize}`;
+  const sizes = r.groups!.map((g) => g.length);
+  return sizes.every((n) => n === sizes[0]) ? `${sizes.length}x${sizes[0]}` : sizes.join("+");
 }
 
 /** Columns padded to their widest cell; `left` columns left-aligned. */

@@ -104,6 +104,16 @@ describe("npm run replay", () => {
     expect(run([LAYER, "--instance", "trn1,trn2", "--top", "2"]).out).toBe(r.out);
   });
 
+  it("uneven groups are shown by their sizes and run as nccom runs them", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-replay-uneven-"));
+    const f = join(dir, "uneven.txt");
+    writeFileSync(f, "HloModule m, replica_count=8\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {\n  p = f32[4096]{0} parameter(0)\n  ROOT w = f32[4096]{0} all-reduce(p), replica_groups={{0,1,2},{3,4,5,6,7}}, to_apply=add\n}\n");
+    const r = run([f, "--top", "0"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    expect(r.out).toMatch(/^1\s+all-reduce\s+f32\[4096\]\s+fp32\s+16384\s+3\+5\s+1\s/m);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("--ranks and --nodes: the module's groups on more nodes; a group naming a rank past --ranks is refused", () => {
     const two = run([LAYER, "--nodes", "2", "--json", "-j", "1"]);
     expect(two.code).toBe(EXIT.OK);
