@@ -70,7 +70,7 @@ export function presetJson(startFile: string, r: FitResult, name: string, note: 
     } else if (a === "host" && m.to === 0) delete (j[a] as Record<string, unknown>)[b];
     else (j[a] as Record<string, unknown>)[b] = m.to;
     if (m.to === 0 && a === "host") delete j.sources[m.field];
-    else j.sources[m.field] = `fitted (was ${m.from}): ${note}`;
+    else j.sources[m.field] = `fitted (was ${Number.isNaN(m.from) ? "absent" : m.from}): ${note}`;
   }
   const host = j["host"] as Record<string, unknown> | undefined;
   if (host && host["algorithmPs"] && Object.keys(host["algorithmPs"] as object).length === 0) delete host["algorithmPs"];
@@ -344,14 +344,16 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   if (series.every((s) => s.points.every((p) => p.bytes > o.maxBytes))) throw new LogError(o.from.join(", "), 0, `no point is at most --max-bytes ${o.maxBytes} B: nothing to fit`);
   const t0 = Date.now();
   const ev = new Evaluator(series, o.maxBytes, o.jobs);
-  const params = o.params && deviceParams(start, series).filter((p) => o.params!.includes(p.field));
-  const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit"), ...(params ? { params } : {}) });
+  // Logs may come from another runtime than the seed's: its selection windows are free too.
+  const all = deviceParams(start, series, { windows: true });
+  const params = o.params ? all.filter((p) => o.params!.includes(p.field)) : all;
+  const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit"), params });
   if (process.stderr.isTTY) err("\n");
   const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${((Date.now() - t0) / 1000).toFixed(1)} s)`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...movedLines(r)];
   if (series.length > 1) {
     // Held out: each series left out, the others refit from the fit's device parameters (fixed costs
     // in closed form; --cv-rounds searches the device parameters again too).
-    const held = crossValidate(o.cvRounds > 0 ? start : r.spec, series, { rounds: o.cvRounds, evaluator: ev, ...(params ? { params } : {}) });
+    const held = crossValidate(o.cvRounds > 0 ? start : r.spec, series, { rounds: o.cvRounds, evaluator: ev, params });
     lines.push(`  held out: ${fmtSummary(summarize(held.flatMap((h) => h.evaluated)))}`);
     for (const h of held) lines.push(`    ${h.series}: ${fmtSummary(h.summary)}`);
   }

@@ -4,6 +4,9 @@ import { fileURLToPath } from "node:url";
 import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
 import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "../command/sizes.ts";
+import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
+import { assignShards, ccsimVersion, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
+import { writeWhole } from "./write.ts";
 
 /** The largest op a conformance case may draw. */
 const MAX_CASE_BYTES = 16 * 2 ** 30;
@@ -30,7 +33,7 @@ before composing (exit-1 errors: groups, unsupported ops, placements). Anything 
 exit codes: 0 no failure, 1 bad flags, 3 some case failed
 `;
 
-export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, merged?: { readonly results: readonly CaseOutcome[]; readonly preset: string }, env: Readonly<Record<string, string | undefined>> = process.env): number {
   let cases = 200;
   let seed = 1;
   let maxBytes = 4 << 20;
@@ -42,6 +45,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let jobs = defaultJobs();
   let dump: number | undefined;
   const presets: string[] = [];
+  let shardFlag: ShardSpec | "auto" | undefined;
+  let shards: number | undefined;
+  let outFile: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const next = (): string => {
@@ -66,11 +72,22 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (flag === "--jobs") jobs = positive(next(), flag);
       else if (flag === "-j") jobs = positive(next(), flag);
       else if (flag === "--dump") dump = positive(next(), flag, 0);
+      else if (flag === "--shard") shardFlag = parseShardFlag(next(), flag);
+      else if (flag === "--shards") shards = positive(next(), flag);
+      else if (flag === "--out") outFile = next();
       else throw new Error(`unknown flag ${flag}`);
     } catch (e) {
       err(`conformance: ${(e as Error).message}\n(try --help)\n`);
       return 1;
     }
+  }
+  let shard: ShardSpec | undefined;
+  try {
+    checkShardFlags({ shard: shardFlag, shards, out: outFile });
+    if (shardFlag !== undefined) shard = resolveShard(shardFlag, shards, env);
+  } catch (e) {
+    err(`conformance: ${(e as Error).message}\n(try --help)\n`);
+    return 1;
   }
   // A band that holds no size, or sizes no preset can hold (the largest HBM here is 96 GiB a device), are refused before any work.
   if (minBytes > maxBytes) {
@@ -105,16 +122,45 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const failures: string[] = [];
   const t0 = performance.now();
   const line = (c: ConformanceCase, o: CaseOutcome): string => `${String(c.id).padStart(5)} ${o.kind.padEnd(7)} ${o.kind === "pass" ? o.algorithms.join(",") : o.code}  ${c.label}\n`;
-  const parallel = jobs > 1 && list.length >= 2;
+  const hash = presetHash([...specs.entries()]);
+  if (merged && merged.preset !== hash) {
+    err(`conformance: the presets are not those the shards ran on (content hash ${hash}, the partials' ${merged.preset}): run the shards again\n`);
+    return 1;
+  }
+  if (merged && merged.results.length !== list.length) {
+    err(`conformance: the partials hold ${merged.results.length} cases, the command draws ${list.length}\n`);
+    return 1;
+  }
+  // A shard runs its cases (assigned by their estimated cost) and writes them to --out.
+  const mine = shard ? ((owner) => list.filter((_, k) => owner[k] === shard.index))(assignShards(list.map(caseCost), shard.count)) : list;
+  const status = merged || verbose ? undefined : statusReporter(err, shard ? `conformance shard ${shard.index}/${shard.count}` : "conformance", mine.length, process.stderr.isTTY === true);
+  const parallel = !merged && jobs > 1 && mine.length >= 2;
   // On one thread, each case's line goes out as it ends (a run that stops says where it was);
   // on several, all at the end, in case order.
-  const outcomes = parallel
-    ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, list, jobs, { local: task, label: (k) => `case ${list[k]!.id}` })
-    : list.map((c) => {
-        const o = runCase(c);
-        if (verbose) out(line(c, o));
-        return o;
-      });
+  const ran = merged
+    ? merged.results
+    : parallel
+      ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, mine, jobs, { local: task, label: (k) => `case ${mine[k]!.id}`, onResult: (_k, o) => status?.piece(o.kind === "fail") })
+      : mine.map((c) => {
+          const o = runCase(c);
+          status?.piece(o.kind === "fail");
+          if (verbose && !shard) out(line(c, o));
+          return o;
+        });
+  status?.done();
+  if (shard) {
+    const pieces = mine.map((c, i) => ({ index: list.indexOf(c), result: ran[i]! }));
+    try {
+      writeWhole(outFile!, partialText({ format: PARTIAL_FORMAT, tool: "conformance", argv: withoutShardFlags(argv), version: ccsimVersion(), preset: hash, shard, total: list.length, pieces }), (m) => new Error(m));
+    } catch (e) {
+      err(`conformance: --out ${outFile}: ${(e as Error).message}\n`);
+      return 1;
+    }
+    const failed = ran.filter((o) => o.kind === "fail").length;
+    err(`conformance: shard ${shard.index}/${shard.count}: ${mine.length} of ${list.length} cases run (${failed} failed), ${((performance.now() - t0) / 1000).toFixed(1)} s, written to ${outFile} (npm run merge -- every shard's file)\n`);
+    return 0;
+  }
+  const outcomes = ran;
   for (const [k, c] of list.entries()) {
     const o: CaseOutcome = outcomes[k]!;
     const preset = String(c.scenario["instance"]);
@@ -122,7 +168,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     const row = counts.get(preset) ?? new Map<string, number>();
     counts.set(preset, row.set(key, (row.get(key) ?? 0) + 1));
     if (o.kind === "fail") failures.push(`case ${c.id}: ${c.label}\n  ${o.message.split("\n").slice(0, 4).join("\n  ")}`);
-    if (verbose && parallel) out(line(c, o));
+    if (verbose && (parallel || merged)) out(line(c, o));
   }
   out(`conformance: ${list.length} cases, seed ${seed}, sizes up to ${maxBytes} B, ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
   const totals = new Map<string, number>();
@@ -133,6 +179,13 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   out(`  ${"all".padEnd(18)} ${["pass", "refused", "fail"].map((k) => `${k}: ${totals.get(k) ?? 0}`).join(", ")}\n`);
   for (const f of failures) err(`${f}\n`);
   return failures.length > 0 ? 3 : 0;
+}
+
+/** A case's estimated cost, for the shard assignment: its ops' bytes over its ranks, and a fixed share per rank. */
+function caseCost(c: ConformanceCase): number {
+  const ranks = Number(c.scenario["ranks"]) || 1;
+  const bytes = ((c.scenario["ops"] as { bytes?: number }[] | undefined) ?? []).reduce((a, o) => a + (Number(o.bytes) || 0), 0);
+  return (bytes + 2 ** 20) * ranks;
 }
 
 function positive(v: string, flag: string, lo = 1): number {

@@ -6,7 +6,7 @@ import { DTYPES } from "../ir/dtypes.ts";
 import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { UsageError } from "../command/args.ts";
-import { EXIT, runSource } from "./sim.ts";
+import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../command/sizes.ts";
 import { parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
 
@@ -59,7 +59,7 @@ Defaults where nccom-test's are not published: sendrecv pairs each even rank wit
 exit codes: as npm run sim (0 ok, 1 bad input, 2 internal error, 3 check failed, 4 hang)
 `;
 
-export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env, progress = false): number {
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env, progress = false, merged?: RunStyle["merged"]): number {
   let a: NccomArgs | "help";
   try {
     a = parseNccomArgs(argv, env);
@@ -90,7 +90,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const sw = a.run.sweep!;
   if (matrix && !sweepSizes({ min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) }).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
   const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}) });
-  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress });
+  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}) });
 }
 
 

@@ -8,7 +8,9 @@ import { describeFolding, explainScenario } from "../enc/compile.ts";
 import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type RunProgress, type Violation } from "../../sim/index.ts";
-import { parseArgs, UsageError, type Args } from "../command/args.ts";
+import { parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
+import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard } from "../run/shard.ts";
+import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { writeWhole } from "./write.ts";
 import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
@@ -151,7 +153,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return EXIT.OK;
   }
   const file = args.scenario;
-  return runSource(args, () => loadScenarioSource(file).source, out, err, hooks, style);
+  return runSource(args, () => loadScenarioSource(file).source, out, err, hooks, { command: { tool: "sim", argv }, ...style });
 }
 
 /** How a run presents its sweep table. */
@@ -166,6 +168,12 @@ export interface RunStyle {
   readonly ioSizes?: boolean;
   /** Report long runs' progress on stderr (the command lines do; callers that capture stderr need not). */
   readonly progress?: boolean;
+  /** The command as typed (its tool and arguments): what a shard's partial records for the merge. */
+  readonly command?: { readonly tool: string; readonly argv: readonly string[] };
+  /** The environment --shard auto reads (default: this process's). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** A merge: every sweep point's result from the shards' partials, and the preset hash they ran on. */
+  readonly merged?: { readonly results: readonly SweepTaskResult[]; readonly preset: string };
 }
 
 /**
@@ -198,8 +206,17 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     let sweepErrors: CcsimError[] = [];
     let violated: { row: { op: string; bytes: number; dtype: string }; violations: readonly Violation[] }[] = [];
     if (args.sweep) {
-      const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err));
+      const shard = args.shard === undefined ? undefined : resolveShard(args.shard, args.shards, style.env ?? process.env);
+      if (style.merged && style.merged.preset !== presetHash(spec)) throw new UsageError(`the preset ${spec.name} is not the one the shards ran on (its content hash is ${presetHash(spec)}, the partials' ${style.merged.preset}): run the shards again`);
+      const pieces = shard ? { kind: "shard" as const, shard } : style.merged ? { kind: "merge" as const, ...style.merged } : undefined;
+      const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err), pieces);
       progress.done();
+      if (res.kind === "partial") {
+        const command = style.command ?? { tool: "sim", argv: [] };
+        writeAtomic(args.out!, partialText({ format: PARTIAL_FORMAT, tool: command.tool, argv: withoutShardFlags(command.argv), version: ccsimVersion(), preset: res.preset, shard: shard!, total: res.total, pieces: res.pieces }));
+        err(`ccsim: shard ${shard!.index}/${shard!.count}: ${res.pieces.length} of ${res.total} sizes run, written to ${args.out} (npm run merge -- every shard's file)\n`);
+        return EXIT.OK;
+      }
       if (res.kind === "hang") {
         err(`ccsim: ${res.op.op} ${res.op.bytes} B of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
         return EXIT.HANG;

@@ -14,6 +14,7 @@ import type { Args } from "../command/args.ts";
 import { sweepSizes } from "../command/sizes.ts";
 import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
 import { valuesCheckFit } from "../run/budgets.ts";
+import { assignShards, presetHash, type Pieces, type ShardResults, type ShardSpec } from "../run/shard.ts";
 
 /** Ops whose size is one block per group rank. */
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
@@ -44,7 +45,9 @@ export { biggestFirst, startWorkers };
  * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
  * scenario with one op at one size, validated as a file is.
  */
-export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult {
+export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult;
+export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress: ((done: number, total: number, events: number) => void) | undefined, pieces: Pieces<SweepTaskResult> | undefined): SweepResult | ShardResults<SweepTaskResult>;
+export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void, pieces?: Pieces<SweepTaskResult>): SweepResult | ShardResults<SweepTaskResult> {
   const sweep = args.sweep!;
   const n = scn.replicaGroups[0]!.length;
   const ops: OpSpec[] = args.op
@@ -75,10 +78,11 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     const checked: CheckMode = want === "values" && !valuesCheckFit(point.ops[0]!, point.replicaGroups).fits ? "symbolic" : want;
     return { op, checked, one: checked === want ? point : { ...point, check: checked } };
   });
+  if (pieces?.kind === "shard") return runShard(points0.map((p) => p.one), spec, args, log, hooks, pieces.shard, progress);
   // Each point runs on its own machine: with --jobs above 1 (and no hooks into the run) the points
   // run on this thread and worker threads, biggest first (bytes x ranks), each thread taking the
   // next as it is free; results come back in order, so the output is the same.
-  const parallel = (args.jobs ?? 1) > 1 && points0.length >= 2 && !hooks.mutateImage && !hooks.trace;
+  const parallel = pieces === undefined && (args.jobs ?? 1) > 1 && points0.length >= 2 && !hooks.mutateImage && !hooks.trace;
   let finished = 0;
   const inputs = points0.map((p): SweepTask => ({ scenario: p.one, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
   const work = points0.map((p) => p.op.bytes * p.one.ranks);
@@ -95,7 +99,8 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
       })
     : [];
   for (const [k, { op, checked, one }] of points0.entries()) {
-    const r = parallel ? results[k]! : runPoint(one, spec, log, hooks);
+    // (A merge has every point's result from the shards' partials.)
+    const r = pieces?.kind === "merge" ? pieces.results[k]! : parallel ? results[k]! : runPoint(one, spec, log, hooks);
     // A size that fails is reported in its row; the sweep goes on.
     if (r.kind === "error") {
       const e = revive(r.error) as CcsimError;
@@ -127,4 +132,32 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   else notes.push(`values checked at ${every}`);
   if (unchecked.length) notes.push(`not checked at ${unchecked.map((p) => `${p.row.bytes} B`).join(", ")}: symbolic tracking outgrew memory (timed only)`);
   return { kind: "done", points, notes };
+}
+
+/** A point's estimated cost, for the shard assignment: its bytes over its ranks, and a fixed share per rank. */
+function pointCost(scn: Scenario): number {
+  return (scn.ops[0]!.bytes + 2 ** 20) * scn.ranks;
+}
+
+/** One shard's points (assignShards over their estimated costs), run as a sweep runs them. */
+function runShard(scenarios: readonly Scenario[], spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, shard: ShardSpec, progress?: (done: number, total: number, events: number) => void): ShardResults<SweepTaskResult> {
+  const owner = assignShards(scenarios.map(pointCost), shard.count);
+  const mine = scenarios.flatMap((_, k) => (owner[k] === shard.index ? [k] : []));
+  const inputs = mine.map((k): SweepTask => ({ scenario: scenarios[k]!, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
+  const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
+  let finished = 0;
+  let events = 0;
+  const note = (r: SweepTaskResult) => {
+    if (r.kind === "done") events += r.outcome.events;
+    progress?.(++finished, inputs.length, events);
+  };
+  const results =
+    (args.jobs ?? 1) > 1 && inputs.length >= 2 && !hooks.mutateImage
+      ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), label: (k) => `${inputs[k]!.scenario.ops[0]!.op} ${inputs[k]!.scenario.ops[0]!.bytes} B`, onResult: (_k, r) => note(r) })
+      : inputs.map((t) => {
+          const r = runPoint(t.scenario, spec, log, hooks);
+          note(r);
+          return r;
+        });
+  return { kind: "partial", total: scenarios.length, pieces: mine.map((k, i) => ({ index: k, result: results[i]! })), preset: presetHash(spec) };
 }

@@ -6,6 +6,7 @@ import { defaultJobs } from "../run/parallel.ts";
 import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
 
 import { UsageError } from "../ir/errors.ts";
+import { parseShardFlag, type ShardSpec } from "../run/shard.ts";
 
 export { UsageError };
 
@@ -46,6 +47,12 @@ export interface Args {
   instance?: string | undefined;
   /** --no-fold: simulate every pod of a timing-only run even when the pods' programs are alike. */
   noFold: boolean;
+  /** --shard I/N or auto: run one shard of the sweep's sizes and write a partial (--out). */
+  shard?: ShardSpec | "auto" | undefined;
+  /** --shards N: the shard count under a Kubernetes Indexed Job (--shard auto). */
+  shards?: number | undefined;
+  /** --out FILE: where a shard's partial goes. */
+  out?: string | undefined;
 }
 
 export const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -152,6 +159,15 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
     case "--trace-limit":
       a.traceLimit = intFlag(value(), t, 1);
       return 1;
+    case "--shard":
+      a.shard = parseShardFlag(value(), t);
+      return 1;
+    case "--shards":
+      a.shards = intFlag(value(), t, 1);
+      return 1;
+    case "--out":
+      a.out = value();
+      return 1;
     case "-b":
     case "--minbytes":
       range.min = sizeFlag(value(), t);
@@ -235,5 +251,28 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
   if (sweeping) a.sweep = sweepOf(range);
   if (a.plot !== undefined && !a.sweep) throw new UsageError("--plot draws a sweep: give -b / -e");
   if (a.reportJson !== undefined && !a.sweep) throw new UsageError("--report-to-json-file writes a sweep: give -b / -e");
+  if (a.shard !== undefined && !a.sweep) throw new UsageError("--shard splits a sweep's sizes: give -b / -e");
+  checkShardFlags(a);
   return a as Args;
+}
+
+/** The flags that make a run one shard of itself, with their values. */
+export const SHARD_FLAGS = ["--shard", "--shards", "--out"] as const;
+
+/** A command line without its shard flags: the command every shard of it runs, and the merge replays. */
+export function withoutShardFlags(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if ((SHARD_FLAGS as readonly string[]).includes(argv[i]!)) i++;
+    else out.push(argv[i]!);
+  }
+  return out;
+}
+
+/** --shard needs --out (and the reverse), and leaves tracing to an unsharded run. */
+export function checkShardFlags(a: Partial<Args>): void {
+  if (a.shard === undefined && a.shards !== undefined) throw new UsageError("--shards N goes with --shard auto");
+  if (a.shard !== undefined && a.out === undefined) throw new UsageError("--shard writes its results to a partial file: give --out FILE (then npm run merge -- FILE...)");
+  if (a.shard === undefined && a.out !== undefined) throw new UsageError("--out names a shard's partial file: give --shard I/N (or auto)");
+  if (a.shard !== undefined && a.trace !== undefined) throw new UsageError("--trace follows one run: trace a size without --shard");
 }

@@ -6,7 +6,7 @@ import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { collectiveScenario } from "../run/collective.ts";
-import { commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, type Args, type RangeFlags } from "./args.ts";
+import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
 
 /** nccom-test's op names and aliases, and the scenario op each runs as. */
 export const NCCOM_OPS: Readonly<Record<string, OpName>> = {
@@ -262,6 +262,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   if (!op) throw new UsageError(`unknown op "${opName}" (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
   if (ranks === undefined) throw new UsageError("-r N is required: how many ranks");
   run.sweep = sweepOf(range);
+  checkShardFlags(run);
   // trn2's logical NeuronCore: NEURON_LOGICAL_NC_CONFIG (or --lnc), default 2; LNC 1 is its own preset.
   const lncSize = lnc ?? (env["NEURON_LOGICAL_NC_CONFIG"] !== undefined ? intFlag(env["NEURON_LOGICAL_NC_CONFIG"]!, "NEURON_LOGICAL_NC_CONFIG", 1) : undefined);
   if (instance === "trn2" && lncSize === 1) instance = "trn2-lnc1";
@@ -272,7 +273,8 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   if (dpDim !== undefined && groups !== undefined) throw new UsageError("give --data-parallel-dimension or --custom-replica-groups, not both");
   const replicaGroups = dpDim !== undefined ? dataParallelGroups(ranks, dpDim) : groups === undefined ? undefined : groupsOf(groups);
   const built = collectiveScenario({
-    name: `nccom ${argv.join(" ")}`,
+    // (A shard's flags are not the command's: the merged run names it as the unsharded one.)
+    name: `nccom ${withoutShardFlags(argv).join(" ")}`,
     op,
     ranks,
     nodes,

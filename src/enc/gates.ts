@@ -171,7 +171,7 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     if (!e.ok || limits.meshEngines === undefined) return e;
     return keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes));
   };
-  const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : spec.collectives.meshMaxBytes;
+  const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : c.nodeN > 1 ? (spec.collectives.meshMaxBytesMultiNode ?? spec.collectives.meshMaxBytes) : spec.collectives.meshMaxBytes;
   // The subtypes' size windows apply to the bytes per rank.
   const perRank = Math.ceil(bytes / c.rankN);
   /** One mesh-family member's admission: its allowed bit, its ops, its subtype's size window, its steps. */
@@ -208,7 +208,7 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
     { gate: "intra_rdh", verdict: andThen(rdhWindow(familyGate(init, EncAlgType.INTRA_RDH, opType, "intra RDH"), spec, perRank), steps(EncAlgType.INTRA_RDH)) },
     { gate: "inter_rdh", verdict: andThen(familyGate(init, EncAlgType.INTER_RDH, opType, "inter RDH"), steps(EncAlgType.INTER_RDH)) },
     { gate: "single_cycle_ring", verdict: familyGate(init, EncAlgType.SINGLE_CYCLE_RING, opType, "single-cycle ring (all-reduce only)") },
-    { gate: "hierarchical", verdict: andThen(familyGate(init, EncAlgType.HIER, opType, "hierarchical"), limits.hierarchical) },
+    { gate: "hierarchical", verdict: andThen(andThen(familyGate(init, EncAlgType.HIER, opType, "hierarchical"), () => flatRingWindow(spec, perRank)), limits.hierarchical) },
   ];
 }
 
@@ -222,6 +222,14 @@ function andThen(v: Verdict, limits?: () => Verdict): Verdict {
 /** A limit's refusal as is; its admission adds nothing to the gate's reason. */
 function keep(v: Verdict): Verdict {
   return v.ok ? ok("") : v;
+}
+
+/** Large messages across nodes take the flat ring on an instance with a flatRingMinBytes (hardware-facts.md §7.2). */
+function flatRingWindow(spec: DeviceSpec, perRank: number): Verdict {
+  const from = spec.collectives.flatRingMinBytes;
+  if (from === undefined) return ok("");
+  if (perRank >= from) return no(`${perRank} bytes per rank is at or above flatRingMinBytes (${from}): this runtime runs large messages across nodes on the flat ring`);
+  return ok(`${perRank} bytes per rank below flatRingMinBytes (${from})`);
 }
 
 /** RDH is a mesh subtype with its own op_min_limit / op_max_limit window, on the bytes per rank (as the mesh's). */

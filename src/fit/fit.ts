@@ -8,6 +8,8 @@
 // Cross-validation refits with each series held out and scores the held-out series.
 import { dirname, isAbsolute, resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
+import { EncAlgType } from "../ir/enums.ts";
+import { explainScenario } from "../enc/compile.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { revive } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
@@ -148,6 +150,8 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
 export interface DeviceParam {
   readonly field: string;
   readonly integer: boolean;
+  /** A selection window (bytes per rank): searched by factors of two, from absent by a ladder of powers of four. */
+  readonly window?: boolean;
   readonly min: number;
   readonly max: number;
 }
@@ -181,7 +185,7 @@ export function withFixedCosts(spec: DeviceSpec, theta: Readonly<Record<string, 
  * half to twice (an engine's: half to the preset's, its theoretical rate), latencies a quarter to four times, engine and channel counts within what a rank
  * has. Network ones only where a series spans nodes; the permute's channels where one permutes.
  */
-export function deviceParams(spec: DeviceSpec, series: readonly Series[]): DeviceParam[] {
+export function deviceParams(spec: DeviceSpec, series: readonly Series[], opts: { readonly windows?: boolean } = {}): DeviceParam[] {
   const rate = (field: string): DeviceParam => ({ field, integer: false, min: getField(spec, field) / 2, max: getField(spec, field) * 2 });
   const engines = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
   // An engine's rate is the facts' theoretical figure at most (hardware-facts.md §6.4: the achievable one is lower).
@@ -197,7 +201,32 @@ export function deviceParams(spec: DeviceSpec, series: readonly Series[]): Devic
     ps.push(rate("network.bytesPerSecond"));
     ps.push({ field: "network.messageCostPs", integer: false, min: 0, max: Math.max(4 * spec.network.messageCostPs, 20_000_000) });
   }
+  if (opts.windows) {
+    // The runtime's selection windows, where the series reach them: another runtime's tables may
+    // show other limits than the seed's (its runtime's), so a fit from logs may move them.
+    const flag = (s: Series, names: readonly string[]) => {
+      const k = s.argv.findIndex((t) => names.includes(t));
+      return k >= 0 ? Number(s.argv[k + 1]) : 1;
+    };
+    const window = (field: string): DeviceParam => ({ field, integer: true, window: true, min: 0, max: 2 ** 32 });
+    const single = series.filter((s) => flag(s, ["-N", "--nnodes"]) === 1);
+    if (single.some((s) => flag(s, ["-r", "--nworkers"]) === 2)) ps.push(window("collectives.meshMaxBytesTwoRanks"));
+    if (single.some((s) => flag(s, ["-r", "--nworkers"]) > 2)) ps.push(window("collectives.meshMaxBytes"));
+    if (multiNode) ps.push(window("collectives.meshMaxBytesMultiNode"), window("collectives.flatRingMinBytes"));
+  }
   return ps.filter((p) => !(p.max <= p.min));
+}
+
+/** The values a coordinate search tries for `p` from `cur` in a round (whole steps for counts and windows in the first two). */
+function triesOf(p: DeviceParam, cur: number, round: number, step: number): number[] {
+  if (p.window) {
+    if (round >= 2) return [];
+    // Absent (never / the default): every power of four from 64 B to the bound.
+    if (Number.isNaN(cur)) return Array.from({ length: 14 }, (_, k) => 4 ** (k + 3)).filter((v) => v <= p.max);
+    return cur === 0 ? [64] : round === 0 ? [cur / 4, cur / 2, cur * 2, cur * 4] : [cur / 2, cur * 2];
+  }
+  if (p.integer) return round >= 2 ? [] : [cur - 1, cur + 1, cur + 2];
+  return cur === 0 ? [p.max / 4, p.max / 2] : [cur / step, cur * step, cur / step / step, cur * step * step];
 }
 
 /** Per point: its series, published time, and run (or the error it failed with). */
@@ -210,10 +239,43 @@ export interface Evaluated {
   readonly error?: string;
 }
 
-/** Run every point of `series` up to `maxBytes` on `spec`; results are cached by the device parameters. */
+/**
+ * The algorithm-selection windows (collectives.*): each is read by the gates alone, so a point's
+ * run depends on them only through what the gates decide.
+ */
+export const WINDOW_FIELDS = ["collectives.meshMaxBytes", "collectives.meshMaxBytesTwoRanks", "collectives.meshMaxBytesMultiNode", "collectives.flatRingMinBytes"] as const;
+
+/** A spec's device parameters as a cache key: no fixed costs, no sources, and (`windows` false) no selection windows. */
+function deviceKey(spec: DeviceSpec, windows: boolean): string {
+  const collectives = windows ? spec.collectives : Object.fromEntries(Object.entries(spec.collectives).filter(([k]) => !WINDOW_FIELDS.includes(`collectives.${k}` as (typeof WINDOW_FIELDS)[number])));
+  return JSON.stringify({ ...spec, host: undefined, sources: undefined, collectives });
+}
+
+/**
+ * What the gates decide for a point's ops on `spec` (each op's algorithm, its hierarchical stages,
+ * its channels, every gate's yes or no): two specs that differ in their windows alone run a point
+ * alike when this is the same. A scenario the composer refuses keys by the whole spec.
+ */
+function decisionKey(scn: Scenario, spec: DeviceSpec): string {
+  try {
+    return JSON.stringify(explainScenario(scn, spec).map((e) => [e.resolved.value, e.channels, e.gates.map((g) => (g.verdict.ok ? 1 : 0)).join(""), e.resolved.value === EncAlgType.HIER ? (/Hier algorithm selections[^;]*/.exec(e.gates.find((g) => g.gate === "hierarchical")!.verdict.reason)?.[0] ?? "") : ""]));
+  } catch (e) {
+    if (e instanceof CcsimError) return deviceKey(spec, true);
+    throw e;
+  }
+}
+
+/**
+ * Run every point of `series` up to `maxBytes` on `spec`. Runs are cached point by point, by the
+ * device parameters and what the gates decide: a trial that moves a selection window runs again
+ * only the points whose algorithm it changes; one that moves the fixed costs alone runs nothing.
+ */
 export class Evaluator {
-  private readonly cache = new Map<string, Evaluated[]>();
+  private readonly cache = new Map<string, { run: PointRun } | { error: string }>();
+  /** Parameter sets that ran at least one point. */
   trials = 0;
+  /** Points simulated, over all trials. */
+  pointsRun = 0;
   constructor(
     readonly series: readonly Series[],
     readonly maxBytes = Number.MAX_SAFE_INTEGER,
@@ -225,21 +287,31 @@ export class Evaluator {
   run(spec: DeviceSpec, only: readonly Series[] = this.series): Evaluated[] {
     // The fixed costs shift a run exactly: the device's share is simulated with none.
     const device = withLaunch(spec, 0);
-    const key = JSON.stringify({ ...device, host: undefined, sources: undefined, ids: only.map((s) => s.id) });
-    let ev = this.cache.get(key);
-    if (!ev) {
+    const base = deviceKey(device, false);
+    const points = only.flatMap((s) => s.points.filter((p) => p.bytes <= this.maxBytes).map((p) => ({ s, p, bytes: p.bytes })));
+    const keys = points.map(({ s, bytes }) => {
+      let scn: Scenario | undefined;
+      try {
+        scn = pointScenario(s, bytes);
+      } catch (e) {
+        if (!(e instanceof CcsimError)) throw e;
+      }
+      return `${base}|${s.id}|${bytes}|${scn ? decisionKey(scn, device) : "unbuilt"}`;
+    });
+    // The points not run yet, each key once.
+    const missing = [...new Map(points.map((p, k) => [keys[k]!, p] as const).filter(([key]) => !this.cache.has(key))).entries()];
+    if (missing.length > 0) {
       this.trials++;
-      const points = only.flatMap((s) => s.points.filter((p) => p.bytes <= this.maxBytes).map((p) => ({ s, p, bytes: p.bytes })));
-      const runs = runPoints(points, device, this.jobs);
-      ev = points.map(({ s, p }, k) => {
-        const base = { series: s.id, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: p.algorithm };
-        const r = runs[k]!;
-        return "run" in r ? { ...base, run: r.run } : { ...base, run: undefined, error: r.error };
-      });
-      this.cache.set(key, ev);
+      this.pointsRun += missing.length;
+      const runs = runPoints(missing.map(([, p]) => p), device, this.jobs);
+      missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
       this.onTrial?.();
     }
-    return ev.map((e) => (e.run ? { ...e, run: { ...e.run, timeUs: e.run.deviceUs + fixedCostOf(spec, e.run.features).totalPs / 1e6 } } : e));
+    return points.map(({ s, p }, k) => {
+      const r = this.cache.get(keys[k]!)!;
+      const e = { series: s.id, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: p.algorithm };
+      return "run" in r ? { ...e, run: { ...r.run, timeUs: r.run.deviceUs + fixedCostOf(spec, r.run.features).totalPs / 1e6 } } : { ...e, run: undefined, error: r.error };
+    });
   }
 }
 
@@ -345,7 +417,7 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
   const before = summarize(ev.run(start, series));
   const params = opts.params ?? deviceParams(start, series);
   const rounds = opts.rounds ?? 6;
-  const planned = ev.trials + 1 + params.reduce((n, p) => n + (p.integer ? 3 * Math.min(2, rounds) : 4 * rounds), 0);
+  const planned = ev.trials + 1 + params.reduce((n, p) => n + (p.window ? 6 : p.integer ? 3 * Math.min(2, rounds) : 4 * rounds), 0);
   let best = score(start);
   opts.progress?.(best.cost, ev.trials, planned);
   for (let round = 0; round < rounds; round++) {
@@ -353,11 +425,9 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
     // move by whole steps in the first two rounds.
     const step = 2 ** (0.5 / 2 ** round);
     for (const p of params) {
-      if (p.integer && round >= 2) continue;
       const cur = getField(best.spec, p.field);
-      const tries = p.integer ? [cur - 1, cur + 1, cur + 2] : cur === 0 ? [p.max / 4, p.max / 2] : [cur / step, cur * step, cur / step / step, cur * step * step];
-      for (const raw of tries) {
-        const v = p.integer ? Math.round(raw) : Math.round(raw);
+      for (const raw of triesOf(p, cur, round, step)) {
+        const v = Math.round(raw);
         if (!(v >= p.min && v <= p.max) || v === cur) continue;
         let r: { spec: DeviceSpec; cost: number };
         try {

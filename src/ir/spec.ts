@@ -151,6 +151,13 @@ export interface DeviceSpec {
      */
     readonly meshMaxBytes: number;
     readonly meshMaxBytesTwoRanks: number;
+    /** The mesh's op_max_limit when the group spans nodes (subtype t4's clamp; absent: meshMaxBytes). */
+    readonly meshMaxBytesMultiNode?: number;
+    /**
+     * Bytes per rank from which a collective spanning nodes takes the flat ring instead of the
+     * hierarchical algorithm (hardware-facts.md §7.2: flat ring on trn1 for large messages; absent: never).
+     */
+    readonly flatRingMinBytes?: number;
     /** The intra RDH subtype's window [rdhMinBytes, rdhMaxBytes] on the bytes per rank (default: every size). */
     readonly rdhMinBytes: number;
     readonly rdhMaxBytes: number;

@@ -32,8 +32,12 @@ export interface FixedCost {
   readonly terms: readonly FixedCostTerm[];
 }
 
-/** Algorithms with no setup of their own beyond the launch. */
-const NO_SETUP = new Set(["ring", "single-cycle-ring"]);
+/**
+ * Algorithms with no setup of their own beyond the launch. The flat ring may have one: a ring that
+ * spans nodes opens its network connections through the proxy (the older runtime's tables show one,
+ * calibration/; the shipped presets give it none).
+ */
+const NO_SETUP = new Set(["single-cycle-ring"]);
 
 /** ⌈log2 n⌉: the rounds of a dissemination barrier over n ranks (0 for one rank). */
 export function barrierRounds(n: number): number {
@@ -53,7 +57,7 @@ export function fixedCostFeatures(shape: FixedCostShape): Record<string, number>
     "host.countsPs": shape.variable ? 1 : 0,
   };
   // The op waits for its slowest group: the largest setup among its groups' algorithms counts once.
-  // The ring family has none: its channels need no handshake before the first step (the mesh
+  // The single-cycle ring has none: its channels need no handshake before the first step (the mesh
   // subtypes open with LOCAL_HNDSHK / GLOBAL_HNDSHK events; spec/mesh-composer-topology-switch.md §6).
   for (const a of new Set(shape.algorithms)) {
     const name = (ALG_NAMES as readonly string[])[a];

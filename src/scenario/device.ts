@@ -6,7 +6,7 @@ import { Reader } from "./reader.ts";
 const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "host", "sources"] as const;
 const COLLECTIVE_KEYS = ["supportedAlgorithms", "virtualCoreSize", "meshMaxBytes", "meshMaxBytesTwoRanks", "cceReducePacketBytes"] as const;
 /** Optional collectives numbers (each needs a source when given). */
-const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes", "meshFolds", "permuteChannels"] as const;
+const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes", "meshMaxBytesMultiNode", "flatRingMinBytes", "meshFolds", "permuteChannels"] as const;
 /** The host section's costs (all optional; each needs a source when given). */
 const HOST_KEYS = ["syncPs", "nodeSyncPs", "iterationPs", "countsPs"] as const;
 
@@ -152,6 +152,11 @@ function parseHost(r: Reader, numbers: string[]): HostCosts {
   return { syncPs: cost("syncPs"), nodeSyncPs: cost("nodeSyncPs"), iterationPs: cost("iterationPs"), countsPs: cost("countsPs"), algorithmPs };
 }
 
+/** `{ [key]: v }` when v is given, else nothing (an optional field left out, not set to undefined). */
+function present<K extends string>(key: K, v: number | undefined): Partial<Record<K, number>> {
+  return v === undefined ? {} : ({ [key]: v } as Record<K, number>);
+}
+
 function parseCollectives(c: Reader): DeviceSpec["collectives"] {
   c.keys([...COLLECTIVE_KEYS, ...COLLECTIVE_OPTIONAL]);
   const supported = c.get("supportedAlgorithms").items().map((a) => algTypeOf(a.oneOf(ALG_NAMES)));
@@ -168,6 +173,8 @@ function parseCollectives(c: Reader): DeviceSpec["collectives"] {
     virtualCoreSize: c.get("virtualCoreSize").int(1, 2),
     meshMaxBytes: c.get("meshMaxBytes").int(0, MAX_WINDOW_BYTES),
     meshMaxBytesTwoRanks: c.get("meshMaxBytesTwoRanks").int(0, MAX_WINDOW_BYTES),
+    ...present("meshMaxBytesMultiNode", c.opt("meshMaxBytesMultiNode")?.int(0, MAX_WINDOW_BYTES)),
+    ...present("flatRingMinBytes", c.opt("flatRingMinBytes")?.int(0, MAX_WINDOW_BYTES)),
     cceReducePacketBytes: sizes,
     rdhMinBytes: c.opt("rdhMinBytes")?.int(0, MAX_WINDOW_BYTES) ?? 0,
     rdhMaxBytes: c.opt("rdhMaxBytes")?.int(0, MAX_WINDOW_BYTES) ?? Number.MAX_SAFE_INTEGER,

@@ -1,0 +1,112 @@
+// npm run merge -- PARTIAL... [--json F] [--report-to-json-file F]: every shard's partial of one
+// run (npm run nccom / sim / conformance with --shard I/N --out F) put back together. The merge
+// replays the command with the shards' results in place of running them, so it prints what the
+// unsharded run prints, and exits as it would.
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { mergePartials, PartialError } from "../run/shard.ts";
+import type { SweepTaskResult } from "../run/sweep-task.ts";
+import type { CaseOutcome } from "../run/conformance.ts";
+import { writeWhole } from "./write.ts";
+import { main as nccomMain } from "./nccom.ts";
+import { main as simMain } from "./sim.ts";
+import { main as conformanceMain } from "./conformance.ts";
+
+const HELP = `ccsim merge: put the partials of a sharded run back together
+
+usage: npm run merge -- PARTIAL... [--json F] [--report-to-json-file F]
+
+PARTIAL: the --out file of each shard of one command (npm run nccom, npm run sim with -b / -e,
+npm run conformance, each with --shard I/N or --shard auto). The merge prints what the command
+run whole prints (its table, notes and summary lines) and exits with its exit code; the files the
+command writes (--report-to-json-file, --plot), it writes. The one difference from the unsharded
+run is wall-clock time: conformance's first line ("..., N.N s") gives the merge's own.
+  --json F                 also write the run's --json output to F
+  --report-to-json-file F  also write nccom-test's JSON report to F
+
+Refused, with the file and the reason, nothing written (exit 1): a shard missing or given twice,
+shards that overlap, partials of different commands, ccsim versions, presets or shard counts, a
+partial that was truncated or edited (each carries a checksum of its content).
+`;
+
+type Tool = (argv: readonly string[], out: (s: string) => void, err: (s: string) => void, results: readonly unknown[], preset: string) => number;
+
+const TOOLS: Readonly<Record<string, Tool>> = {
+  nccom: (argv, out, err, results, preset) => nccomMain(argv, out, err, {}, false, { results: results as SweepTaskResult[], preset }),
+  sim: (argv, out, err, results, preset) => simMain(argv, out, err, {}, { merged: { results: results as SweepTaskResult[], preset } }),
+  conformance: (argv, out, err, results, preset) => conformanceMain(argv, out, err, { results: results as CaseOutcome[], preset }),
+};
+
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+  const files: string[] = [];
+  let json: string | undefined;
+  let report: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const t = argv[i]!;
+    if (t === "-h" || t === "--help") {
+      out(HELP);
+      return 0;
+    }
+    if (t === "--json" || t === "--report-to-json-file") {
+      const v = argv[++i];
+      if (v === undefined || v.startsWith("-")) {
+        err(`merge: ${t} needs a file\n(try --help)\n`);
+        return 1;
+      }
+      if (t === "--json") json = v;
+      else report = v;
+      continue;
+    }
+    if (t.startsWith("-")) {
+      err(`merge: unknown option ${t}\n(try --help)\n`);
+      return 1;
+    }
+    files.push(t);
+  }
+  let merged: ReturnType<typeof mergePartials>;
+  try {
+    merged = mergePartials(files);
+  } catch (e) {
+    if (e instanceof PartialError) {
+      err(`merge: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+  const tool = TOOLS[merged.tool];
+  if (!tool) {
+    err(`merge: ${files[0]}: a partial of "${merged.tool}", which merge does not know (nccom, sim, conformance)\n`);
+    return 1;
+  }
+  if (merged.tool === "conformance" && (json !== undefined || report !== undefined)) {
+    err("merge: --json and --report-to-json-file write a sweep's results; a conformance run has none\n");
+    return 1;
+  }
+  const code = tool(report === undefined ? merged.argv : [...withoutFlag(merged.argv, "--report-to-json-file"), "--report-to-json-file", report], out, err, merged.results, merged.preset);
+  if (json !== undefined && code !== 1) {
+    // The same results again, printed as --json does (stderr said its part the first time).
+    let text = "";
+    tool([...withoutFlag(merged.argv, "--json", 0), "--json"], (s) => (text += s), () => {}, merged.results, merged.preset);
+    try {
+      writeWhole(json, text, (m) => new Error(m));
+    } catch (e) {
+      err(`merge: --json ${json}: ${(e as Error).message}\n`);
+      return 1;
+    }
+  }
+  return code;
+}
+
+/** argv without `flag` (and its value, when it takes `values` of them). */
+function withoutFlag(argv: readonly string[], flag: string, values = 1): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === flag) i += values;
+    else out.push(argv[i]!);
+  }
+  return out;
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}
