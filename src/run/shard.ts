@@ -105,7 +105,7 @@ export function presetHash(specs: unknown): string {
 export const PARTIAL_FORMAT = "ccsim-partial/1";
 
 /** A partial file's content (what merge checks before it uses any of it). */
-export interface Partial {
+export interface PartialFile {
   readonly format: typeof PARTIAL_FORMAT;
   /** The command: nccom, sim or conformance. */
   readonly tool: string;
@@ -123,7 +123,7 @@ function checksum(body: string): string {
 }
 
 /** The partial's text: its body and a checksum over it (a truncated or edited file fails merge). */
-export function partialText(p: Partial): string {
+export function partialText(p: PartialFile): string {
   const body = JSON.stringify({ ...p, pieces: p.pieces.map((x) => ({ index: x.index, result: toWire(x.result) })) });
   return `{"checksum":"${checksum(body)}","body":${body}}\n`;
 }
@@ -139,7 +139,7 @@ export class PartialError extends Error {
 }
 
 /** Read and check one partial file (its checksum, format and fields). */
-export function readPartial(file: string): Partial {
+export function readPartial(file: string): PartialFile {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -166,7 +166,7 @@ export function readPartial(file: string): Partial {
       if (!Number.isInteger(x.index) || (x.index as number) < 0 || (x.index as number) >= (body["total"] as number)) throw new PartialError(file, `piece ${i} has index ${String(x.index)}, outside 0..${(body["total"] as number) - 1}`);
       return { index: x.index as number, result: fromWire(x.result, `pieces[${i}].result`) };
     });
-    return { ...(body as unknown as Partial), pieces: decoded };
+    return { ...(body as unknown as PartialFile), pieces: decoded };
   } catch (e) {
     if (e instanceof WireError) throw new PartialError(file, e.message);
     throw e;
@@ -197,7 +197,7 @@ export function mergePartials(files: readonly string[]): { tool: string; argv: r
   const missing = Array.from({ length: n }, (_, i) => i).filter((i) => !seen.has(i));
   if (missing.length > 0) throw new PartialError("", `shard${missing.length > 1 ? "s" : ""} ${missing.join(", ")} of ${n} missing (run ${missing.length > 1 ? "them" : "it"} again: each shard is deterministic)`);
   const results = new Array<unknown>(first.p.total);
-  const from = new Array<string | undefined>(first.p.total);
+  const from = Array.from<string | undefined>({ length: first.p.total });
   for (const { file, p } of parts) {
     for (const x of p.pieces) {
       if (from[x.index] !== undefined) throw new PartialError(file, `piece ${x.index} is also in ${from[x.index]}: the shards overlap`);

@@ -1,7 +1,7 @@
 // Results as JSON text and back, exactly: what a shard writes to its partial file and a merge
 // reads again. JSON alone would lose what a run's results hold beyond plain data (Maps, Sets,
-// BigInts, typed arrays, undefined in arrays, NaN / Infinity / -0), so those travel as one-key
-// objects tagged with a "$" name; a plain object whose one key starts with "$" is escaped.
+// BigInts, typed arrays, undefined in arrays, NaN / Infinity / -0), so those travel as objects
+// tagged by a first key that starts with "$"; a plain object with such a key travels escaped.
 
 /** What fromWire cannot read back: why, and where in the data. */
 export class WireError extends Error {
@@ -54,8 +54,8 @@ export function toWire(v: unknown): unknown {
       // An absent optional field and one set to undefined read alike: leave it out.
       if (x !== undefined) out[k] = toWire(x);
     }
-    const outKeys = Object.keys(out);
-    return outKeys.length === 1 && outKeys[0]!.startsWith("$") ? { $object: out } : out;
+    // A plain object with a "$" key would read as a tag: it travels escaped.
+    return Object.keys(out).some((k) => k.startsWith("$")) ? { $object: out } : out;
   }
   throw new TypeError(`toWire: a ${typeof v} is not carried`);
 }

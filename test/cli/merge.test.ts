@@ -1,0 +1,158 @@
+// Sharded runs as a cluster scheduler runs them: one process per shard, its shard from the
+// scheduler's environment, then npm run merge, compared byte for byte with the run whole.
+import { describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts;
+
+/** `npm run NAME -- ARGS` as a process (the package's script, this process's node), with `env` added. */
+function npmRun(name: string, args: readonly string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const words = scripts[name]!.split(" ");
+  // A clean environment of scheduler variables: only what the case sets.
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SLURM_|JOB_COMPLETION_INDEX|CCSIM_SHARDS)/.test(k)));
+  const r = spawnSync(process.execPath, [...words.slice(1), ...args], { encoding: "utf8", env: { ...base, ...env } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "ccsim-merge-"));
+
+describe("a sweep sharded over a Slurm job array, merged", () => {
+  const cmd = ["allr", "-r", "16", "-b", "8", "-e", "4M", "-f", "8", "-d", "fp32", "--show-algorithm", "-j", "1"];
+  const files = [0, 1, 2].map((k) => join(dir, `slurm-${k}.json`));
+  const whole = npmRun("nccom", cmd);
+
+  it("each task writes its partial; the merge prints what the whole run prints, and exits as it", () => {
+    files.forEach((f, k) => {
+      const r = npmRun("nccom", [...cmd, "--shard", "auto", "--out", f], { SLURM_ARRAY_TASK_ID: String(k + 4), SLURM_ARRAY_TASK_MIN: "4", SLURM_ARRAY_TASK_COUNT: "3" });
+      expect(r.status).toBe(0);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain(`shard ${k}/3:`);
+    });
+    const json = join(dir, "merged.json");
+    const m = npmRun("merge", [...files, "--json", json]);
+    expect(whole.status).toBe(0);
+    expect(m.status).toBe(whole.status);
+    expect(m.stdout).toBe(whole.stdout);
+    expect(m.stderr).toBe(whole.stderr);
+    expect(readFileSync(json, "utf8")).toBe(npmRun("nccom", [...cmd, "--json"]).stdout);
+  });
+
+  it("refuses a missing shard, a shard twice, an edited partial and another preset's, writing nothing", () => {
+    const out = join(dir, "refused.json");
+    const check = (args: string[], message: RegExp) => {
+      const r = npmRun("merge", [...args, "--json", out]);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(message);
+      expect(existsSync(out)).toBe(false);
+    };
+    check([files[0]!, files[2]!], /shard 1 of 3 missing/);
+    check([files[0]!, files[1]!, files[1]!, files[2]!], /slurm-1.json: shard 1\/3 given twice/);
+    const edited = join(dir, "edited.json");
+    const text = readFileSync(files[2]!, "utf8");
+    const at = text.indexOf('"timeUs":') + 9;
+    writeFileSync(edited, text.slice(0, at) + (text[at] === "9" ? "8" : "9") + text.slice(at + 1));
+    check([files[0]!, files[1]!, edited], /edited.json: its checksum does not match its content/);
+    const other = join(dir, "other-preset.json");
+    expect(npmRun("nccom", [...cmd, "--instance", "trn2", "--shard", "2/3", "--out", other]).status).toBe(0);
+    check([files[0]!, files[1]!, other], /another command's partial/);
+    // The same command on a preset file whose content changed between shards.
+    const preset = join(dir, "mine.json");
+    const trn1 = JSON.parse(readFileSync("devices/trn1.json", "utf8")) as { topsp: { launchPs: number } };
+    writeFileSync(preset, JSON.stringify(trn1));
+    const mine = [0, 1].map((k) => join(dir, `mine-${k}.json`));
+    expect(npmRun("nccom", [...cmd, "--instance", preset, "--shard", "0/2", "--out", mine[0]!]).status).toBe(0);
+    writeFileSync(preset, JSON.stringify({ ...trn1, topsp: { ...trn1.topsp, launchPs: trn1.topsp.launchPs + 1_000_000 } }));
+    expect(npmRun("nccom", [...cmd, "--instance", preset, "--shard", "1/2", "--out", mine[1]!]).status).toBe(0);
+    check(mine, /mine-1.json: ran on another preset/);
+  });
+});
+
+describe("conformance sharded over a Kubernetes Indexed Job, merged", () => {
+  it("prints the whole run's counts; only the wall-clock time on its first line differs", () => {
+    const cmd = ["--cases", "16", "--seed", "7", "-j", "1"];
+    const files = [0, 1].map((k) => join(dir, `k8s-${k}.json`));
+    files.forEach((f, k) => {
+      const r = npmRun("conformance", [...cmd, "--shard", "auto", "--out", f], { JOB_COMPLETION_INDEX: String(k), CCSIM_SHARDS: "2" });
+      expect(r.status).toBe(0);
+    });
+    const whole = npmRun("conformance", cmd);
+    const m = npmRun("merge", files);
+    const wall = (s: string) => s.replace(/, [\d.]+ s\n/, ", <wall> s\n");
+    expect(m.status).toBe(whole.status);
+    expect(wall(m.stdout)).toBe(wall(whole.stdout));
+    expect(m.stdout).toMatch(/all +pass: \d+, refused: \d+, fail: 0/);
+  });
+
+  it("--shard auto outside a scheduler says which variables it looked for", () => {
+    const r = npmRun("conformance", ["--cases", "2", "--shard", "auto", "--out", join(dir, "none.json")]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/SLURM_ARRAY_TASK_ID.*JOB_COMPLETION_INDEX/);
+    const n = npmRun("nccom", ["allr", "-r", "8", "--shard", "1/2"]);
+    expect(n.status).toBe(1);
+    expect(n.stderr).toMatch(/give --out FILE/);
+  });
+});
+
+describe("a scenario sweep sharded by hand, merged", () => {
+  it("npm run sim -b / -e --shard I/N", () => {
+    const cmd = ["scenarios/ring8.json", "-b", "1K", "-e", "1M", "-f", "4", "-j", "1"];
+    const files = [0, 1].map((k) => join(dir, `sim-${k}.json`));
+    files.forEach((f, k) => expect(npmRun("sim", [...cmd, "--shard", `${k}/2`, "--out", f]).status).toBe(0));
+    const whole = npmRun("sim", cmd);
+    const m = npmRun("merge", files);
+    expect(m.stdout).toBe(whole.stdout);
+    expect(m.status).toBe(0);
+  });
+});
+
+describe("deploy/: the container, the Slurm script and the Kubernetes manifests", () => {
+  it("the Dockerfile installs with npm ci on Node 20 and runs ring8 by default", () => {
+    const d = readFileSync("deploy/Dockerfile", "utf8");
+    expect(d).toMatch(/^FROM node:20/m);
+    expect(d).toMatch(/^RUN npm ci$/m);
+    expect(d).toMatch(/^ENTRYPOINT \["npm"\]$/m);
+    expect(d).toMatch(/^CMD \["run", "sim", "--", "scenarios\/ring8.json"\]$/m);
+  });
+
+  it("the sbatch script runs --shard auto as an array and merges in a dependent job", () => {
+    const s = readFileSync("deploy/slurm/sweep.sbatch", "utf8");
+    expect(s).toMatch(/^#!\/bin\/bash/);
+    expect(s).toMatch(/sbatch --parsable --array=0-\$\(\(SHARDS - 1\)\)/);
+    expect(s).toMatch(/--dependency=afterok:"\$array"/);
+    expect(s).toMatch(/npm run -s merge -- \$OUT\/shard-\*\.json/);
+    expect(s).toMatch(/--shard auto .*--out "\$OUT\/shard-\$SLURM_ARRAY_TASK_ID\.json"/);
+    expect(spawnSync("bash", ["-n", "deploy/slurm/sweep.sbatch"]).status).toBe(0);
+  });
+
+  it("the Indexed Job writes partials to the volume the merge Job reads", () => {
+    type Container = { image: string; command: string[]; env?: { name: string; value?: string; valueFrom?: { fieldRef: { fieldPath: string } } }[]; volumeMounts: { name: string; mountPath: string }[] };
+    type Job = { kind: string; apiVersion: string; spec: { completionMode?: string; completions: number; parallelism?: number; template: { spec: { restartPolicy: string; containers: Container[]; volumes: { name: string; persistentVolumeClaim: { claimName: string } }[] } } } };
+    const shards = JSON.parse(readFileSync("deploy/k8s/shards-job.json", "utf8")) as Job;
+    const merge = JSON.parse(readFileSync("deploy/k8s/merge-job.json", "utf8")) as Job;
+    const pvc = JSON.parse(readFileSync("deploy/k8s/partials-pvc.json", "utf8")) as { kind: string; metadata: { name: string } };
+    expect([shards.kind, shards.apiVersion, shards.spec.completionMode]).toEqual(["Job", "batch/v1", "Indexed"]);
+    const c = shards.spec.template.spec.containers[0]!;
+    expect(c.image).toBe("ccsim:latest");
+    expect(c.command.slice(0, 3)).toEqual(["npm", "run", "-s"]);
+    expect(scripts[c.command[3]!]).toBeDefined();
+    expect(c.command.join(" ")).toContain("--shard auto");
+    const index = c.env!.find((e) => e.name === "JOB_COMPLETION_INDEX")!;
+    expect(index.valueFrom!.fieldRef.fieldPath).toBe("metadata.annotations['batch.kubernetes.io/job-completion-index']");
+    expect(Number(c.env!.find((e) => e.name === "CCSIM_SHARDS")!.value)).toBe(shards.spec.completions);
+    const out = c.command[c.command.indexOf("--out") + 1]!;
+    expect(out.startsWith(c.volumeMounts[0]!.mountPath + "/")).toBe(true);
+    expect(out).toContain("$(JOB_COMPLETION_INDEX)");
+    const m = merge.spec.template.spec.containers[0]!;
+    expect(m.command.join(" ")).toContain(`npm run -s merge -- ${m.volumeMounts[0]!.mountPath}/shard-*.json`);
+    for (const j of [shards, merge]) {
+      expect(j.spec.template.spec.restartPolicy).toBe("Never");
+      expect(j.spec.template.spec.volumes[0]!.persistentVolumeClaim.claimName).toBe(pvc.metadata.name);
+    }
+    expect(pvc.kind).toBe("PersistentVolumeClaim");
+  });
+});
