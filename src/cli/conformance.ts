@@ -27,6 +27,9 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
                      (within the validator's bounds; --dump then names the changes on stderr)
   --verbose          one line per case (on one thread, as each case ends)
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
+  --shard I/N|auto   run shard I of N of the cases (auto: from a Slurm job array or a Kubernetes
+                     Indexed Job, with --shards N) and write them to --out F; npm run merge -- F...
+                     prints the whole run's summary
 
 Each case either passes (runs, and its values check where checked) or is refused by the runtime
 before composing (exit-1 errors: groups, unsupported ops, placements). Anything else is a failure.

@@ -51,7 +51,9 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold,
-  --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop)
+  --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop),
+  --shard I/N|auto --out F (run shard I of N of the sizes, write a partial; auto: Slurm job array or
+  Kubernetes Indexed Job, with --shards N; npm run merge -- F... prints the whole run)
 
 Defaults where nccom-test's are not published: sendrecv pairs each even rank with the next odd one
 (both ways); permute sends rank i to rank i+1 (mod N); alltoallv sends size / N bytes to every peer

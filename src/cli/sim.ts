@@ -87,6 +87,9 @@ sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
                        program (8 M descriptors or more) has its descriptor rings composed on a
                        second thread as it runs. The output is the same as with --jobs 1 (one thread)
   --plot FILE          draw busbw and time against size (SVG, log axes, one line per op/algorithm)
+  --shard I/N|auto --out FILE  run shard I of N of the sizes and write a partial (auto: a Slurm job
+                       array or a Kubernetes Indexed Job, with --shards N); npm run merge -- FILE...
+                       prints what the whole sweep prints (README: Beyond one machine)
   A sweep is timing only unless --check is given (values: checked where they fit, symbolic above).
 
 output columns: size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) algorithm check
