@@ -188,17 +188,23 @@ function parse(argv: readonly string[]): Opts | "help" {
   return o;
 }
 
-/** A progress line on a terminal: trials, the best error so far. */
+/** Progress: trials, the best error so far; a line redrawn on a terminal, else one a minute (a batch job's log). */
 function progress(err: (s: string) => void, what: string): ((best: number, trials: number, planned: number) => void) | undefined {
-  if (!process.stderr.isTTY) return undefined;
+  const tty = process.stderr.isTTY === true;
   const t0 = Date.now();
+  let last = t0;
   let first: number | undefined;
   return (best, trials, planned) => {
     first ??= trials;
     const s = (Date.now() - t0) / 1000;
     const done = trials - first + 1;
     const left = Math.max(0, planned - trials);
-    err(`\r${what}: ${trials} of about ${planned} trials, best sum of squared log errors ${best.toFixed(4)}, ${s.toFixed(0)} s, about ${((s / done) * left).toFixed(0)} s left `);
+    const line = `${what}: ${trials} of about ${planned} trials, best sum of squared log errors ${best.toFixed(4)}, ${s.toFixed(0)} s, about ${((s / done) * left).toFixed(0)} s left`;
+    if (tty) err(`\r${line} `);
+    else if (Date.now() - last >= 60_000) {
+      last = Date.now();
+      err(`${line}\n`);
+    }
   };
 }
 

@@ -2,13 +2,13 @@
 // scenario (validated like a file; --dump-scenario prints it) and run it as a sweep.
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DTYPES } from "../ir/dtypes.ts";
 import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { UsageError } from "../command/args.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../command/sizes.ts";
-import { parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
+import { coalescedOps, parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
+import { DTYPES, dtypeSize } from "../ir/dtypes.ts";
 
 const HELP = `ccsim nccom: nccom-test's command line on the simulator (no scenario file)
 
@@ -33,6 +33,8 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
                             their sum, alltoallv's at the largest rank's send total; other sizes split evenly
   --data-parallel-dimension D  the op at once in sub-groups of D ranks, one rank every -r / D
                             (with -N D: one rank per node); the time is the slowest group's
+  --coalesced-cc-size-ratio [a,b,...]  each size as coalesced ops of a:b:... of it (at most 4), run at
+                            once, each on a CC stream of its own; the row is their bytes in the last one's end
   --unique-buff, --shared-output-buff  accepted, each said (buffer placement a simulation times alike)
   --show-algorithm          add the algorithm column
   --show-input-output-size  add total_input_size(B) and total_output_size(B) (a rank's buffers) after the count
@@ -60,6 +62,12 @@ Defaults where nccom-test's are not published: sendrecv pairs each even rank wit
 (without metadata, or at a size other than its counts').
 exit codes: as npm run sim (0 ok, 1 bad input, 2 internal error, 3 check failed, 4 hang)
 `;
+
+/** Ranks of the scenario's first replica group (all its ranks without groups). */
+function groupRanks(scn: Record<string, unknown>): number {
+  const g = scn["replicaGroups"];
+  return Array.isArray(g) && Array.isArray(g[0]) ? g[0].length : Number(scn["ranks"]);
+}
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env, progress = false, merged?: RunStyle["merged"]): number {
   let a: NccomArgs | "help";
@@ -91,7 +99,13 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const metaMatrix = matrix && ((op: Record<string, unknown>, bytes: number) => (bytes === matrixSize ? { ...op, counts: matrix } : uniformCounts(op, bytes)));
   const sw = a.run.sweep!;
   if (matrix && !sweepSizes({ min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) }).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
-  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}) });
+  // --coalesced-cc-size-ratio: each size as its shares, coalesced ops run at once.
+  const ratios = a.coalesced;
+  const blocked = a.op === "all-gather" || a.op === "reduce-scatter";
+  const unit = dtypeSize(a.run.dtype!) * (blocked ? groupRanks(a.scenario) : 1);
+  const split = ratios && ((op: Record<string, unknown>, bytes: number) => coalescedOps(op, bytes, ratios, unit));
+  if (ratios) err(`nccom: --coalesced-cc-size-ratio ${ratios.join(",")}: each size runs as ${ratios.length} ops of ${ratios.join(":")} of it at once, each on a CC stream of its own; the time is the last one's end\n`);
+  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}), ...(split ? { splitOp: split } : {}) });
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}) });
 }
 

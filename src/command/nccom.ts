@@ -39,6 +39,32 @@ export interface NccomArgs {
   readonly counts?: readonly number[];
   /** alltoallv's bytes rank i sends rank j from --variable-size-op-metadata (a size of the largest rank's total runs them). */
   readonly matrix?: readonly (readonly number[])[];
+  /** --coalesced-cc-size-ratio: each size runs as these shares of it, coalesced ops at once (two or more). */
+  readonly coalesced?: readonly number[];
+}
+
+/** The most coalesced ops: ccsim runs each on a CC stream of its own, and a rank has four (NEC_MAX_STREAM_N). */
+const MAX_COALESCED = 4;
+
+/** --coalesced-cc-size-ratio [a,b,...] (brackets optional): whole positive shares. */
+function coalescedRatios(v: string, flag: string): number[] {
+  const m = /^\[?\s*(\d+(?:\s*,\s*\d+)*)\s*\]?$/.exec(v);
+  const parts = m ? m[1]!.split(",").map((x) => Number(x.trim())) : [];
+  if (!m || parts.some((x) => !Number.isSafeInteger(x) || x < 1)) throw new UsageError(`${flag} must be a list of whole positive shares such as [1,2,1], not "${v}"`);
+  if (parts.length > MAX_COALESCED) throw new UsageError(`${flag} ${v}: at most ${MAX_COALESCED} coalesced ops (each runs on a CC stream of its own; a rank has ${MAX_COALESCED})`);
+  return parts;
+}
+
+/**
+ * A size as coalesced ops: each share of it in whole units (an element, times the group's ranks
+ * for all-gather and reduce-scatter), the last taking what does not split evenly; each on a
+ * stream of its own, run at once.
+ */
+export function coalescedOps(op: Record<string, unknown>, bytes: number, ratios: readonly number[], unit: number): Record<string, unknown>[] {
+  const total = ratios.reduce((a, r) => a + r, 0);
+  const sizes = ratios.map((r) => Math.floor((bytes * r) / total / unit) * unit);
+  sizes[sizes.length - 1] = bytes - sizes.slice(0, -1).reduce((a, x) => a + x, 0);
+  return sizes.map((b, k) => ({ ...op, bytes: b, stream: k }));
 }
 
 /**
@@ -113,7 +139,7 @@ function readJsonFile(file: string, flag: string): unknown {
 
 /** Parse nccom-test's flags into a scenario and the run flags. */
 /** Flags that take one value and may be given once, with their aliases. */
-const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
+const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--coalesced-cc-size-ratio"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
 
 /** A flag given twice (or with its alias) is refused: nccom-test would take one of them, silently. */
 export function checkOnce(argv: readonly string[]): void {
@@ -144,6 +170,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   const ignored: string[] = [];
   let stats: string[] | undefined;
   let metadata: { file: string; json?: unknown } | undefined;
+  let coalesced: number[] | undefined;
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     // nccom-test's -t / --stats: time each iteration on its own and print these statistics
@@ -215,6 +242,9 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
         break;
       case "--custom-src-target-pairs":
         pairs = readJsonFile(value(), t);
+        break;
+      case "--coalesced-cc-size-ratio":
+        coalesced = coalescedRatios(value(), t);
         break;
       case "--dump-scenario":
         dump = true;
@@ -295,10 +325,14 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     if (op === "all-gather-v") sizeCounts = gatherMetadata(metadata.file, metadata.json, n).map((c) => c * dtypeSize(dtype));
     else matrixCounts = alltoallvMetadata(metadata.file, metadata.json, n).map((row) => row.map((c) => c * dtypeSize(dtype)));
   }
+  if (coalesced && coalesced.length > 1) {
+    if (!["all-reduce", "all-gather", "reduce-scatter"].includes(op)) throw new UsageError(`--coalesced-cc-size-ratio coalesces all_reduce, all_gather and reduce_scatter ops, not ${opName}`);
+    if (metadata) throw new UsageError("give --coalesced-cc-size-ratio or --variable-size-op-metadata, not both");
+  }
   run.op = op;
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
-  return { run, op, scenario, dump, ignored, ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes };
+  return { run, op, scenario, dump, ignored, ...(coalesced && coalesced.length > 1 ? { coalesced } : {}), ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes };
 }
 
 /**

@@ -25,6 +25,8 @@ export interface ScenarioSource {
   readonly flags: string;
   /** How a sweep point's op follows its size beyond `bytes` (e.g. an all-to-all-v's counts). */
   readonly sizeOp?: (op: Json, bytes: number) => Json;
+  /** A sweep point as several ops at once (coalesced ops, each on a stream of its own): the point runs them concurrently. */
+  readonly splitOp?: (op: Json, bytes: number) => Json[];
 }
 
 function label(src: ScenarioSource): string {
@@ -103,7 +105,8 @@ export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undef
     const n = Array.isArray(groups) && Array.isArray(groups[0]) ? groups[0].length : src.json["ranks"];
     point = (op === "all-gather-v" ? gatherCounts : uniformCounts)(point, bytes, typeof n === "number" ? n : undefined);
   }
-  const json: Json = { ...src.json, ops: [point], check };
+  const split = src.splitOp?.(point, bytes);
+  const json: Json = { ...src.json, ops: split ?? [point], check, ...(split && split.length > 1 ? { concurrent: true } : {}) };
   delete json["rankOverrides"];
   const flags = [src.flags, `--op ${op}`, ...(dtype ? [`-d ${dtype}`] : []), `size ${bytes}`].filter((f) => f).join(" ");
   return parseScenario(`${src.file} with ${flags}`, json);

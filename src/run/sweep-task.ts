@@ -6,7 +6,8 @@ import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { HangReport } from "../../sim/index.ts";
-import { runScenario, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
+import { runScenario, type ConcurrentOutcome, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
+import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import { runParallel, type StartProgress } from "./parallel.ts";
 
 export interface SweepTask {
@@ -34,6 +35,7 @@ export function runPoint(scenario: Scenario, spec: DeviceSpec, log: Logger, hook
   try {
     const out = runScenario(scenario, spec, log, hooks);
     if (out.kind === "hang") return { kind: "hang", hang: out.hang };
+    if (out.concurrent) return { kind: "done", outcome: coalesced(scenario, out.ops, out.concurrent), explain: out.explain };
     return { kind: "done", outcome: out.ops[0]!, explain: out.explain };
   } catch (e) {
     if (!(e instanceof CcsimError)) throw e;
@@ -73,4 +75,26 @@ export function runTasks(inputs: readonly SweepTask[], jobs: number): SweepTaskR
   const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
   if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
   return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work) });
+}
+
+/**
+ * A point of several ops run at once (coalesced ops, each on a stream of its own) as one row: the
+ * ops' bytes together, in the time the last one ends; each op's own run checked as well.
+ */
+function coalesced(scn: Scenario, ops: readonly OpOutcome[], c: ConcurrentOutcome): OpOutcome {
+  const first = ops[0]!;
+  const bytes = ops.reduce((a, o) => a + o.row.bytes, 0);
+  const algorithms = [...new Set(ops.map((o) => o.row.algorithm))].join("+");
+  const failed = c.mismatch !== undefined || c.violations.length > 0 || ops.some((o) => o.row.check === "fail");
+  const row: ResultRow = {
+    ...first.row,
+    bytes,
+    count: ops.reduce((a, o) => a + o.row.count, 0),
+    algorithm: algorithms,
+    ...throughput(bytes, c.timePs, busFactor(scn.ops[0]!.op, first.row.ranks)),
+    check: failed ? "fail" : c.checked === "values" ? "pass" : first.row.check,
+  };
+  // The fixed cost the streams started after: the largest of the ops'.
+  const fixedCost = ops.map((o) => o.fixedCost).reduce((a, f) => (f.totalPs > a.totalPs ? f : a));
+  return { ...first, row, mismatch: c.mismatch?.mismatch ?? ops.find((o) => o.mismatch)?.mismatch, violations: [...ops.flatMap((o) => o.violations), ...c.violations], events: c.events, fixedCost };
 }

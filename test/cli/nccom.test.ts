@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main } from "../../src/cli/nccom.ts";
 import { main as sim, EXIT } from "../../src/cli/sim.ts";
-import { parseNccomArgs } from "../../src/command/nccom.ts";
+import { coalescedOps, parseNccomArgs } from "../../src/command/nccom.ts";
 
 function run(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
   let out = "";
@@ -189,6 +189,32 @@ describe("nccom-test's command line", () => {
     expect(buffs.code).toBe(EXIT.OK);
     expect(buffs.err).toMatch(/--unique-buff: each op already has its own input and output buffers/);
     expect(buffs.err).toMatch(/--shared-output-buff: two cores sharing one output buffer is not modelled/);
+  });
+
+  it("--coalesced-cc-size-ratio [1,2,1] runs each size as 1/4, 2/4, 1/4 of it at once, each on a stream of its own, checked", () => {
+    const a = parseNccomArgs(["allg", "-r", "8", "--coalesced-cc-size-ratio", "[1,2,1]"], {});
+    expect((a as { coalesced?: number[] }).coalesced).toEqual([1, 2, 1]);
+    // The shares in whole units (an element times 8 ranks for all-gather), the last takes the rest.
+    expect(coalescedOps({ op: "all-gather" }, 8 * 4 * 10, [1, 2, 1], 32).map((o) => [o["bytes"], o["stream"]])).toEqual([[64, 0], [160, 1], [96, 2]]);
+    const r = run(["allg", "-r", "8", "-b", "64K", "-e", "1M", "-f", "16", "-d", "fp32", "--coalesced-cc-size-ratio", "[1,2,1]", "-c", "--show-algorithm"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    expect(r.err).toMatch(/each size runs as 3 ops of 1:2:1 of it at once/);
+    const rows = r.out.trim().split("\n").slice(1, -1).map((l) => l.trim().split(/\s+/));
+    expect(rows.map((x) => x[0])).toEqual(["65536", "1048576"]);
+    // The time is the concurrent run's: more than the biggest share alone, and no row claims more bytes than asked.
+    const half = run(["allg", "-r", "8", "-b", "512K", "-e", "512K", "-d", "fp32"]);
+    const halfUs = Number(half.out.trim().split("\n")[1]!.trim().split(/\s+/)[3]);
+    expect(Number(rows[1]![3])).toBeGreaterThan(halfUs);
+    for (const [args, msg] of [
+      [["allr", "-r", "8", "--coalesced-cc-size-ratio", "[1,0]"], /whole positive shares/],
+      [["allr", "-r", "8", "--coalesced-cc-size-ratio", "1,1,1,1,1"], /at most 4 coalesced ops/],
+      [["permute", "-r", "8", "--coalesced-cc-size-ratio", "1,1"], /not permute/],
+      [["allr", "-r", "8", "--coalesced-cc-size-ratio", "1,1", "--coalesced-cc-size-ratio", "1,2"], /given twice/],
+    ] as const) {
+      const x = run([...args]);
+      expect(x.code).toBe(EXIT.BAD_INPUT);
+      expect(x.err).toMatch(msg);
+    }
   });
 
   it("--show-input-output-size prints a rank's input and output bytes after the count, as the published allg table shows them", () => {
