@@ -325,6 +325,12 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
 }
 
+/** The first point that did not run, and why (a fit whose points fail says so). */
+function firstFailure(ev: readonly Evaluated[]): string[] {
+  const f = ev.find((e) => !e.run);
+  return f ? [`  first failed point: ${f.series} ${f.bytes} B: ${f.error ?? "no result"}`] : [];
+}
+
 /** --from: read the user's logs, fit from --instance, write the preset to --out. */
 function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): number {
   const outFile = o.out!;
@@ -355,7 +361,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   const params = o.params ? all.filter((p) => o.params!.includes(p.field)) : all;
   const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit"), params });
   if (process.stderr.isTTY) err("\n");
-  const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${((Date.now() - t0) / 1000).toFixed(1)} s)`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...movedLines(r)];
+  const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${((Date.now() - t0) / 1000).toFixed(1)} s)`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...firstFailure(r.evaluated), ...movedLines(r)];
   if (series.length > 1) {
     // Held out: each series left out, the others refit from the fit's device parameters (fixed costs
     // in closed form; --cv-rounds searches the device parameters again too).

@@ -35,6 +35,8 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
                             (with -N D: one rank per node); the time is the slowest group's
   --coalesced-cc-size-ratio [a,b,...]  each size as coalesced ops of a:b:... of it (at most 4), run at
                             once, each on a CC stream of its own; the row is their bytes in the last one's end
+  --sb2sb [--input-shape [s0,s1][n0,n1] --output-shape ... --cc-dim 0|1]  every rank's buffers in SBUF:
+                            refused where they exceed a rank's (sbuf.bytesPerCore per NeuronCore); timed as HBM
   --unique-buff, --shared-output-buff  accepted, each said (buffer placement a simulation times alike)
   --show-algorithm          add the algorithm column
   --show-input-output-size  add total_input_size(B) and total_output_size(B) (a rank's buffers) after the count

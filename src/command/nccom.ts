@@ -6,7 +6,7 @@ import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { collectiveScenario } from "../run/collective.ts";
-import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
+import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
 
 /** nccom-test's op names and aliases, and the scenario op each runs as. */
 export const NCCOM_OPS: Readonly<Record<string, OpName>> = {
@@ -45,6 +45,12 @@ export interface NccomArgs {
 
 /** The most coalesced ops: ccsim runs each on a CC stream of its own, and a rank has four (NEC_MAX_STREAM_N). */
 const MAX_COALESCED = 4;
+
+/** --input-shape / --output-shape [step0,step1][n0,n1] (free / partition dimension): whole numbers, as given. */
+function shapeFlag(v: string, flag: string): string {
+  if (!/^\[\s*\d+\s*,\s*\d+\s*\]\s*\[\s*\d+\s*,\s*\d+\s*\]$/.test(v)) throw new UsageError(`${flag} must be [step0,step1][n0,n1] (whole numbers), not "${v}"`);
+  return v.replace(/\s+/g, "");
+}
 
 /** --coalesced-cc-size-ratio [a,b,...] (brackets optional): whole positive shares. */
 function coalescedRatios(v: string, flag: string): number[] {
@@ -139,7 +145,7 @@ function readJsonFile(file: string, flag: string): unknown {
 
 /** Parse nccom-test's flags into a scenario and the run flags. */
 /** Flags that take one value and may be given once, with their aliases. */
-const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--coalesced-cc-size-ratio"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
+const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--coalesced-cc-size-ratio"], ["--input-shape"], ["--output-shape"], ["--cc-dim"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
 
 /** A flag given twice (or with its alias) is refused: nccom-test would take one of them, silently. */
 export function checkOnce(argv: readonly string[]): void {
@@ -171,6 +177,8 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   let stats: string[] | undefined;
   let metadata: { file: string; json?: unknown } | undefined;
   let coalesced: number[] | undefined;
+  let sb2sb = false;
+  const shapes: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     // nccom-test's -t / --stats: time each iteration on its own and print these statistics
@@ -242,6 +250,16 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
         break;
       case "--custom-src-target-pairs":
         pairs = readJsonFile(value(), t);
+        break;
+      case "--sb2sb":
+        sb2sb = true;
+        break;
+      case "--input-shape":
+      case "--output-shape":
+        shapes.push(`${t} ${shapeFlag(value(), t)}`);
+        break;
+      case "--cc-dim":
+        shapes.push(`${t} ${oneOfFlag(value(), t, ["0", "1"] as const)}`);
         break;
       case "--coalesced-cc-size-ratio":
         coalesced = coalescedRatios(value(), t);
@@ -328,6 +346,11 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   if (coalesced && coalesced.length > 1) {
     if (!["all-reduce", "all-gather", "reduce-scatter"].includes(op)) throw new UsageError(`--coalesced-cc-size-ratio coalesces all_reduce, all_gather and reduce_scatter ops, not ${opName}`);
     if (metadata) throw new UsageError("give --coalesced-cc-size-ratio or --variable-size-op-metadata, not both");
+  }
+  if (shapes.length > 0 && !sb2sb) throw new UsageError(`${shapes[0]!.split(" ")[0]} lays out SBUF buffers: give --sb2sb`);
+  if (sb2sb) {
+    ignored.push(`--sb2sb: every rank's input and output in SBUF, refused where they do not fit a rank's SBUF (the preset's sbuf.bytesPerCore); their traffic is timed as HBM's (SBUF's rate is not published)${shapes.length > 0 ? `; ${shapes.join(", ")}: the tensor's layout in SBUF's partitions, the same bytes moved` : ""}`);
+    scenario["buffers"] = "sbuf";
   }
   run.op = op;
   run.dtype = dtype;

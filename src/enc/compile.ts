@@ -285,6 +285,18 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
     perDevice.set(info[rank]!.device, (perDevice.get(info[rank]!.device) ?? 0) + inBytes + outBytes);
   }
   const most = Math.max(...perDevice.values());
+  if (scn.buffers === "sbuf") {
+    // --sb2sb: each rank's input and output in its NeuronCores' SBUF.
+    const sbuf = ctx.spec.sbuf;
+    const perRank = sbuf && sbuf.bytesPerCore * ctx.spec.collectives.virtualCoreSize;
+    let need = 0;
+    for (let rank = 0; rank < scn.ranks; rank++) {
+      const { inBytes, outBytes } = share(rank);
+      need = Math.max(need, inBytes + outBytes);
+    }
+    check(perRank !== undefined, "CMP1314", `the op's buffers are in SBUF ("buffers": "sbuf"), but the ${ctx.spec.name} preset gives no SBUF size (sbuf.bytesPerCore)`, "buffers", "sbuf");
+    check(need <= perRank!, "CMP1314", `the op's input and output buffers need ${need} bytes of SBUF on one rank; a ${ctx.spec.name} rank has ${perRank} (${+(perRank! / 2 ** 20).toFixed(2)} MiB${ctx.spec.collectives.virtualCoreSize > 1 ? `, ${ctx.spec.collectives.virtualCoreSize} NeuronCores` : ""}): the runtime could not allocate them`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? need : op.bytes);
+  }
   const capacity = ctx.spec.hbm.capacityBytes;
   if (capacity !== undefined) check(most <= capacity, "CMP1312", `the op's input and output buffers need ${most} bytes of HBM on one device; a ${ctx.spec.name} device has ${capacity} (${+(capacity / 2 ** 30).toFixed(2)} GiB): the runtime could not allocate them`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? most : op.bytes);
   check(most < HBM_LIMIT / 2, "CMP1311", `the op's input and output buffers need ${most} bytes on one device; a device's HBM window holds ${HBM_LIMIT} (half of it for buffers)`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? most : op.bytes);

@@ -42,6 +42,7 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   CMP1311: "an op whose buffers exceed a device's address window",
   CMP1312: "an op whose input and output buffers exceed a device's HBM capacity (the preset's hbm.capacityBytes)",
   CMP1313: "more concurrent streams than a rank has TopSPs",
+  CMP1314: "an op whose buffers are in SBUF (nccom-test --sb2sb) and exceed a rank's SBUF, or a preset without an SBUF size",
   CMP1501: "ranks of a group post different op arguments (signature mismatch)",
   CMP1601: "cc-op validate: an entry without cc_op set",
   CMP1602: "cc-op validate: a channel's fold count differs from its DMA rings",

@@ -117,6 +117,8 @@ export interface DeviceSpec {
   };
   /** HBM: its rate, and its capacity per device (absent: no limit). */
   readonly hbm: { readonly bytesPerSecond: number; readonly capacityBytes?: number };
+  /** On-chip SBUF per physical NeuronCore (absent: not given; an op with its buffers in SBUF is refused). */
+  readonly sbuf?: { readonly bytesPerCore: number };
   readonly link: { readonly bytesPerSecond: number; readonly latencyPs: number };
   readonly ring: {
     /** DMA folds per ring channel (queues driven in lockstep, each carrying a share of every transfer). */
@@ -325,6 +327,8 @@ export interface Scenario {
    * included (host.iterationPs).
    */
   readonly timing?: Timing;
+  /** Where every rank's input and output live: HBM (absent), or SBUF (nccom-test --sb2sb), whose size per NeuronCore bounds them. */
+  readonly buffers?: "sbuf";
   readonly ops: readonly OpSpec[];
   readonly rankOverrides: readonly RankOverride[];
   /** Faults injected into every op's run (empty: none). */

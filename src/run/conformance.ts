@@ -18,7 +18,7 @@ export const CONFORMANCE_PRESETS = ["trn1", "trn2", "trn2-lnc1", "inf2-48xl", "i
  * the dispatcher does not serve (broadcast, reduce, all-to-all without mesh), a placement the
  * instance cannot hold, a multi-node run without a network, buffers a device's HBM cannot hold.
  */
-export const REFUSAL_CODES: ReadonlySet<string> = new Set(["CMP1001", "CMP1002", "CMP1003", "CMP1201", "CMP1202", "CMP1301", "CMP1302", "CMP1303", "CMP1312"]);
+export const REFUSAL_CODES: ReadonlySet<string> = new Set(["CMP1001", "CMP1002", "CMP1003", "CMP1201", "CMP1202", "CMP1301", "CMP1302", "CMP1303", "CMP1312", "CMP1314"]);
 
 export interface ConformanceCase {
   readonly id: number;

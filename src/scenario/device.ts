@@ -3,7 +3,7 @@ import { HBM_LIMIT } from "../encd/address.ts";
 import { ALG_NAMES, NO_HOST_COSTS, algTypeOf, type AlgName, type DeviceSpec, type HostCosts, type Topology } from "../ir/spec.ts";
 import { Reader } from "./reader.ts";
 
-const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "host", "sources"] as const;
+const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "sbuf", "link", "ring", "network", "collectives", "host", "sources"] as const;
 const COLLECTIVE_KEYS = ["supportedAlgorithms", "virtualCoreSize", "meshMaxBytes", "meshMaxBytesTwoRanks", "cceReducePacketBytes"] as const;
 /** Optional collectives numbers (each needs a source when given). */
 const COLLECTIVE_OPTIONAL = ["rdhMinBytes", "rdhMaxBytes", "meshMaxBytesMultiNode", "flatRingMinBytes", "meshFolds", "permuteChannels"] as const;
@@ -89,6 +89,8 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const capacity = r.get("hbm").opt("capacityBytes")?.int(1 << 20, HBM_LIMIT / 2);
   if (capacity !== undefined) numbers.push("hbm.capacityBytes");
   const hbm = { ...hbmRates, ...(capacity !== undefined ? { capacityBytes: capacity } : {}) };
+  // SBUF per NeuronCore (absent: not given); from 1 MiB to 1 GiB.
+  const sbuf = r.has("sbuf") ? section("sbuf", ["bytesPerCore"] as const, (_k, f) => f.int(1 << 20, 1 << 30)) : undefined;
   const link = section("link", ["bytesPerSecond", "latencyPs"] as const, (k, f) => (k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS)));
   // A ring step sends both halves of its first piece before it receives, and returns a credit to its
   // previous rank only with its next send: with two slots every rank waits for a third credit that no
@@ -121,6 +123,7 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
     topsp,
     dma,
     hbm,
+    ...(sbuf ? { sbuf } : {}),
     link,
     ring,
     network,

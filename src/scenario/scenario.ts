@@ -5,7 +5,7 @@ import { opEntry } from "../ir/ops.ts";
 import { Reader } from "./reader.ts";
 import { MAX_CHUNK_BYTES } from "./device.ts";
 
-const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "concurrent", "timing", "ops", "rankOverrides", "faults"] as const;
+const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "concurrent", "timing", "buffers", "ops", "rankOverrides", "faults"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
 const OVERRIDE_KEYS = ["rank", "op", "bytes", "dtype", "reduce", "stream", "priorityClass"] as const;
 export const MAX_STREAMS = 4;
@@ -62,6 +62,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const races = r.opt("races")?.boolean() ?? true;
   const concurrent = r.opt("concurrent")?.boolean() ?? false;
   const timing = r.opt("timing")?.oneOf(TIMINGS) ?? "loop";
+  const buffers = r.opt("buffers")?.oneOf(["hbm", "sbuf"] as const) ?? "hbm";
   const opsR = r.get("ops");
   const opItems = opsR.items();
   if (opItems.length === 0) opsR.fail("SCN1012", "must list at least one op");
@@ -69,7 +70,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
   const faults = (r.opt("faults")?.items(1024) ?? []).map(parseFault);
-  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, races, ...(concurrent ? { concurrent } : {}), ...(timing !== "loop" ? { timing } : {}), ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
+  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, races, ...(concurrent ? { concurrent } : {}), ...(timing !== "loop" ? { timing } : {}), ...(buffers === "sbuf" ? { buffers } : {}), ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
 }
 
 /** One fault: its kind, then exactly that kind's keys (devices and links are checked against the machine at run time). */

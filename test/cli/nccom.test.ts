@@ -217,6 +217,21 @@ describe("nccom-test's command line", () => {
     }
   });
 
+  it("--sb2sb keeps every rank's buffers in SBUF: a size that fits runs, one that does not is refused with the figure [CMP1314]", () => {
+    const r = run(["allr", "-r", "8", "-b", "8M", "-e", "16M", "-d", "fp32", "--sb2sb", "--input-shape", "[1,1][128,4096]", "--output-shape", "[1,1][128,4096]", "--cc-dim", "0"]);
+    expect(r.code).toBe(EXIT.BAD_INPUT);
+    const rows = r.out.trim().split("\n").slice(1, -1);
+    expect(rows[0]).toMatch(/^\s*8388608\s+2097152\s+fp32\s+[\d.]+/);
+    expect(rows[1]).toMatch(/need 33554432 bytes of SBUF on one rank; a trn1 rank has 25165824 \(24 MiB\).*\[CMP1314\]/);
+    expect(r.err).toMatch(/--sb2sb: every rank's input and output in SBUF/);
+    expect(r.err).toMatch(/--input-shape \[1,1\]\[128,4096\], --output-shape \[1,1\]\[128,4096\], --cc-dim 0: the tensor's layout/);
+    // trn2's rank is two NeuronCores of 28 MiB each (LNC 2).
+    expect(run(["allr", "-r", "8", "-b", "16M", "-e", "16M", "-d", "fp32", "--sb2sb", "--instance", "trn2"]).code).toBe(EXIT.OK);
+    expect(run(["allr", "-r", "8", "-b", "8M", "-e", "8M", "--sb2sb", "--instance", "trn3"]).out).toMatch(/trn3 preset gives no SBUF size/);
+    expect(run(["allr", "-r", "8", "--cc-dim", "0"]).err).toMatch(/--cc-dim lays out SBUF buffers: give --sb2sb/);
+    expect(run(["allr", "-r", "8", "--sb2sb", "--input-shape", "128x4096"]).err).toMatch(/must be \[step0,step1\]\[n0,n1\]/);
+  });
+
   it("--show-input-output-size prints a rank's input and output bytes after the count, as the published allg table shows them", () => {
     const r = run(["-r", "32", "--minbytes", "1kb", "--maxbytes", "1mb", "--stepfactor", "8", "--datatype", "fp32", "--check", "allg", "--show-input-output-size"]);
     expect(r.code, r.err).toBe(EXIT.OK);

@@ -57,7 +57,7 @@ describe("device.schema.json", () => {
   });
 
   it("names the sections the validator reads", () => {
-    expect(Object.keys(schema.properties)).toEqual(["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "link", "ring", "network", "collectives", "host", "sources"]);
+    expect(Object.keys(schema.properties)).toEqual(["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "sbuf", "hbm", "link", "ring", "network", "collectives", "host", "sources"]);
     const trn1 = JSON.parse(readFileSync("devices/trn1.json", "utf8"));
     for (const sec of ["topsp", "dma", "hbm", "link", "ring", "network"]) expect(Object.keys(schema.properties[sec].properties).sort()).toEqual(Object.keys(trn1[sec]).sort());
   });
