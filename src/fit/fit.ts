@@ -220,10 +220,12 @@ export function deviceParams(spec: DeviceSpec, series: readonly Series[], opts: 
 /** The values a coordinate search tries for `p` from `cur` in a round (whole steps for counts and windows in the first two). */
 function triesOf(p: DeviceParam, cur: number, round: number, step: number): number[] {
   if (p.window) {
-    if (round >= 2) return [];
-    // Absent (never / the default): every power of four from 64 B to the bound.
+    // Whole factors of two and four in the first three rounds (a window's effect comes in steps:
+    // the points it moves from one algorithm to another); from absent (never / the default),
+    // every power of four from 64 B to the bound.
+    if (round >= 3) return [];
     if (Number.isNaN(cur)) return Array.from({ length: 14 }, (_, k) => 4 ** (k + 3)).filter((v) => v <= p.max);
-    return cur === 0 ? [64] : round === 0 ? [cur / 4, cur / 2, cur * 2, cur * 4] : [cur / 2, cur * 2];
+    return cur === 0 ? [64] : [cur / 4, cur / 2, cur * 2, cur * 4];
   }
   if (p.integer) return round >= 2 ? [] : [cur - 1, cur + 1, cur + 2];
   return cur === 0 ? [p.max / 4, p.max / 2] : [cur / step, cur * step, cur / step / step, cur * step * step];
@@ -417,7 +419,7 @@ export function fit(start: DeviceSpec, series: readonly Series[], opts: FitOptio
   const before = summarize(ev.run(start, series));
   const params = opts.params ?? deviceParams(start, series);
   const rounds = opts.rounds ?? 6;
-  const planned = ev.trials + 1 + params.reduce((n, p) => n + (p.window ? 6 : p.integer ? 3 * Math.min(2, rounds) : 4 * rounds), 0);
+  const planned = ev.trials + 1 + params.reduce((n, p) => n + (p.window ? 12 : p.integer ? 3 * Math.min(2, rounds) : 4 * rounds), 0);
   let best = score(start);
   opts.progress?.(best.cost, ev.trials, planned);
   for (let round = 0; round < rounds; round++) {
