@@ -3,27 +3,15 @@
 // --from fits a preset to the user's own logs and writes it (src/fit/).
 import { existsSync, readFileSync } from "node:fs";
 import { writeWhole as writeFile } from "./write.ts";
-import { basename, dirname, resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
 import { crossValidate, deviceParams, Evaluator, fit, seriesOf, summarize, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type Series } from "../fit/fit.ts";
+import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, ROOT, type Accuracy } from "../fit/files.ts";
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "../command/sizes.ts";
 import { defaultJobs } from "../run/parallel.ts";
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-export const MANIFEST = resolve(ROOT, "calibration/published.json");
-export const ACCURACY = resolve(ROOT, "calibration/accuracy.json");
-
-/** The published series of the manifest, each on the preset it names. */
-export function publishedSeries(manifest = MANIFEST): Series[] {
-  const m = JSON.parse(readFileSync(manifest, "utf8")) as { logs: { file: string; instance: string }[] };
-  return m.logs.map((l) => {
-    const file = resolve(dirname(manifest), l.file);
-    return seriesOf(parseConsoleLog(file, readFileSync(file, "utf8")), l.instance, basename(l.file, ".log"));
-  });
-}
 
 const fmtSummary = (s: ErrorSummary) => (s.points === 0 ? "no points (one series: none to hold out)" : s.points === s.failed ? `${s.points} points, all failed` : fmtRan(s));
 const fmtRan = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}, worst ${(100 * s.worst).toFixed(1)} %`;
@@ -51,36 +39,6 @@ function movedLines(r: FitResult): string[] {
 /** Write a file whole or not at all, through links (src/cli/write.ts). */
 function writeWhole(file: string, text: string): void {
   writeFile(file, text, (m) => new LogError(file, 0, m));
-}
-
-/**
- * The fitted preset as a file: the start preset's JSON with the moved fields set and a source note
- * on each naming the series it was fitted on.
- */
-export function presetJson(startFile: string, r: FitResult, name: string, note: string): string {
-  const j = JSON.parse(readFileSync(startFile, "utf8")) as Record<string, Record<string, unknown>> & { sources: Record<string, string>; name: string; description: string };
-  j.name = name;
-  for (const m of r.moved) {
-    const [a, b, c] = m.field.split(".") as [string, string, string?];
-    j[a] ??= {};
-    if (c !== undefined) {
-      const sub = ((j[a] as Record<string, unknown>)[b] ??= {}) as Record<string, number>;
-      if (m.to === 0) delete sub[c];
-      else sub[c] = m.to;
-    } else if (a === "host" && m.to === 0) delete (j[a] as Record<string, unknown>)[b];
-    else (j[a] as Record<string, unknown>)[b] = m.to;
-    if (m.to === 0 && a === "host") delete j.sources[m.field];
-    else j.sources[m.field] = `fitted (was ${Number.isNaN(m.from) ? "absent" : m.from}): ${note}`;
-  }
-  const host = j["host"] as Record<string, unknown> | undefined;
-  if (host && host["algorithmPs"] && Object.keys(host["algorithmPs"] as object).length === 0) delete host["algorithmPs"];
-  if (host && Object.keys(host).length === 0) delete j["host"];
-  return formatPreset(j);
-}
-
-/** A preset as the shipped files are written: two-space JSON, lists of numbers or names on one line. */
-export function formatPreset(j: unknown): string {
-  return JSON.stringify(j, null, 2).replace(/\[\s*([^[\]{}]*?)\s*\]/g, (_m, inner: string) => `[${inner.split(/,\s*/).map((x) => x.trim()).join(", ")}]`) + "\n";
 }
 
 const HELP = `ccsim calibrate: measured nccom-test tables against the simulator, and fits of the presets to them
@@ -206,35 +164,6 @@ function progress(err: (s: string) => void, what: string): ((best: number, trial
       err(`${line}\n`);
     }
   };
-}
-
-/** The held-out and in-sample figures per preset, as calibration/accuracy.json keeps them. */
-export interface Accuracy {
-  readonly [instance: string]: {
-    readonly series: readonly string[];
-    readonly inSample: ErrorSummary;
-    readonly heldOut: ErrorSummary;
-    readonly perSeries: readonly { readonly series: string; readonly inSample: ErrorSummary; readonly heldOut: ErrorSummary }[];
-  };
-}
-
-function accuracyMarkdown(acc: Accuracy): string {
-  const lines = [
-    "Written by `npm run calibrate -- --cross-validate --write-accuracy` (do not edit by hand; points up to",
-    "--max-bytes where given). Each published series runs exactly as typed on the preset it belongs to.",
-    "*In-sample*: the preset as shipped, fitted on every series. *Held out*: the preset's fixed costs refitted",
-    "without that series (those no other series exercises at 0; device parameters as shipped), scored on it:",
-    "what to expect of a command line unlike any published one. Error factor = exp(mean |ln(simulated / published)|).",
-    "",
-    "| preset | series | points | in-sample: within ±25 % | error factor | held out: within ±25 % | error factor |",
-    "|---|---|---|---|---|---|---|",
-  ];
-  for (const [inst, a] of Object.entries(acc)) {
-    const held = (h: ErrorSummary) => (h.points === 0 ? "- | - (one series: none to hold out)" : `${h.within25} | ${h.geomeanErrorFactor.toFixed(2)}`);
-    for (const p of a.perSeries) lines.push(`| ${inst} | ${p.series} | ${p.inSample.points} | ${p.inSample.within25} | ${p.inSample.geomeanErrorFactor.toFixed(2)} | ${held(p.heldOut)} |`);
-    lines.push(`| **${inst}** | all | ${a.inSample.points} | ${a.inSample.within25} | ${a.inSample.geomeanErrorFactor.toFixed(2)} | ${held(a.heldOut)} |`);
-  }
-  return lines.join("\n");
 }
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
