@@ -148,18 +148,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   const faultError = (i: number, message: string): never => {
     throw new SimError("SIM1601", message, { path: `faults[${i}]`, value: faults[i] });
   };
-  faults.forEach((f, i) => {
-    if (f.kind !== "link-down" && f.kind !== "link-slow") return;
-    const key = `${f.from}>${f.to}`;
-    const link = fabric.links.get(key) ?? faultError(i, `there is no link from device ${f.from} to device ${f.to} on ${spec.name}`);
-    if (f.kind === "link-down") {
-      link.downAt = Math.round(f.atUs * 1e6);
-      fabric.linksDown = true;
-    } else {
-      fabric.links.set(key, new Resource(link.name, link.rate / f.factor));
-      faultNotes.push(`${link.name} slowed by ${f.factor} (fault)`);
-    }
-  });
+  linkFaults(fabric, spec, faults, faultNotes, faultError);
   const lost = faults.map((f, i) => ({ f, i, seen: 0 })).filter((x) => x.f.kind === "lost-increment");
   const imageDevices = image.devices.map((di) => dropWaits(di, faults, faultNotes));
   const devices = new Map<number, DeviceModel>();
@@ -279,46 +268,10 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
 
   for (const di of imageDevices) {
     if (di.device >= deviceCount) throw new SimError("SIM1502", `image names device ${di.device}; ${spec.name} has ${deviceCount}`, { value: di.device });
-    const memory = new DeviceMemory(opts.storePayload);
-    const model: DeviceModel = { memory, writable: [], engines: new Map(), topsps: new Map(), semas: new Map() };
+    const model: DeviceModel = { memory: new DeviceMemory(opts.storePayload), writable: [], engines: new Map(), topsps: new Map(), semas: new Map() };
     devices.set(di.device, model);
     byId[di.device] = model;
-    for (const p of di.payload) {
-      const a = decodeAddress(p.addr, di.device);
-      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr, di.device)} is not HBM of device ${di.device}`, { value: p.addr });
-    }
-    for (const r of [...di.payload, ...(di.scratch ?? [])]) {
-      const a = decodeAddress(r.addr, di.device);
-      if (a.kind === "hbm" && a.device === di.device) model.writable.push({ start: a.offset, end: a.offset + Math.max(r.bytes, 1) });
-    }
-    // The no-op descriptors' pad word is copied onto itself by every queue at once: not data.
-    for (const r of di.scratch ?? []) {
-      const a = decodeAddress(r.addr, di.device);
-      if (races && a.kind === "hbm" && a.device === di.device) races.exemptRange(di.device, a.offset, a.offset + r.bytes);
-    }
-    model.writable.sort((x, y) => x.start - y.start);
-    for (const seg of di.memory) {
-      const a = decodeAddress(seg.addr, di.device);
-      if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr, di.device)} is not HBM of device ${di.device}`, { value: seg.addr });
-      memory.load(a.offset, seg.bytes);
-    }
-    for (const q of di.queues) {
-      if (q.engine >= spec.dma.enginesPerCore * spec.coresPerDevice) throw new SimError("SIM1511", `DMA engine ${q.engine} does not exist on ${spec.name}`, { value: q.engine });
-      let e = model.engines.get(q.engine);
-      if (!e) {
-        e = new DmaEngine(dmaHost, di.device, q.engine, { bytesPerSecond: spec.dma.engineBytesPerSecond, descriptorCostPs: spec.dma.descriptorCostPs });
-        model.engines.set(q.engine, e);
-      }
-      const st = q.streamed;
-      const tx = st ? RingSide.streamed(st.tx, st.txCount, image.feed) : RingSide.whole(q.tx);
-      const rx = st ? RingSide.streamed(st.rx, st.rxCount, image.feed) : RingSide.whole(q.rx);
-      e.addQueue(new DmaQueue(q.queue, tx, rx, races && new QueueClock(races.agent(`dev${di.device} dma${q.engine} q${q.queue}`, "tx"))));
-    }
-    for (const s of di.semaphores) semaBlock(di.device, s.topsp).write(s.sema, "set", s.value);
-    for (const t of di.topsps) {
-      if (t.index >= spec.topsp.perDevice) throw new SimError("SIM1504", `TopSP ${t.index} does not exist on ${spec.name}`, { value: t.index });
-      model.topsps.set(t.index, new Topsp(topspHost, di.device, t, semaBlock(di.device, t.index), spec.topsp));
-    }
+    loadDeviceImage(model, di, { spec, races, dmaHost, topspHost, feed: image.feed, semaBlock });
   }
   faults.forEach((f, i) => {
     if (f.kind === "lost-increment" || f.kind === "drop-wait") {
@@ -347,6 +300,102 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   for (const m of devices.values()) for (const t of m.topsps.values()) launch > 0 ? kernel.at(launch, Prio.ISSUE, () => t.start()) : t.start();
   const summary = kernel.run(opts.maxEvents, opts.progress ? progressTick(kernel, devices, image, opts.progress, opts.progressMs ?? PROGRESS_MS) : undefined);
 
+  const hang = hangReport(devices, proxies, summary.endPs, faultNotes);
+  if (!hang) checkBalance(image, devices, violation, seen, violations);
+  return {
+    endPs: summary.endPs,
+    events: summary.events,
+    opEndPs: opEnd,
+    hang,
+    packets: [...devices.values()].reduce((n, m) => n + [...m.engines.values()].reduce((k, e) => k + e.packets, 0), 0),
+    // A folded run's figures are unit 0's: its links and NICs (the other units' carried nothing).
+    links: (fold ? fabric.resourcesOf((d) => d < fold.unitDevices) : [...fabric.links.values(), ...fabric.nicTx, ...fabric.nicRx]).map(stat),
+    engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
+    hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
+    violations,
+    read(addr, len, from = 0) {
+      const a = decodeAddress(addr, from);
+      if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr, from)}, which is not HBM`, { value: addr });
+      return dev(a.device).memory.read(a.offset, len);
+    },
+    symbolic(addr, len, fn, from = 0) {
+      const a = decodeAddress(addr, from);
+      if (a.kind !== "hbm" || !symbolic) throw new SimError("SIM1512", `symbolic read-back of ${describeAddress(addr, from)}, which is not HBM of a symbolic run`, { value: addr });
+      symbolic.visit(a.device, a.offset, len, fn);
+    },
+  };
+}
+
+/** What loading a device image needs from the machine around it. */
+interface LoadContext {
+  readonly spec: DeviceSpec;
+  readonly races: RaceDetector | undefined;
+  readonly dmaHost: DmaHost;
+  readonly topspHost: TopspHost;
+  readonly feed: ProgramImage["feed"];
+  readonly semaBlock: (d: number, ts: number) => SemaphoreBlock;
+}
+
+/** One device's image into its model: memory, writable regions, DMA queues, semaphores, TopSPs. */
+function loadDeviceImage(model: DeviceModel, di: DeviceImage, c: LoadContext): void {
+  const { spec, races } = c;
+  const memory = model.memory;
+  for (const p of di.payload) {
+    const a = decodeAddress(p.addr, di.device);
+    if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr, di.device)} is not HBM of device ${di.device}`, { value: p.addr });
+  }
+  for (const r of [...di.payload, ...(di.scratch ?? [])]) {
+    const a = decodeAddress(r.addr, di.device);
+    if (a.kind === "hbm" && a.device === di.device) model.writable.push({ start: a.offset, end: a.offset + Math.max(r.bytes, 1) });
+  }
+  // The no-op descriptors' pad word is copied onto itself by every queue at once: not data.
+  for (const r of di.scratch ?? []) {
+    const a = decodeAddress(r.addr, di.device);
+    if (races && a.kind === "hbm" && a.device === di.device) races.exemptRange(di.device, a.offset, a.offset + r.bytes);
+  }
+  model.writable.sort((x, y) => x.start - y.start);
+  for (const seg of di.memory) {
+    const a = decodeAddress(seg.addr, di.device);
+    if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr, di.device)} is not HBM of device ${di.device}`, { value: seg.addr });
+    memory.load(a.offset, seg.bytes);
+  }
+  for (const q of di.queues) {
+    if (q.engine >= spec.dma.enginesPerCore * spec.coresPerDevice) throw new SimError("SIM1511", `DMA engine ${q.engine} does not exist on ${spec.name}`, { value: q.engine });
+    let e = model.engines.get(q.engine);
+    if (!e) {
+      e = new DmaEngine(c.dmaHost, di.device, q.engine, { bytesPerSecond: spec.dma.engineBytesPerSecond, descriptorCostPs: spec.dma.descriptorCostPs });
+      model.engines.set(q.engine, e);
+    }
+    const st = q.streamed;
+    const tx = st ? RingSide.streamed(st.tx, st.txCount, c.feed) : RingSide.whole(q.tx);
+    const rx = st ? RingSide.streamed(st.rx, st.rxCount, c.feed) : RingSide.whole(q.rx);
+    e.addQueue(new DmaQueue(q.queue, tx, rx, races && new QueueClock(races.agent(`dev${di.device} dma${q.engine} q${q.queue}`, "tx"))));
+  }
+  for (const s of di.semaphores) c.semaBlock(di.device, s.topsp).write(s.sema, "set", s.value);
+  for (const t of di.topsps) {
+    if (t.index >= spec.topsp.perDevice) throw new SimError("SIM1504", `TopSP ${t.index} does not exist on ${spec.name}`, { value: t.index });
+    model.topsps.set(t.index, new Topsp(c.topspHost, di.device, t, c.semaBlock(di.device, t.index), spec.topsp));
+  }
+}
+
+/** Slow or cut the links the faults name (before anything runs). */
+function linkFaults(fabric: Fabric, spec: DeviceSpec, faults: readonly Fault[], notes: string[], faultError: (i: number, message: string) => never): void {
+  faults.forEach((f, i) => {
+    if (f.kind !== "link-down" && f.kind !== "link-slow") return;
+    const key = `${f.from}>${f.to}`;
+    const link = fabric.links.get(key) ?? faultError(i, `there is no link from device ${f.from} to device ${f.to} on ${spec.name}`);
+    if (f.kind === "link-down") {
+      link.downAt = Math.round(f.atUs * 1e6);
+      fabric.linksDown = true;
+    } else {
+      fabric.links.set(key, new Resource(link.name, link.rate / f.factor));
+      notes.push(`${link.name} slowed by ${f.factor} (fault)`);
+    }
+  });
+}
+
+/** After the run: what still waits (a TopSP on a semaphore, a queue with descriptors, a proxy) — a hang — or nothing. */
+function hangReport(devices: ReadonlyMap<number, DeviceModel>, proxies: readonly ProxyQueue[], endPs: Tick, faultNotes: readonly string[]): HangReport | undefined {
   const waits: HangWait[] = [];
   const unfinished: string[] = [];
   const pendingDma: string[] = [];
@@ -371,48 +420,27 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     const w = p.waiting();
     if (w) pendingDma.push(w);
   }
-  const hang = unfinished.length > 0 || waits.length > 0 ? { timePs: summary.endPs, waits, unfinished, pendingDma, faults: faultNotes } : undefined;
-  if (!hang) {
-    // A finished program leaves every semaphore where it started and every ring consumed.
-    const initial = new Map<string, number>();
-    for (const di of image.devices) for (const s of [...di.semaphores, ...(di.finalSemaphores ?? [])]) initial.set(`${di.device}/${s.topsp}/${s.sema}`, s.value);
-    for (const [d, m] of devices) {
-      for (const [ts, b] of m.semas) {
-        b.values.forEach((v, sema) => {
-          const want = initial.get(`${d}/${ts}/${sema}`) ?? 0;
-          if (v !== want) violation("unbalanced semaphore", `dev${d}:topsp${ts}:sem${sema} ends at ${v}, not at ${want}`);
-        });
-      }
-      for (const e of m.engines.values()) {
-        for (const q of e.queues.values()) {
-          if (q.txHead !== q.txCount || q.rxHead !== q.rxCount) violation("ring not consumed", `dev${d} dma${e.index} q${q.id}: ${q.txCount - q.txHead} tx / ${q.rxCount - q.rxHead} rx descriptors never run`);
-        }
+  return unfinished.length > 0 || waits.length > 0 ? { timePs: endPs, waits, unfinished, pendingDma, faults: [...faultNotes] } : undefined;
+}
+
+/** A finished program leaves every semaphore where it started and every ring consumed. */
+function checkBalance(image: ProgramImage, devices: ReadonlyMap<number, DeviceModel>, violation: (kind: Violation["kind"], message: string) => void, seen: ReadonlyMap<Violation["kind"], number>, violations: Violation[]): void {
+  const initial = new Map<string, number>();
+  for (const di of image.devices) for (const s of [...di.semaphores, ...(di.finalSemaphores ?? [])]) initial.set(`${di.device}/${s.topsp}/${s.sema}`, s.value);
+  for (const [d, m] of devices) {
+    for (const [ts, b] of m.semas) {
+      b.values.forEach((v, sema) => {
+        const want = initial.get(`${d}/${ts}/${sema}`) ?? 0;
+        if (v !== want) violation("unbalanced semaphore", `dev${d}:topsp${ts}:sem${sema} ends at ${v}, not at ${want}`);
+      });
+    }
+    for (const e of m.engines.values()) {
+      for (const q of e.queues.values()) {
+        if (q.txHead !== q.txCount || q.rxHead !== q.rxCount) violation("ring not consumed", `dev${d} dma${e.index} q${q.id}: ${q.txCount - q.txHead} tx / ${q.rxCount - q.rxHead} rx descriptors never run`);
       }
     }
-    for (const [kind, n] of seen) if (n > VIOLATIONS_KEPT) violations.push({ kind, message: `... and ${n - VIOLATIONS_KEPT} more` });
   }
-  return {
-    endPs: summary.endPs,
-    events: summary.events,
-    opEndPs: opEnd,
-    hang,
-    packets: [...devices.values()].reduce((n, m) => n + [...m.engines.values()].reduce((k, e) => k + e.packets, 0), 0),
-    // A folded run's figures are unit 0's: its links and NICs (the other units' carried nothing).
-    links: (fold ? fabric.resourcesOf((d) => d < fold.unitDevices) : [...fabric.links.values(), ...fabric.nicTx, ...fabric.nicRx]).map(stat),
-    engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
-    hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
-    violations,
-    read(addr, len, from = 0) {
-      const a = decodeAddress(addr, from);
-      if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr, from)}, which is not HBM`, { value: addr });
-      return dev(a.device).memory.read(a.offset, len);
-    },
-    symbolic(addr, len, fn, from = 0) {
-      const a = decodeAddress(addr, from);
-      if (a.kind !== "hbm" || !symbolic) throw new SimError("SIM1512", `symbolic read-back of ${describeAddress(addr, from)}, which is not HBM of a symbolic run`, { value: addr });
-      symbolic.visit(a.device, a.offset, len, fn);
-    },
-  };
+  for (const [kind, n] of seen) if (n > VIOLATIONS_KEPT) violations.push({ kind, message: `... and ${n - VIOLATIONS_KEPT} more` });
 }
 
 function stat(r: { name: string; bytes: number; busyPs: number }): ResourceStat {
