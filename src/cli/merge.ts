@@ -19,8 +19,9 @@ usage: npm run merge -- PARTIAL... [--json F] [--report-to-json-file F]
 PARTIAL: the --out file of each shard of one command (npm run nccom, npm run sim with -b / -e,
 npm run conformance, each with --shard I/N or --shard auto). The merge prints what the command
 run whole prints (its table, notes and summary lines) and exits with its exit code; the files the
-command writes (--report-to-json-file, --plot), it writes. The one difference from the unsharded
-run is wall-clock time: conformance's first line ("..., N.N s") gives the merge's own.
+command writes (--report-to-json-file, --plot), it writes. What differs from the unsharded run is
+wall-clock time alone: conformance's first line ("..., N.N s") gives the merge's own, and the
+progress lines an op of more than two seconds writes to stderr as it runs are not replayed.
   --json F                 also write the run's --json output to F
   --report-to-json-file F  also write nccom-test's JSON report to F
 
