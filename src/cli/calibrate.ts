@@ -7,7 +7,10 @@ import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
-import { crossValidate, deviceParams, Evaluator, fit, seriesOf, summarize, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type Series } from "../fit/fit.ts";
+import { crossValidate, deviceParams, Evaluator, fit, seriesOf, summarize, WINDOW_FIELDS, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type PointResult, type Series } from "../fit/fit.ts";
+import { assignShards, ccsimVersion, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
+import { withoutShardFlags } from "../command/args.ts";
+import type { DeviceSpec } from "../ir/spec.ts";
 import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, ROOT, type Accuracy } from "../fit/files.ts";
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "../command/sizes.ts";
@@ -66,6 +69,9 @@ within ±10 % and ±25 % and the geometric-mean error factor exp(mean |ln(simula
   --params F,F       with --fit or --from: search only these device parameters (e.g. ring.defaultChannels)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
                      table) and the README's "How accurate are the estimates" section
+  --shard I/N|auto --out F  run shard I of N of the points (with or without --cross-validate; not --fit,
+                     whose trials follow one another) and write them to F; npm run merge -- F... prints
+                     the whole run (README: Beyond one machine)
 
 --from FILE...: fit a preset to your own measurements. FILE is an nccom-test console log (its
 command line first, nccom-test <op> -r N ..., then the table; either era: integer time(us) and
@@ -96,10 +102,13 @@ interface Opts {
   write: boolean;
   jobs: number;
   params: string[] | undefined;
+  /** --shard I/N | auto (--shards N): run one shard of the points, write them to --out. */
+  shard: ShardSpec | "auto" | undefined;
+  shards: number | undefined;
 }
 
 function parse(argv: readonly string[]): Opts | "help" {
-  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, cvRounds: 0, write: false, jobs: defaultJobs(), params: undefined };
+  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, cvRounds: 0, write: false, jobs: defaultJobs(), params: undefined, shard: undefined, shards: undefined };
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = (): string => {
@@ -124,6 +133,12 @@ function parse(argv: readonly string[]): Opts | "help" {
     else if (t === "--command") o.command = value();
     else if (t === "--instance") o.instance = value();
     else if (t === "--out") o.out = value();
+    else if (t === "--shard") o.shard = parseShardFlag(value(), t);
+    else if (t === "--shards") {
+      const v = value();
+      o.shards = Number(v);
+      if (!Number.isInteger(o.shards) || o.shards < 1) throw new Error(`--shards ${v}: a whole number from 1`);
+    }
     else if (t === "--cv-rounds") {
       const v = value();
       o.cvRounds = Number(v);
@@ -138,10 +153,16 @@ function parse(argv: readonly string[]): Opts | "help" {
     } else throw new Error(`unknown option ${t}`);
   }
   if (o.from.length > 0 && o.out === undefined) throw new Error("--from needs --out FILE.json (where the fitted preset goes)");
-  if (o.out !== undefined && o.from.length === 0) throw new Error("--out goes with --from FILE...");
+  if (o.shard !== undefined) {
+    // A fit's trials follow one another: only the points of a run (and a cross-validation that refits fixed costs alone) split.
+    if (o.from.length > 0 || o.fit || o.write || o.cvRounds > 0) throw new Error("--shard splits the points of a plain or cross-validated run (--cv-rounds 0): a fit's trials follow one another");
+    if (o.out === undefined) throw new Error("--shard writes its points to a partial file: give --out FILE (then npm run merge -- FILE...)");
+  }
+  if (o.shard === undefined && o.shards !== undefined) throw new Error("--shards N goes with --shard auto");
+  if (o.out !== undefined && o.from.length === 0 && o.shard === undefined) throw new Error("--out goes with --from FILE... (or --shard)");
   if (o.writeAccuracy && !o.cv) throw new Error("--write-accuracy goes with --cross-validate");
   if (o.write && !o.fit) throw new Error("--write goes with --fit");
-  const known = ["dma.engineBytesPerSecond", "link.bytesPerSecond", "link.latencyPs", "ring.defaultChannels", "collectives.meshFolds", "collectives.permuteChannels", "network.bytesPerSecond", "network.messageCostPs"];
+  const known = ["dma.engineBytesPerSecond", "link.bytesPerSecond", "link.latencyPs", "ring.defaultChannels", "collectives.meshFolds", "collectives.permuteChannels", "network.bytesPerSecond", "network.messageCostPs", ...WINDOW_FIELDS];
   for (const p of o.params ?? []) if (!known.includes(p)) throw new Error(`--params ${p}: not a device parameter the fit moves (${known.join(", ")})`);
   return o;
 }
@@ -166,7 +187,7 @@ function progress(err: (s: string) => void, what: string): ((best: number, trial
   };
 }
 
-export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, merged?: { readonly results: readonly unknown[]; readonly preset: string }, env: Readonly<Record<string, string | undefined>> = process.env): number {
   let o: Opts | "help";
   try {
     o = parse(argv);
@@ -192,13 +213,22 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       return 1;
     }
     const instances = [...new Set(series.map((s) => s.instance))];
+    const specs = new Map(instances.map((inst) => [inst, loadDevice(inst)]));
+    const hash = presetHash([...specs]);
+    if (o.shard !== undefined) return runShard(o, resolveShard(o.shard, o.shards, env), argv, series, specs, hash, err);
+    if (merged && merged.preset !== hash) {
+      err(`calibrate: the presets are not those the shards ran on (content hash ${hash}, the partials' ${merged.preset}): run the shards again\n`);
+      return 1;
+    }
+    // A merge's points were all run by its shards: every Evaluator finds them.
+    const preload = merged && new Map((merged.results as { key: string; result: PointResult }[]).map((r) => [r.key, r.result]));
     const report: Record<string, unknown> = {};
     const acc: Record<string, Accuracy[string]> = {};
     const lines: string[] = [];
     for (const inst of instances) {
       const mine = series.filter((s) => s.instance === inst);
-      const spec = loadDevice(inst);
-      const ev = new Evaluator(mine, o.maxBytes, o.jobs);
+      const spec = specs.get(inst)!;
+      const ev = new Evaluator(mine, o.maxBytes, o.jobs, undefined, preload);
       const shipped = ev.run(spec);
       lines.push(...pointLines(mine, shipped));
       const sm = summarize(shipped);
@@ -252,6 +282,29 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     }
     throw e;
   }
+}
+
+/**
+ * One shard of a calibration run: the points of every series (in the run's order) assigned by their
+ * cost (bytes over ranks), run on their presets, and written with their cache keys to --out.
+ */
+function runShard(o: Opts, shard: ShardSpec, argv: readonly string[], series: readonly Series[], specs: ReadonlyMap<string, DeviceSpec>, hash: string, err: (s: string) => void): number {
+  const t0 = Date.now();
+  const ranksOf = (s: Series) => Number(s.argv[s.argv.findIndex((t) => t === "-r" || t === "--nworkers") + 1]) || 1;
+  const groups = [...specs.keys()].map((inst) => ({ inst, mine: series.filter((s) => s.instance === inst) }));
+  const costs = groups.flatMap(({ mine }) => mine.flatMap((s) => s.points.filter((p) => p.bytes <= o.maxBytes).map((p) => (p.bytes + 2 ** 20) * ranksOf(s))));
+  const owner = assignShards(costs, shard.count);
+  const pieces: { index: number; result: unknown }[] = [];
+  let offset = 0;
+  for (const { inst, mine } of groups) {
+    const ev = new Evaluator(mine, o.maxBytes, o.jobs);
+    const at = offset;
+    for (const x of ev.prime(specs.get(inst)!, (k) => owner[at + k] === shard.index)) pieces.push({ index: at + x.index, result: { key: x.key, result: x.result } });
+    offset += mine.reduce((n, s) => n + s.points.filter((p) => p.bytes <= o.maxBytes).length, 0);
+  }
+  writeWhole(o.out!, partialText({ format: PARTIAL_FORMAT, tool: "calibrate", argv: withoutShardFlags(argv), version: ccsimVersion(), preset: hash, shard, total: costs.length, pieces }));
+  err(`calibrate: shard ${shard.index}/${shard.count}: ${pieces.length} of ${costs.length} points run, ${((Date.now() - t0) / 1000).toFixed(1)} s, written to ${o.out} (npm run merge -- every shard's file)\n`);
+  return 0;
 }
 
 /** The first point that did not run, and why (a fit whose points fail says so). */

@@ -11,16 +11,18 @@ import { writeWhole } from "./write.ts";
 import { main as nccomMain } from "./nccom.ts";
 import { main as simMain } from "./sim.ts";
 import { main as conformanceMain } from "./conformance.ts";
+import { main as calibrateMain } from "./calibrate.ts";
 
 const HELP = `ccsim merge: put the partials of a sharded run back together
 
 usage: npm run merge -- PARTIAL... [--json F] [--report-to-json-file F]
 
 PARTIAL: the --out file of each shard of one command (npm run nccom, npm run sim with -b / -e,
-npm run conformance, each with --shard I/N or --shard auto). The merge prints what the command
+npm run conformance, npm run calibrate [--cross-validate], each with --shard I/N or --shard auto). The merge prints what the command
 run whole prints (its table, notes and summary lines) and exits with its exit code; the files the
 command writes (--report-to-json-file, --plot), it writes. What differs from the unsharded run is
-wall-clock time alone: conformance's first line ("..., N.N s") gives the merge's own, and the
+wall-clock time alone: conformance's first line ("..., N.N s") and calibrate's "cross-validated
+(N.N s)" give the merge's own, and the
 progress lines an op of more than two seconds writes to stderr as it runs are not replayed.
   --json F                 also write the run's --json output to F
   --report-to-json-file F  also write nccom-test's JSON report to F
@@ -36,6 +38,7 @@ const TOOLS: Readonly<Record<string, Tool>> = {
   nccom: (argv, out, err, results, preset) => nccomMain(argv, out, err, {}, false, { results: results as SweepTaskResult[], preset }),
   sim: (argv, out, err, results, preset) => simMain(argv, out, err, {}, { merged: { results: results as SweepTaskResult[], preset } }),
   conformance: (argv, out, err, results, preset) => conformanceMain(argv, out, err, { results: results as CaseOutcome[], preset }),
+  calibrate: (argv, out, err, results, preset) => calibrateMain(argv, out, err, { results, preset }),
 };
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
@@ -76,11 +79,11 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   const tool = TOOLS[merged.tool];
   if (!tool) {
-    err(`merge: ${files[0]}: a partial of "${merged.tool}", which merge does not know (nccom, sim, conformance)\n`);
+    err(`merge: ${files[0]}: a partial of "${merged.tool}", which merge does not know (nccom, sim, conformance, calibrate)\n`);
     return 1;
   }
-  if (merged.tool === "conformance" && (json !== undefined || report !== undefined)) {
-    err("merge: --json and --report-to-json-file write a sweep's results; a conformance run has none\n");
+  if ((merged.tool === "conformance" || merged.tool === "calibrate") && (json !== undefined || report !== undefined)) {
+    err(`merge: --json and --report-to-json-file write a sweep's results; a ${merged.tool} run has none (give its own --json when you shard it)\n`);
     return 1;
   }
   const code = tool(report === undefined ? merged.argv : [...withoutFlag(merged.argv, "--report-to-json-file"), "--report-to-json-file", report], out, err, merged.results, merged.preset);

@@ -273,7 +273,7 @@ function decisionKey(scn: Scenario, spec: DeviceSpec): string {
  * only the points whose algorithm it changes; one that moves the fixed costs alone runs nothing.
  */
 export class Evaluator {
-  private readonly cache = new Map<string, { run: PointRun } | { error: string }>();
+  private readonly cache: Map<string, PointResult>;
   /** Parameter sets that ran at least one point. */
   trials = 0;
   /** Points simulated, over all trials. */
@@ -284,9 +284,14 @@ export class Evaluator {
     /** Threads a trial's points run on (1: this one). */
     readonly jobs = 1,
     readonly onTrial?: () => void,
-  ) {}
+    /** Points already run (a merge of sharded runs: each shard's primed points). */
+    preload?: ReadonlyMap<string, PointResult>,
+  ) {
+    this.cache = new Map(preload ?? []);
+  }
 
-  run(spec: DeviceSpec, only: readonly Series[] = this.series): Evaluated[] {
+  /** The points of `only` up to maxBytes on `spec`, in order, each with its cache key. */
+  private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: { s: Series; p: Series["points"][number]; bytes: number }[]; keys: string[] } {
     // The fixed costs shift a run exactly: the device's share is simulated with none.
     const device = withLaunch(spec, 0);
     const base = deviceKey(device, false);
@@ -300,22 +305,44 @@ export class Evaluator {
       }
       return `${base}|${s.id}|${bytes}|${scn ? decisionKey(scn, device) : "unbuilt"}`;
     });
-    // The points not run yet, each key once.
+    return { device, points, keys };
+  }
+
+  /** Run the points of `keys` not cached yet (each key once). */
+  private fill(device: DeviceSpec, points: readonly { s: Series; bytes: number }[], keys: readonly string[]): void {
     const missing = [...new Map(points.map((p, k) => [keys[k]!, p] as const).filter(([key]) => !this.cache.has(key))).entries()];
-    if (missing.length > 0) {
-      this.trials++;
-      this.pointsRun += missing.length;
-      const runs = runPoints(missing.map(([, p]) => p), device, this.jobs);
-      missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
-      this.onTrial?.();
-    }
+    if (missing.length === 0) return;
+    this.trials++;
+    this.pointsRun += missing.length;
+    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs);
+    missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
+    this.onTrial?.();
+  }
+
+  run(spec: DeviceSpec, only: readonly Series[] = this.series): Evaluated[] {
+    const { device, points, keys } = this.keyed(spec, only);
+    this.fill(device, points, keys);
     return points.map(({ s, p }, k) => {
       const r = this.cache.get(keys[k]!)!;
       const e = { series: s.id, bytes: p.bytes, publishedUs: p.timeUs, publishedAlgorithm: p.algorithm };
       return "run" in r ? { ...e, run: { ...r.run, timeUs: r.run.deviceUs + fixedCostOf(spec, r.run.features).totalPs / 1e6 } } : { ...e, run: undefined, error: r.error };
     });
   }
+
+  /**
+   * Run only the points `take` picks (by their place in run()'s order on `only`) and return each
+   * one's cache key and result: what a shard of a calibration run hands its merge.
+   */
+  prime(spec: DeviceSpec, take: (k: number) => boolean, only: readonly Series[] = this.series): { index: number; key: string; result: PointResult }[] {
+    const { device, points, keys } = this.keyed(spec, only);
+    const picked = points.map((_, k) => k).filter(take);
+    this.fill(device, picked.map((k) => points[k]!), picked.map((k) => keys[k]!));
+    return picked.map((k) => ({ index: k, key: keys[k]!, result: this.cache.get(keys[k]!)! }));
+  }
 }
+
+/** A point's run, or why it did not run. */
+export type PointResult = { readonly run: PointRun } | { readonly error: string };
 
 /** The fixed-cost fields a spec has (set or not): launch, the host section's, each algorithm's. */
 function fixedFields(spec: DeviceSpec): string[] {

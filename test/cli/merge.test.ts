@@ -110,6 +110,21 @@ describe("a scenario sweep sharded by hand, merged", () => {
   });
 });
 
+describe("a calibration run sharded, merged", () => {
+  it("the points split over shards; the merge prints the whole run's tables and held-out figures (wall-clock times aside)", () => {
+    const cmd = ["--series", "newer-trn1-r32-allg-fp32", "--series", "newer-trn1-r8-permute-uint8", "--series", "newer-r4-allgv-fp16", "--cross-validate", "-j", "1"];
+    const files = [0, 1].map((k) => join(dir, `cal-${k}.json`));
+    files.forEach((f, k) => expect(npmRun("calibrate", [...cmd, "--shard", `${k}/2`, "--out", f]).status).toBe(0));
+    const whole = npmRun("calibrate", cmd);
+    const m = npmRun("merge", files);
+    const wall = (x: string) => x.replace(/cross-validated \([\d.]+ s\)/g, "cross-validated (<wall> s)");
+    expect(m.status).toBe(0);
+    expect(wall(m.stdout)).toBe(wall(whole.stdout));
+    expect(m.stdout).toMatch(/trn1 cross-validated/);
+    expect(npmRun("calibrate", ["--fit", "--shard", "0/2", "--out", join(dir, "fit.json")]).stderr).toMatch(/a fit's trials follow one another/);
+  });
+});
+
 describe("deploy/: the container, the Slurm script and the Kubernetes manifests", () => {
   it("the Dockerfile installs with npm ci on Node 20 and runs ring8 by default", () => {
     const d = readFileSync("deploy/Dockerfile", "utf8");
