@@ -9,7 +9,7 @@ import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTab
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type RunProgress, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
-import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard } from "../run/shard.ts";
+import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { writeWhole } from "./write.ts";
 import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
@@ -105,9 +105,21 @@ function writeAtomic(file: string, text: string | Iterable<string>): void {
   writeWhole(file, text, (m) => new UsageError(m));
 }
 
-function progressOn(err: (s: string) => void): ((done: number, total: number, events: number) => void) | undefined {
-  if (!process.stderr.isTTY) return undefined;
-  return (done, total, events) => err(`\rsweep: ${done}/${total} sizes, ${events} simulated events${done === total ? "\n" : ""}`);
+/**
+ * A sweep's progress on stderr: on a terminal, a line redrawn as sizes end; a shard under a
+ * scheduler (no terminal) says where it is once a minute, so the job's log does.
+ */
+function progressOn(err: (s: string) => void, shard?: ShardSpec): ((done: number, total: number, events: number) => void) | undefined {
+  if (process.stderr.isTTY) return (done, total, events) => err(`\rsweep: ${done}/${total} sizes, ${events} simulated events${done === total ? "\n" : ""}`);
+  if (!shard) return undefined;
+  const t0 = Date.now();
+  let last = t0;
+  return (done, total) => {
+    if (Date.now() - last < 60_000 || done === total) return;
+    last = Date.now();
+    const s = (Date.now() - t0) / 1000;
+    err(`sweep shard ${shard.index}/${shard.count}: ${done}/${total} sizes, ${s.toFixed(0)} s, about ${((s / done) * (total - done)).toFixed(0)} s left\n`);
+  };
 }
 
 /**
@@ -212,7 +224,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       const shard = args.shard === undefined ? undefined : resolveShard(args.shard, args.shards, style.env ?? process.env);
       if (style.merged && style.merged.preset !== presetHash(spec)) throw new UsageError(`the preset ${spec.name} is not the one the shards ran on (its content hash is ${presetHash(spec)}, the partials' ${style.merged.preset}): run the shards again`);
       const pieces = shard ? { kind: "shard" as const, shard } : style.merged ? { kind: "merge" as const, ...style.merged } : undefined;
-      const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err), pieces);
+      const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err, shard), pieces);
       progress.done();
       if (res.kind === "partial") {
         const command = style.command ?? { tool: "sim", argv: [] };
