@@ -6,7 +6,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgMeshType, EncAlgType, type EncOpType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { acrossNodes, podNodesOf } from "../ir/spec.ts";
+import { acrossNodes, devicesPerNode, podNodesOf } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type RingMode } from "../encd/program.ts";
@@ -27,7 +27,7 @@ import type { MeshProgram } from "../encd/mesh-writer.ts";
 
 /** Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used. */
 export function idsPerNodeOf(scn: Scenario, spec: DeviceSpec): number {
-  return spec.topology.kind === "ring" ? scn.ranks / scn.ranksPerDevice / scn.nodes : spec.devices;
+  return spec.topology.kind === "ring" ? devicesPerNode(scn) : spec.devices;
 }
 
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
@@ -107,7 +107,7 @@ function placementOf(scn: Scenario, spec: DeviceSpec): { podNodes: number; idsPe
   const vcore = spec.collectives.virtualCoreSize;
   const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
   check(scn.ranksPerDevice <= ranksPerDeviceMax, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device, ${ranksPerDeviceMax} rank(s) at logical core size ${vcore}`, "ranksPerDevice", scn.ranksPerDevice);
-  const deviceCount = scn.ranks / scn.ranksPerDevice / scn.nodes;
+  const deviceCount = devicesPerNode(scn);
   check(Number.isInteger(deviceCount), "CMP1303", `${scn.ranks} ranks do not fill whole devices of ${scn.ranksPerDevice} on each of ${scn.nodes} nodes`, "ranks", scn.ranks);
   check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
   const idsPerNode = idsPerNodeOf(scn, spec);

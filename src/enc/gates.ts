@@ -4,7 +4,7 @@
 import { dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType, ENC_ALG_NAME, type MetaringType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import { podNodesOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { devicesPerNode, podNodesOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { allowedMask, type CommInit } from "./algorithms.ts";
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 import { algorithmEntry, builtAlgorithms, meshVariants, precedenceOrder } from "./registry.ts";
@@ -114,7 +114,7 @@ export interface PostInputs {
 export function commContext(inp: PostInputs, group: readonly number[]): CommContext {
   const { scn, spec } = inp;
   const allowed = scn.allowedAlgorithms ?? spec.collectives.supportedAlgorithms;
-  const devicesPerNode = scn.ranks / scn.ranksPerDevice / scn.nodes;
+  const perNodeDevices = devicesPerNode(scn);
   const podNodes = podNodesOf(spec.topology, scn.nodes);
   const perNode = new Map<number, number>();
   const devices = new Set<number>();
@@ -122,7 +122,7 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
   for (const r of group) {
     const device = Math.floor(r / scn.ranksPerDevice);
     devices.add(device);
-    const node = Math.floor(device / devicesPerNode);
+    const node = Math.floor(device / perNodeDevices);
     perNode.set(node, (perNode.get(node) ?? 0) + 1);
     pods.add(Math.floor(node / podNodes));
   }

@@ -73,6 +73,11 @@ export function acrossNodes(local: readonly (readonly number[])[], nodes: number
  * nodes, when fewer), 1 without pods. Pod k is nodes k*P .. k*P + P-1; DMA reaches every device of
  * its pod (Z rings), and only the network joins pods.
  */
+/** The devices a scenario's ranks fill on each node (ranks / ranks per device / nodes): one definition for the composer. */
+export function devicesPerNode(scn: { readonly ranks: number; readonly ranksPerDevice: number; readonly nodes: number }): number {
+  return scn.ranks / scn.ranksPerDevice / scn.nodes;
+}
+
 export function podNodesOf(topology: Topology, nodes: number): number {
   if (nodes < 2 || topology.kind !== "table" || topology.podNodes === undefined) return 1;
   return Math.min(nodes, topology.podNodes);
