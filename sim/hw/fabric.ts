@@ -1,6 +1,6 @@
 // Device-to-device links (one resource per direction) with hop-by-hop routing, and the
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
-import { acrossNodes, podNodesOf, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
+import { acrossNodes, breadthFirst, podNodesOf, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";
@@ -53,28 +53,8 @@ export class Fabric {
     // pods) routes alike inside itself: one pod's table serves all (ids offset by the pod's first).
     this.hopSpan = this.podNodes * devicesPerNode;
     // The first pod's devices link only among themselves, so its table spans hopSpan ids.
-    this.nextHop = adj.slice(0, this.hopSpan).map((_, src) => {
-      const first = new Array<number>(this.hopSpan).fill(-1);
-      const seen = new Array<boolean>(this.hopSpan).fill(false);
-      seen[src] = true;
-      const queue: number[] = [];
-      for (const v of adj[src]!) {
-        seen[v] = true;
-        first[v] = v;
-        queue.push(v);
-      }
-      for (let i = 0; i < queue.length; i++) {
-        const u = queue[i]!;
-        for (const v of adj[u]!) {
-          if (!seen[v]) {
-            seen[v] = true;
-            first[v] = first[u]!;
-            queue.push(v);
-          }
-        }
-      }
-      return first;
-    });
+    const span = adj.slice(0, this.hopSpan);
+    this.nextHop = span.map((_, src) => breadthFirst(span, src).first);
   }
 
   get deviceCount(): number {

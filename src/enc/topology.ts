@@ -1,24 +1,12 @@
 // Device-level ring order re-derived from the physical topology: a cycle that follows links.
-import { topologyAdjacency } from "../ir/spec.ts";
+import { breadthFirst, topologyAdjacency } from "../ir/spec.ts";
 
 /** Adjacency lists of the machine's devices (sorted, de-duplicated). */
 export const adjacency = topologyAdjacency;
 
 /** Hop distances from `src` over the adjacency (breadth first). */
 export function hopDistances(adj: readonly (readonly number[])[], src: number): number[] {
-  const dist = adj.map(() => Infinity);
-  dist[src] = 0;
-  const queue = [src];
-  for (let i = 0; i < queue.length; i++) {
-    const u = queue[i]!;
-    for (const v of adj[u] ?? []) {
-      if (dist[v] === Infinity) {
-        dist[v] = dist[u]! + 1;
-        queue.push(v);
-      }
-    }
-  }
-  return dist;
+  return breadthFirst(adj, src).dist;
 }
 
 export interface DeviceRing {

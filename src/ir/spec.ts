@@ -49,6 +49,28 @@ export function routingAdjacency(topology: Topology, deviceCount: number): numbe
 }
 
 /**
+ * Breadth first from `src` over `adj`, neighbours in list order (so the result is deterministic):
+ * each device's hop distance (Infinity: unreachable) and the first hop of a shortest path to it
+ * (-1 for `src` and the unreachable). The composer's rings and the fabric's routes both walk this.
+ */
+export function breadthFirst(adj: readonly (readonly number[])[], src: number): { dist: number[]; first: number[] } {
+  const dist = adj.map(() => Infinity);
+  const first = adj.map(() => -1);
+  dist[src] = 0;
+  const queue = [src];
+  for (let i = 0; i < queue.length; i++) {
+    const u = queue[i]!;
+    for (const v of adj[u] ?? []) {
+      if (dist[v] !== Infinity) continue;
+      dist[v] = dist[u]! + 1;
+      first[v] = u === src ? v : first[u]!;
+      queue.push(v);
+    }
+  }
+  return { dist, first };
+}
+
+/**
  * One node's adjacency repeated for `nodes` nodes (node k's device d is k * (devices per node) + d);
  * in pods of `podNodes` > 1 nodes (nodes k*P .. k*P + P-1), device d of a node also links to
  * device d of the pod's nodes on either side in a ring (listed last, so routing takes the Z
