@@ -30,6 +30,19 @@ export function idsPerNodeOf(scn: Scenario, spec: DeviceSpec): number {
   return spec.topology.kind === "ring" ? devicesPerNode(scn) : spec.devices;
 }
 
+/**
+ * A TopSP's semaphores, in order: the ring channels' (three a fold a slot a channel set), the
+ * mesh-tape programs' (the families' needs for the largest group), the ring proxy triggers (one a
+ * fold a slot a set), the device barrier's three, then the trigger of a mesh-tape program's proxy
+ * queue across nodes. `used`: how many in all.
+ */
+function semaphoreLayout(foldN: number, slotsPerTopsp: number, perStream: number, largestGroup: number): { meshBase: number; proxyBase: number; barrierBase: number; meshProxySema: number; used: number } {
+  const ringSemas = 3 * foldN * slotsPerTopsp * perStream;
+  const proxyBase = ringSemas + tapeSemaphores(largestGroup);
+  const barrierBase = proxyBase + perStream * slotsPerTopsp * foldN;
+  return { meshBase: ringSemas, proxyBase, barrierBase, meshProxySema: barrierBase + 3, used: barrierBase + 4 };
+}
+
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
   if (!cond) throw new CompileError(code, message, { path, value });
 }
@@ -202,17 +215,9 @@ export class CompileContext {
     const sets = this.perStream * this.streams.length;
     check(this.perStream * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${this.perStream > 1 ? ` x ${this.perStream} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
-    // Ring channels' semaphores, then the mesh-tape programs' (the families' needs for the largest
-    // group), the proxy triggers (one per slot), the device barrier's three.
-    const ringSemas = 3 * foldN * this.slotsPerTopsp * this.perStream;
-    const meshSemas = tapeSemaphores(Math.max(...scn.replicaGroups.map((g) => g.length)));
-    this.meshBase = ringSemas;
-    this.proxyBase = ringSemas + meshSemas;
-    // A ring channel's proxy queue counts each fold's triggers on a semaphore of its own.
-    this.barrierBase = this.proxyBase + this.perStream * this.slotsPerTopsp * foldN;
-    // Then the trigger of the proxy queue of a mesh-tape program (mesh, RDH) across nodes.
-    this.meshProxySema = this.barrierBase + 3;
-    check(this.meshProxySema + 1 <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+    const semas = semaphoreLayout(foldN, this.slotsPerTopsp, this.perStream, Math.max(...scn.replicaGroups.map((g) => g.length)));
+    ({ meshBase: this.meshBase, proxyBase: this.proxyBase, barrierBase: this.barrierBase, meshProxySema: this.meshProxySema } = semas);
+    check(semas.used <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
     const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, podNodes);
     const info = this.info;
