@@ -47,13 +47,9 @@ export function toWire(v: unknown): unknown {
     return { $typed: name, bytes: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64") };
   }
   if (typeof v === "object") {
-    const keys = Object.keys(v);
-    const out: Record<string, unknown> = {};
-    for (const k of keys) {
-      const x = (v as Record<string, unknown>)[k];
-      // An absent optional field and one set to undefined read alike: leave it out.
-      if (x !== undefined) out[k] = toWire(x);
-    }
+    // (Own properties built by fromEntries: a "__proto__" key stays a key, not the prototype.)
+    // An absent optional field and one set to undefined read alike: leave it out.
+    const out: Record<string, unknown> = Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, toWire(x)]));
     // A plain object with a "$" key would read as a tag: it travels escaped.
     return Object.keys(out).some((k) => k.startsWith("$")) ? { $object: out } : out;
   }
@@ -102,7 +98,5 @@ export function fromWire(v: unknown, path = ""): unknown {
         return bad(`unknown tag ${keys[0]}`);
     }
   }
-  const out: Record<string, unknown> = {};
-  for (const k of keys) out[k] = fromWire(t[k], path ? `${path}.${k}` : k);
-  return out;
+  return Object.fromEntries(keys.map((k) => [k, fromWire(t[k], path ? `${path}.${k}` : k)]));
 }

@@ -22,6 +22,11 @@ describe("wire: results as JSON and back", () => {
     expect(back.t).toBeInstanceOf(Uint8Array);
     expect(back.b[0]).toBe(2n ** 64n - 1n);
     expect(back.tagged).toEqual({ $map: "a plain field that looks like a tag" });
+    // A "__proto__" key is a key (JSON.parse makes it one), not the object's prototype.
+    const proto = JSON.parse('{"__proto__": {"a": 1}, "b": 2}') as Record<string, unknown>;
+    const protoBack = fromWire(JSON.parse(JSON.stringify(toWire(proto)))) as Record<string, unknown>;
+    expect(Object.keys(protoBack)).toEqual(["__proto__", "b"]);
+    expect(Object.getPrototypeOf(protoBack)).toBe(Object.prototype);
   });
 
   it("round-trips any JSON-like value with the extras mixed in (property)", () => {
