@@ -7,8 +7,8 @@ import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
-import { crossValidate, deviceParams, Evaluator, fit, seriesOf, summarize, WINDOW_FIELDS, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type PointResult, type Series } from "../fit/fit.ts";
-import { assignShards, ccsimVersion, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
+import { crossValidate, deviceParams, Evaluator, fit, seriesFlag, seriesOf, summarize, WINDOW_FIELDS, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type PointResult, type Series } from "../fit/fit.ts";
+import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import { withoutShardFlags } from "../command/args.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
 import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, ROOT, type Accuracy } from "../fit/files.ts";
@@ -290,9 +290,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
  */
 function runShard(o: Opts, shard: ShardSpec, argv: readonly string[], series: readonly Series[], specs: ReadonlyMap<string, DeviceSpec>, hash: string, err: (s: string) => void): number {
   const t0 = Date.now();
-  const ranksOf = (s: Series) => Number(s.argv[s.argv.findIndex((t) => t === "-r" || t === "--nworkers") + 1]) || 1;
   const groups = [...specs.keys()].map((inst) => ({ inst, mine: series.filter((s) => s.instance === inst) }));
-  const costs = groups.flatMap(({ mine }) => mine.flatMap((s) => s.points.filter((p) => p.bytes <= o.maxBytes).map((p) => (p.bytes + 2 ** 20) * ranksOf(s))));
+  const costs = groups.flatMap(({ mine }) => mine.flatMap((s) => s.points.filter((p) => p.bytes <= o.maxBytes).map((p) => pieceCost(p.bytes, seriesFlag(s, ["-r", "--nworkers"])))));
   const owner = assignShards(costs, shard.count);
   const pieces: { index: number; result: unknown }[] = [];
   let offset = 0;

@@ -5,7 +5,7 @@ import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type Ca
 import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "../command/sizes.ts";
 import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
-import { assignShards, ccsimVersion, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
+import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
 import { writeWhole } from "./write.ts";
 
 /** The largest op a conformance case may draw. */
@@ -184,11 +184,10 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   return failures.length > 0 ? 3 : 0;
 }
 
-/** A case's estimated cost, for the shard assignment: its ops' bytes over its ranks, and a fixed share per rank. */
+/** A case's estimated cost, for the shard assignment: its ops' bytes over its ranks. */
 function caseCost(c: ConformanceCase): number {
-  const ranks = Number(c.scenario["ranks"]) || 1;
   const bytes = ((c.scenario["ops"] as { bytes?: number }[] | undefined) ?? []).reduce((a, o) => a + (Number(o.bytes) || 0), 0);
-  return (bytes + 2 ** 20) * ranks;
+  return pieceCost(bytes, Number(c.scenario["ranks"]) || 1);
 }
 
 function positive(v: string, flag: string, lo = 1): number {

@@ -14,7 +14,7 @@ import type { Args } from "../command/args.ts";
 import { sweepSizes } from "../command/sizes.ts";
 import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
 import { valuesCheckFit } from "../run/budgets.ts";
-import { assignShards, presetHash, type Pieces, type ShardResults, type ShardSpec } from "../run/shard.ts";
+import { assignShards, pieceCost, presetHash, type Pieces, type ShardResults, type ShardSpec } from "../run/shard.ts";
 
 /** Ops whose size is one block per group rank. */
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
@@ -84,19 +84,17 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   // next as it is free; results come back in order, so the output is the same.
   const parallel = pieces === undefined && (args.jobs ?? 1) > 1 && points0.length >= 2 && !hooks.mutateImage && !hooks.trace;
   let finished = 0;
-  const inputs = points0.map((p): SweepTask => ({ scenario: p.one, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
-  const work = points0.map((p) => p.op.bytes * p.one.ranks);
   const results: SweepTaskResult[] = parallel
-    ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs!, {
-        local: task,
-        order: biggestFirst(work),
-        startWhen: startWorkers(work),
-        label: (k) => `${points0[k]!.op.op} ${points0[k]!.op.bytes} B`,
-        onResult: (_k, r) => {
+    ? inParallel(
+        points0.map((p) => p.one),
+        spec,
+        args,
+        hooks,
+        (r) => {
           if (r.kind === "done") events += r.outcome.events;
           progress?.(++finished, plan.length, events);
         },
-      })
+      )
     : [];
   for (const [k, { op, checked, one }] of points0.entries()) {
     // (A merge has every point's result from the shards' partials.)
@@ -134,30 +132,35 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   return { kind: "done", points, notes };
 }
 
-/** A point's estimated cost, for the shard assignment: its bytes over its ranks, and a fixed share per rank. */
-function pointCost(scn: Scenario): number {
-  return (scn.ops[0]!.bytes + 2 ** 20) * scn.ranks;
+/**
+ * Sweep points on this thread and `args.jobs` - 1 worker threads, biggest first (bytes x ranks),
+ * the workers started as startWorkers says; results in input order.
+ */
+function inParallel(scenarios: readonly Scenario[], spec: DeviceSpec, args: Args, hooks: PipelineHooks, onResult: (r: SweepTaskResult) => void): SweepTaskResult[] {
+  const inputs = scenarios.map((scenario): SweepTask => ({ scenario, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
+  const work = scenarios.map((t) => t.ops[0]!.bytes * t.ranks);
+  const label = (k: number) => `${scenarios[k]!.ops[0]!.op} ${scenarios[k]!.ops[0]!.bytes} B`;
+  return runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), label, onResult: (_k, r) => onResult(r) });
 }
 
 /** One shard's points (assignShards over their estimated costs), run as a sweep runs them. */
 function runShard(scenarios: readonly Scenario[], spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, shard: ShardSpec, progress?: (done: number, total: number, events: number) => void): ShardResults<SweepTaskResult> {
-  const owner = assignShards(scenarios.map(pointCost), shard.count);
-  const mine = scenarios.flatMap((_, k) => (owner[k] === shard.index ? [k] : []));
-  const inputs = mine.map((k): SweepTask => ({ scenario: scenarios[k]!, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
-  const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
+  const owner = assignShards(scenarios.map((scn) => pieceCost(scn.ops[0]!.bytes, scn.ranks)), shard.count);
+  const mine = scenarios.filter((_, k) => owner[k] === shard.index);
   let finished = 0;
   let events = 0;
   const note = (r: SweepTaskResult) => {
     if (r.kind === "done") events += r.outcome.events;
-    progress?.(++finished, inputs.length, events);
+    progress?.(++finished, mine.length, events);
   };
   const results =
-    (args.jobs ?? 1) > 1 && inputs.length >= 2 && !hooks.mutateImage
-      ? runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), label: (k) => `${inputs[k]!.scenario.ops[0]!.op} ${inputs[k]!.scenario.ops[0]!.bytes} B`, onResult: (_k, r) => note(r) })
-      : inputs.map((t) => {
-          const r = runPoint(t.scenario, spec, log, hooks);
+    (args.jobs ?? 1) > 1 && mine.length >= 2 && !hooks.mutateImage
+      ? inParallel(mine, spec, args, hooks, note)
+      : mine.map((scn) => {
+          const r = runPoint(scn, spec, log, hooks);
           note(r);
           return r;
         });
-  return { kind: "partial", total: scenarios.length, pieces: mine.map((k, i) => ({ index: k, result: results[i]! })), preset: presetHash(spec) };
+  const index = scenarios.flatMap((_, k) => (owner[k] === shard.index ? [k] : []));
+  return { kind: "partial", total: scenarios.length, pieces: index.map((k, i) => ({ index: k, result: results[i]! })), preset: presetHash(spec) };
 }

@@ -204,17 +204,19 @@ export function deviceParams(spec: DeviceSpec, series: readonly Series[], opts: 
   if (opts.windows) {
     // The runtime's selection windows, where the series reach them: another runtime's tables may
     // show other limits than the seed's (its runtime's), so a fit from logs may move them.
-    const flag = (s: Series, names: readonly string[]) => {
-      const k = s.argv.findIndex((t) => names.includes(t));
-      return k >= 0 ? Number(s.argv[k + 1]) : 1;
-    };
     const window = (field: string): DeviceParam => ({ field, integer: true, window: true, min: 0, max: 2 ** 32 });
-    const single = series.filter((s) => flag(s, ["-N", "--nnodes"]) === 1);
-    if (single.some((s) => flag(s, ["-r", "--nworkers"]) === 2)) ps.push(window("collectives.meshMaxBytesTwoRanks"));
-    if (single.some((s) => flag(s, ["-r", "--nworkers"]) > 2)) ps.push(window("collectives.meshMaxBytes"));
+    const single = series.filter((s) => seriesFlag(s, ["-N", "--nnodes"]) === 1);
+    if (single.some((s) => seriesFlag(s, ["-r", "--nworkers"]) === 2)) ps.push(window("collectives.meshMaxBytesTwoRanks"));
+    if (single.some((s) => seriesFlag(s, ["-r", "--nworkers"]) > 2)) ps.push(window("collectives.meshMaxBytes"));
     if (multiNode) ps.push(window("collectives.meshMaxBytesMultiNode"), window("collectives.flatRingMinBytes"));
   }
   return ps.filter((p) => !(p.max <= p.min));
+}
+
+/** A series' numeric flag (one of `names`: "-r", "--nworkers"), 1 where its command does not give it. */
+export function seriesFlag(s: Series, names: readonly string[]): number {
+  const k = s.argv.findIndex((t) => names.includes(t));
+  return k >= 0 ? Number(s.argv[k + 1]) : 1;
 }
 
 /** The values a coordinate search tries for `p` from `cur` in a round (whole steps for counts and windows in the first two). */

@@ -67,6 +67,14 @@ export function resolveShard(flag: ShardSpec | "auto", shards: number | undefine
 }
 
 /**
+ * A piece's estimated cost, for the assignment: its bytes over its ranks, and a fixed share of
+ * 1 MiB a rank (so that many small pieces do not all land on one shard).
+ */
+export function pieceCost(bytes: number, ranks: number): number {
+  return (bytes + 2 ** 20) * ranks;
+}
+
+/**
  * The shard each piece runs on: the biggest estimated cost first, each to the shard with the least
  * cost so far (ties: the lower index, then the lower shard). Depends on the costs alone.
  */
