@@ -92,6 +92,7 @@ describe("scenario and device file errors", () => {
     ["SCN1013", () => parseScenario("x.json", { ...minimal, allowedAlgorithms: ["ring", "ring"] })],
     ["SCN1014", () => parseScenario("x.json", { ...minimal, ops: [{ op: "all-gather", bytes: 8, dtype: "fp32", reduce: "max" }] })],
     ["SCN1015", () => parseScenario("x.json", { ...minimal, ops: [{ op: "send", bytes: 8, dtype: "fp32", pairs: [[0]] }] })],
+    ["SCN1016", () => parseScenario("x.json", { ...minimal, ranks: 4, concurrent: true, ops: [{ op: "all-reduce", bytes: 16, dtype: "fp32" }, { op: "all-reduce", bytes: 16, dtype: "fp32", replicaGroups: [[0, 1], [2, 3]] }] })],
     ["SCN1006", () => parseScenario("x.json", { ...minimal, ops: [{ op: "all-reduce", bytes: 6, dtype: "fp32" }] })],
     ["SCN1007", () => parseScenario("x.json", { ...minimal, algorithm: "tree" })],
     ["SCN1008", () => parseScenario("x.json", { ...minimal, algorithm: "ring", allowedAlgorithms: ["mesh"] })],

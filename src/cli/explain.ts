@@ -1,6 +1,6 @@
 // --explain: postOperation's reasoning for every op, as text or as JSON data.
 import { CommType, MetaringType } from "../ir/enums.ts";
-import { OP_NAMES, type OpName, type Scenario } from "../ir/spec.ts";
+import { OP_NAMES, opGroups, type OpName, type Scenario } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { Explanation } from "../enc/post.ts";
 import { algorithmLabel } from "../enc/compile.ts";
@@ -46,7 +46,7 @@ export function explainText(scn: Scenario, explain: readonly Explanation[]): str
   const lines: string[] = [];
   for (const e of explain) {
     const op = scn.ops[e.op]!;
-    const g = scn.replicaGroups[e.group]!;
+    const g = opGroups(scn, e.op)[e.group]!;
     lines.push(`op ${e.op}: ${op.op} ${op.bytes} B ${op.dtype}, replica group ${e.group} (${g.length} ranks), stream ${e.stream}, op_slot_idx ${e.opSlotIdx}`);
     const lowered = loweredTo(op.op);
     if (lowered) lines.push(`  lowered: ${lowered}`);

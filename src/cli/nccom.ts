@@ -3,7 +3,7 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ScenarioError } from "../ir/errors.ts";
-import { gatherCounts, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
+import { gatherCounts, streamsPointJson, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { UsageError } from "../command/args.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../command/sizes.ts";
@@ -35,6 +35,12 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
                             (with -N D: one rank per node); the time is the slowest group's
   --coalesced-cc-size-ratio [a,b,...]  each size as coalesced ops of a:b:... of it (at most 4), run at
                             once, each on a CC stream of its own; the row is their bytes in the last one's end
+  --streams-json F          {"streams": [{...}, ...]}: up to 4 streams at once, each an object of
+                            long-form flags with "-" written "_" ("operation", "datatype", "minbytes",
+                            "maxbytes", "stepfactor", "custom_replica_groups" (a file, found from F's
+                            folder), ...) over the command line's, plus "ops_per_iter" (default 1);
+                            point k runs every stream at its k-th size (its last once it ran them all);
+                            one block a stream, its time the end of its last op of an iteration
   --sb2sb [--input-shape [s0,s1][n0,n1] --output-shape ... --cc-dim 0|1]  every rank's buffers in SBUF:
                             refused where they exceed a rank's (sbuf.bytesPerCore per NeuronCore); timed as HBM
   --unique-buff, --shared-output-buff  accepted, each said (buffer placement a simulation times alike)
@@ -87,7 +93,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return EXIT.OK;
   }
   if (a.dump) {
-    out(JSON.stringify(a.scenario, null, 2) + "\n");
+    // A multistream command: its first point, every stream's op at its first size.
+    const shown = a.streams ? { ...a.scenario, concurrent: true, ops: streamsPointJson(a.streams, 0), replicaGroups: undefined } : a.scenario;
+    out(JSON.stringify(shown, null, 2) + "\n");
     return EXIT.OK;
   }
   for (const f of a.ignored) err(`nccom: ${f}\n`);
@@ -107,7 +115,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const unit = dtypeSize(a.run.dtype!) * (blocked ? groupRanks(a.scenario) : 1);
   const split = ratios && ((op: Record<string, unknown>, bytes: number) => coalescedOps(op, bytes, ratios, unit));
   if (ratios) err(`nccom: --coalesced-cc-size-ratio ${ratios.join(",")}: each size runs as ${ratios.length} ops of ${ratios.join(":")} of it at once, each on a CC stream of its own; the time is the last one's end\n`);
-  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}), ...(split ? { splitOp: split } : {}) });
+  if (a.streams) err(`nccom: --streams-json: ${a.streams.length} streams at once (${a.streams.map((st, s) => `stream ${s}: ${st.op["op"]} ${st.op["dtype"]}, ${st.sizes.length} size(s), ${st.opsPerIter} op(s) an iteration, ${st.replicaGroups.length} group(s) of ${st.replicaGroups[0]!.length}`).join("; ")}); one block a stream, its time the end of its iteration's last op in the run of all of them\n`);
+  const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}), ...(split ? { splitOp: split } : {}), ...(a.streams ? { streams: a.streams } : {}) });
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}) });
 }
 

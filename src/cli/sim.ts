@@ -236,10 +236,13 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         err(`ccsim: ${res.op.op} ${res.op.bytes} B of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
         return EXIT.HANG;
       }
-      const rows = res.points.map((p) => p.row);
+      // A multistream sweep: each stream's rows, stream after stream (one block each).
+      const blocks = res.points[0]?.streams ? res.points[0].streams.map((_, s) => res.points.map((p) => p.streams![s]!)) : [res.points.map((p) => p.row)];
+      const rows = blocks.flat();
       ran = res.points.flatMap((p) => (p.outcome ? [p.outcome] : []));
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
-      text = args.json ? formatJson(scn.name, rows) : formatSweepTable(rows, args.showAlgorithm, style.timeHeader, style.notesToStderr ? [] : [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes], style.percentiles, style.ioSizes === true);
+      const heading = [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes];
+      text = args.json ? formatJson(scn.name, rows) : blocks.map((b, s) => formatSweepTable(b, args.showAlgorithm, style.timeHeader, style.notesToStderr || s > 0 ? [] : heading, style.percentiles, style.ioSizes === true)).join("");
       // The accuracy note under the table (nccom's stdout is the table alone: its note goes to stderr).
       if (!args.json) {
         const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined);
@@ -256,7 +259,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       if (args.plot) {
         const series = new Map<string, PlotSeries["points"][number][]>();
         for (const r of rows) {
-          const key = `${r.op} ${r.dtype} (${r.algorithm})`;
+          const key = `${r.stream !== undefined ? `stream ${r.stream}: ` : ""}${r.op} ${r.dtype} (${r.algorithm})`;
           series.set(key, [...(series.get(key) ?? []), { bytes: r.bytes, busbwGBps: r.busbwGBps, timeUs: r.timeUs }]);
         }
         writeAtomic(args.plot, plotSvg(`${scn.name} on ${spec.name}, ${scn.replicaGroups[0]!.length} ranks`, [...series].map(([label, points]) => ({ label, points }))));

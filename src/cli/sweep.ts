@@ -12,7 +12,7 @@ import { biggestFirst, runPoint, startWorkers, task, type SweepTask, type SweepT
 import type { ResultRow } from "../report/table.ts";
 import type { Args } from "../command/args.ts";
 import { sweepSizes } from "../command/sizes.ts";
-import { sweepPoint, type ScenarioSource } from "../run/overrides.ts";
+import { streamPoints, streamsPoint, sweepPoint, type ScenarioSource } from "../run/overrides.ts";
 import { valuesCheckFit } from "../run/budgets.ts";
 import { assignShards, pieceCost, presetHash, type Pieces, type ShardResults, type ShardSpec } from "../run/shard.ts";
 
@@ -31,6 +31,8 @@ export interface SweepPoint {
   readonly explain?: readonly Explanation[];
   /** How the outputs were checked (none: timing only, no payload kept). */
   readonly checked: CheckMode;
+  /** A multistream sweep's point: one row per stream (each stream's block of the output). */
+  readonly streams?: readonly ResultRow[];
 }
 
 export type SweepResult =
@@ -48,6 +50,7 @@ export { biggestFirst, startWorkers };
 export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult;
 export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress: ((done: number, total: number, events: number) => void) | undefined, pieces: Pieces<SweepTaskResult> | undefined): SweepResult | ShardResults<SweepTaskResult>;
 export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void, pieces?: Pieces<SweepTaskResult>): SweepResult | ShardResults<SweepTaskResult> {
+  if (src.streams) return runStreams(src, spec, args, log, hooks, progress, pieces);
   const sweep = args.sweep!;
   const n = scn.replicaGroups[0]!.length;
   const ops: OpSpec[] = args.op
@@ -133,6 +136,56 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
 }
 
 /**
+ * A multistream sweep (nccom-test's --streams-json): point k runs every stream's op at its k-th
+ * size at once; each point gives one row per stream. Values are checked where every op's payload
+ * fits (the concurrent run's check), else the points run timed only and say so.
+ */
+function runStreams(src: ScenarioSource, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress: ((done: number, total: number, events: number) => void) | undefined, pieces: Pieces<SweepTaskResult> | undefined): SweepResult | ShardResults<SweepTaskResult> {
+  const streams = src.streams!;
+  const want: CheckMode = args.check ?? "none";
+  const notes: string[] = [];
+  const scenarios = Array.from({ length: streamPoints(streams) }, (_, k) => {
+    const point = streamsPoint(src, k, want);
+    const fits = point.ops.every((op) => valuesCheckFit(op, op.replicaGroups ?? point.replicaGroups).fits);
+    return want === "values" && !fits ? { ...point, check: "none" as const } : point;
+  });
+  if (pieces?.kind === "shard") return runShard(scenarios, spec, args, log, hooks, pieces.shard, progress);
+  const parallel = pieces === undefined && (args.jobs ?? 1) > 1 && scenarios.length >= 2 && !hooks.mutateImage && !hooks.trace;
+  let events = 0;
+  let finished = 0;
+  const count = (r: SweepTaskResult) => {
+    if (r.kind === "done") events += r.outcome.events;
+    progress?.(++finished, scenarios.length, events);
+  };
+  const results = parallel ? inParallel(scenarios, spec, args, hooks, count) : [];
+  const points: SweepPoint[] = [];
+  for (const [k, one] of scenarios.entries()) {
+    const r = pieces?.kind === "merge" ? pieces.results[k]! : parallel ? results[k]! : runPoint(one, spec, log, hooks);
+    if (!parallel) count(r);
+    if (r.kind === "hang") return { kind: "hang", op: one.ops[0]!, hang: r.hang };
+    // Each stream's row: its op at its size (a failed point: the error in every stream's row).
+    const rowOf = (s: number): ResultRow => {
+      const op = one.ops.find((o) => o.stream === s)!;
+      return { op: op.op, bytes: op.bytes, count: op.bytes / dtypeSize(op.dtype), dtype: op.dtype, ranks: (op.replicaGroups ?? one.replicaGroups)[0]!.length, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", stream: s };
+    };
+    if (r.kind === "error") {
+      const e = revive(r.error) as CcsimError;
+      const rows = streams.map((_, s) => ({ ...rowOf(s), error: e.render() }));
+      points.push({ row: rows[0]!, error: e, checked: one.check, scenario: one, streams: rows });
+      continue;
+    }
+    const rows = r.streams ?? [{ ...r.outcome.row, stream: 0 }];
+    points.push({ row: r.outcome.row, outcome: r.outcome, checked: one.check, scenario: one, explain: r.explain, streams: rows });
+  }
+  const unchecked = points.filter((p) => p.checked !== want).map((p) => p.scenario.ops.map((o) => `${o.bytes}`).join("+"));
+  if (want === "none") notes.push("timing only: no payload bytes kept (-c / --check values compares every stream's results)");
+  else if (unchecked.length > 0) notes.push(`not checked where the streams' payload does not fit in memory: ${unchecked.length} of ${points.length} points (timed only)`);
+  else notes.push("values checked at every point, each op alone and all streams at once");
+  notes.push(`${streams.length} streams at once, each its own block; a stream's time is the end of its last op of an iteration (ops_per_iter) in the run of all streams together`);
+  return { kind: "done", points, notes };
+}
+
+/**
  * Sweep points on this thread and `args.jobs` - 1 worker threads, biggest first (bytes x ranks),
  * the workers started as startWorkers says; results in input order.
  */
@@ -145,7 +198,7 @@ function inParallel(scenarios: readonly Scenario[], spec: DeviceSpec, args: Args
 
 /** One shard's points (assignShards over their estimated costs), run as a sweep runs them. */
 function runShard(scenarios: readonly Scenario[], spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, shard: ShardSpec, progress?: (done: number, total: number, events: number) => void): ShardResults<SweepTaskResult> {
-  const owner = assignShards(scenarios.map((scn) => pieceCost(scn.ops[0]!.bytes, scn.ranks)), shard.count);
+  const owner = assignShards(scenarios.map((scn) => pieceCost(scn.ops.reduce((a, o) => a + o.bytes, 0), scn.ranks)), shard.count);
   const mine = scenarios.filter((_, k) => owner[k] === shard.index);
   let finished = 0;
   let events = 0;

@@ -2,10 +2,16 @@
 // placement of ranks. npm run nccom runs what this builds; calibration reads logged command lines
 // with it.
 import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import type { OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { collectiveScenario } from "../run/collective.ts";
+import type { StreamPlan } from "../run/overrides.ts";
+import { parseScenario } from "../scenario/index.ts";
+import { MAX_STREAMS } from "../scenario/scenario.ts";
+import { opEntry } from "../ir/ops.ts";
+import { sweepSizes } from "./sizes.ts";
 import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
 
 /** nccom-test's op names and aliases, and the scenario op each runs as. */
@@ -41,6 +47,8 @@ export interface NccomArgs {
   readonly matrix?: readonly (readonly number[])[];
   /** --coalesced-cc-size-ratio: each size runs as these shares of it, coalesced ops at once (two or more). */
   readonly coalesced?: readonly number[];
+  /** --streams-json: the streams, each its op, sizes, ops an iteration and groups, run at once. */
+  readonly streams?: readonly StreamPlan[];
 }
 
 /** The most coalesced ops: ccsim runs each on a CC stream of its own, and a rank has four (NEC_MAX_STREAM_N). */
@@ -145,7 +153,7 @@ function readJsonFile(file: string, flag: string): unknown {
 
 /** Parse nccom-test's flags into a scenario and the run flags. */
 /** Flags that take one value and may be given once, with their aliases. */
-const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--coalesced-cc-size-ratio"], ["--input-shape"], ["--output-shape"], ["--cc-dim"], ["--report-to-json-file"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
+const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--coalesced-cc-size-ratio"], ["--input-shape"], ["--output-shape"], ["--cc-dim"], ["--report-to-json-file"], ["--streams-json"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
 
 /** A flag given twice (or with its alias) is refused: nccom-test would take one of them, silently. */
 export function checkOnce(argv: readonly string[]): void {
@@ -178,6 +186,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   let metadata: { file: string; json?: unknown } | undefined;
   let coalesced: number[] | undefined;
   let sb2sb = false;
+  let streamsFile: string | undefined;
   const shapes: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
@@ -205,6 +214,10 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     }
     if (t === "--show-input-output-size") {
       ioSizes = true;
+      continue;
+    }
+    if (t === "--streams-json") {
+      streamsFile = flagValue(argv, i++, t);
       continue;
     }
     if (t === "--variable-size-op-metadata") {
@@ -355,7 +368,101 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   run.op = op;
   run.dtype = dtype;
   run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
-  return { run, op, scenario, dump, ignored, ...(coalesced && coalesced.length > 1 ? { coalesced } : {}), ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes };
+  let streams: StreamPlan[] | undefined;
+  if (streamsFile !== undefined) {
+    if (coalesced && coalesced.length > 1) throw new UsageError("give --streams-json or --coalesced-cc-size-ratio, not both (coalesced ops take streams of their own)");
+    streams = streamPlans(streamsFile, argv, env, devicesDir, scenario);
+    run.scenario += ` --streams-json ${streamsFile}`;
+  }
+  return { run, op, scenario, dump, ignored, ...(streams ? { streams } : {}), ...(coalesced && coalesced.length > 1 ? { coalesced } : {}), ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes };
+}
+
+/** Flags a stream entry may not set: they are the command's, the same for every stream. */
+const COMMAND_WIDE = new Set(["nworkers", "nnodes", "instance", "lnc", "streams_json", "coalesced_cc_size_ratio", "variable_size_op_metadata", "report_to_json_file", "devices", "launch_us", "sb2sb"]);
+
+/**
+ * nccom-test's --streams-json FILE: {"streams": [{...}, ...]}, stream s = entry s (at most four, a
+ * rank's CC streams). An entry's keys are long-form flags with "-" written "_" ("operation" for the
+ * op, "ops_per_iter" for its ops an iteration, default 1), over the command line's own flags; a
+ * file it names (custom_replica_groups, custom_src_target_pairs) is found from the streams file's
+ * folder. Each stream is read as its own command line, then sized as a sweep sizes its op.
+ */
+function streamPlans(file: string, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, devicesDir: string, base: Record<string, unknown>): StreamPlan[] {
+  const bad = (why: string): never => {
+    throw new UsageError(`--streams-json: ${file}: ${why}`);
+  };
+  const json = readJsonFile(file, "--streams-json");
+  const entries = (json as { streams?: unknown })?.streams;
+  if (!Array.isArray(entries) || entries.length === 0) bad(`needs {"streams": [ {...}, ... ]}: a list of one entry a stream`);
+  const list = entries as unknown[];
+  if (list.length > MAX_STREAMS) bad(`${list.length} streams: a rank has ${MAX_STREAMS} CC streams (NEC_MAX_STREAM_N)`);
+  const dir = dirname(file);
+  // The command line without --streams-json, its op and any ccsim sharding: what every stream starts from.
+  const common: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--streams-json") i++;
+    else if (NCCOM_OPS[argv[i]!] === undefined) common.push(argv[i]!);
+  }
+  const opOf = argv.find((t) => NCCOM_OPS[t] !== undefined);
+  return list.map((raw, s) => {
+    const where = `streams[${s}]`;
+    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) bad(`${where} must be an object of flags`);
+    const entry = raw as Record<string, unknown>;
+    let opName = opOf;
+    let opsPerIter = 1;
+    const over: string[] = [];
+    const replaced = new Set<string>();
+    for (const [key, v] of Object.entries(entry)) {
+      if (key === "operation") {
+        if (typeof v !== "string" || NCCOM_OPS[v] === undefined) bad(`${where}.operation must be one of ${Object.keys(NCCOM_OPS).join(", ")}, not ${JSON.stringify(v)}`);
+        opName = v as string;
+        continue;
+      }
+      if (key === "ops_per_iter") {
+        if (!Number.isSafeInteger(v) || (v as number) < 1 || (v as number) > 64) bad(`${where}.ops_per_iter must be a whole number 1..64, not ${JSON.stringify(v)}`);
+        opsPerIter = v as number;
+        continue;
+      }
+      if (COMMAND_WIDE.has(key)) bad(`${where}.${key} is the command's, the same for every stream: give --${key.replace(/_/g, "-")} on the command line`);
+      const flag = `--${key.replace(/_/g, "-")}`;
+      const aliases = ONCE.find((g) => g.includes(flag)) ?? [flag];
+      for (const a of aliases) replaced.add(a);
+      if (v === true) over.push(flag);
+      else if (v === false || v === null) continue;
+      else if (typeof v === "string" || typeof v === "number") over.push(flag, key === "custom_replica_groups" || key === "custom_src_target_pairs" ? resolve(dir, String(v)) : String(v));
+      else bad(`${where}.${key} must be a string, a number or true, not ${JSON.stringify(v)}`);
+    }
+    if (opName === undefined) bad(`${where} names no operation, and the command line gives none`);
+    // The command line's flags the entry does not set (a flag with a value drops its value too).
+    const kept: string[] = [];
+    for (let i = 0; i < common.length; i++) {
+      const t = common[i]!;
+      if (replaced.has(t)) {
+        if (i + 1 < common.length && !common[i + 1]!.startsWith("-")) i++;
+        continue;
+      }
+      kept.push(t);
+    }
+    let one: NccomArgs | "help";
+    try {
+      one = parseNccomArgs([opName!, ...kept, ...over], env, devicesDir);
+    } catch (e) {
+      if (e instanceof UsageError) bad(`${where}: ${e.message}`);
+      throw e;
+    }
+    if (one === "help" || one.coalesced || one.counts || one.matrix) return bad(`${where}: --help, coalesced ops and variable-size metadata do not apply to a stream`);
+    for (const k of ["ranks", "nodes", "instance"]) if (one.scenario[k] !== base[k]) bad(`${where}: ${k} ${String(one.scenario[k])} differs from the command's ${String(base[k])}`);
+    const scn = parseScenario(`--streams-json ${file} ${where}`, one.scenario);
+    const op = scn.ops[0]!;
+    const groups = scn.replicaGroups;
+    const esize = dtypeSize(op.dtype);
+    const unit = esize * (opEntry(op.op).blocked ? groups[0]!.length : 1);
+    const sw = one.run.sweep!;
+    const sizes = [...new Set(sweepSizes({ min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) }).map((b) => Math.floor(b / unit) * unit))].filter((b) => b > 0);
+    if (sizes.length === 0) bad(`${where}: every size from ${sw.min} B to ${sw.max} B is below one unit of ${op.op} (${unit} B)`);
+    const { bytes: _b, counts: _c, replicaGroups: _g, stream: _s, reduce, ...rest } = scn.ops[0]!;
+    return { op: { ...rest, ...(opEntry(op.op).reduces ? { reduce } : {}) }, sizes, opsPerIter, replicaGroups: groups };
+  });
 }
 
 /**

@@ -14,7 +14,7 @@ import type { VringStore } from "../encd/vring.ts";
 import { validateCcops } from "../encd/validate.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import type { Explanation } from "./post.ts";
-import { parseReplicaGroups } from "./groups.ts";
+import { programGroups } from "./groups.ts";
 import { CompileContext, idsPerNodeOf, postProgram } from "./context.ts";
 import { podNodesOf } from "../ir/spec.ts";
 import type { Signature } from "../encd/signature.ts";
@@ -88,8 +88,9 @@ function check(cond: boolean, code: string, message: string, path: string, value
 
 /** postOperation's reasoning for every op, without composing anything (for --explain when an op is refused). */
 export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Explanation[] {
-  const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
-  return postProgram(scn, spec, groups, scn.ops.map((_, i) => i), scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain;
+  const all = scn.ops.map((_, i) => i);
+  programGroups(scn, all);
+  return postProgram(scn, spec, all, scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain;
 }
 
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */
@@ -264,7 +265,8 @@ function* composeProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly nu
  * over its own groups; hierarchical groups through their stages), and lay out what it used.
  */
 function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: OpLayout; took: { device: number; topsp: number }[] }> {
-  const { scn, builder, info, groups } = ctx;
+  const { scn, builder } = ctx;
+  const { groups, info } = ctx.opGroupsOf(index);
   const op = scn.ops[index]!;
   const path = `ops[${index}]`;
   const operation = ctx.posted.operations[index]!;

@@ -6,14 +6,14 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgMeshType, EncAlgType, type EncOpType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { acrossNodes, devicesPerNode, podNodesOf } from "../ir/spec.ts";
+import { acrossNodes, devicesPerNode, largestGroup, opGroups, podNodesOf } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
 import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type RingMode } from "../encd/program.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, postOperations, type Posted } from "./post.ts";
-import { commInfos, parseReplicaGroups, type CommInfo } from "./groups.ts";
+import { commInfos, programGroups, type CommInfo } from "./groups.ts";
 import { algorithmEntry, tapeSemaphores } from "./registry.ts";
 import { adjacency, deviceRing, deviceRings } from "./topology.ts";
 import type { NetQueue } from "./peer.ts";
@@ -83,8 +83,8 @@ function setsPerStream(scn: Scenario, opIndices: readonly number[], p: Posted): 
  * channel records (32) than a rank has at the preset's count, as many channels as fit, and `note`
  * says why. (A count the scenario sets is kept: the context refuses it if it does not fit.)
  */
-export function postProgram(scn: Scenario, spec: DeviceSpec, groups: readonly (readonly number[])[], opIndices: readonly number[], chunkBytes: number): { posted: Posted; channels: number; note?: string } {
-  const post = (c: number): Posted => postOperations({ scn, spec, groups, channels: c, chunkBytes });
+export function postProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], chunkBytes: number): { posted: Posted; channels: number; note?: string } {
+  const post = (c: number): Posted => postOperations({ scn, spec, channels: c, chunkBytes });
   // A program of source/target-pairs ops only (permute, send/recv) takes the preset's permute channels.
   const pairsOnly = opIndices.every((i) => scn.ops[i]!.pairs !== undefined);
   const preset = pairsOnly ? (spec.collectives.permuteChannels ?? spec.ring.defaultChannels) : spec.ring.defaultChannels;
@@ -171,6 +171,8 @@ export class CompileContext {
   private readonly proxyBase: number;
   private readonly barrierBase: number;
   private readonly meshProxySema: number;
+  private readonly idsPerNode: number;
+  private readonly opInfos = new Map<string, readonly CommInfo[]>();
   private readonly chans = new Map<string, EncdChannel>();
   private readonly meshPrograms = new Map<number, MeshProgram>();
   private readonly proxyQueues = new Map<string, ProxyFifo>();
@@ -193,20 +195,21 @@ export class CompileContext {
     this.enginesPerRank = spec.dma.enginesPerCore * vcore;
     this.tsPerRank = (spec.topsp.perDevice / spec.coresPerDevice) * vcore;
 
-    const groups = parseReplicaGroups(scn.replicaGroups, scn.ranks);
+    const groups = programGroups(scn, opIndices);
     this.groups = groups;
     checkSignatures(scn, groups);
     this.chunkBytes = scn.chunkBytes ?? spec.ring.chunkBytes;
     // A concurrent program gives each stream its channel sets on TopSPs of its own.
     this.concurrent = concurrentOf(scn, opIndices);
     this.streams = streamsOf(scn, opIndices);
-    const { posted, channels, note } = postProgram(scn, spec, groups, opIndices, this.chunkBytes);
+    const { posted, channels, note } = postProgram(scn, spec, opIndices, this.chunkBytes);
     this.channels = channels;
     this.posted = posted;
     this.warnings = [...posted.warnings, ...(note ? [`channels: ${note}`] : [])];
     const refused = posted.refused.find((e) => e !== undefined);
     if (refused) throw refused;
     this.info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes, idsPerNode);
+    this.idsPerNode = idsPerNode;
     // One TopSP may carry all of a concurrent stream's channels.
     this.slotsPerTopsp = this.concurrent ? channels : Math.ceil(channels / this.tsPerRank);
     if (this.concurrent) check(this.streams.length <= this.tsPerRank, "CMP1313", `${this.streams.length} concurrent streams need a TopSP each; a rank of ${spec.name} has ${this.tsPerRank}`, "concurrent", true);
@@ -215,7 +218,7 @@ export class CompileContext {
     const sets = this.perStream * this.streams.length;
     check(this.perStream * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${this.perStream > 1 ? ` x ${this.perStream} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
-    const semas = semaphoreLayout(foldN, this.slotsPerTopsp, this.perStream, Math.max(...scn.replicaGroups.map((g) => g.length)));
+    const semas = semaphoreLayout(foldN, this.slotsPerTopsp, this.perStream, largestGroup(scn));
     ({ meshBase: this.meshBase, proxyBase: this.proxyBase, barrierBase: this.barrierBase, meshProxySema: this.meshProxySema } = semas);
     check(semas.used <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
@@ -247,22 +250,26 @@ export class CompileContext {
       gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
       return { set, groups: gs, pos, rings: gs.map(ringsOf) };
     };
+    // Each stream runs over its ops' groups (a program that is not concurrent: the first op's).
+    const streamOps = (st: number) => (this.concurrent ? opIndices.filter((i) => scn.ops[i]!.stream === st) : opIndices);
     this.main = makeComm(0, groups);
-    this.streams.forEach((st, p) => this.streamComms.set(st, p === 0 ? this.main : makeComm(p * this.perStream, groups)));
+    this.streams.forEach((st, p) => this.streamComms.set(st, p === 0 ? this.main : makeComm(p * this.perStream, opGroups(scn, streamOps(st)[0]!))));
     // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
-    // the same position on every node.
+    // the same position on every node; each stream's own level comms, on its sets.
     if (this.perStream > 1) {
-      const intra: number[][] = [];
-      const inter: number[][] = [];
-      for (const [gi, g] of groups.entries()) {
-        if (!opIndices.some((i) => posted.operations[i]!.groupAlgs[gi] === EncAlgType.HIER)) continue;
-        const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
-        const perNode = nodes.map((k) => g.filter((r) => info[r]!.node === k));
-        intra.push(...perNode);
-        for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
-      }
-      // Each stream's own level comms, on its sets.
       this.streams.forEach((st, p) => {
+        // (Every op over the same groups counts: a stream's level comms are the program's where all share them.)
+        const own = opGroups(scn, streamOps(st)[0]!);
+        const ops = opIndices.filter((i) => opGroups(scn, i) === own || JSON.stringify(opGroups(scn, i)) === JSON.stringify(own));
+        const intra: number[][] = [];
+        const inter: number[][] = [];
+        for (const [gi, g] of own.entries()) {
+          if (!ops.some((i) => posted.operations[i]!.groupAlgs[gi] === EncAlgType.HIER)) continue;
+          const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
+          const perNode = nodes.map((k) => g.filter((r) => info[r]!.node === k));
+          intra.push(...perNode);
+          for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
+        }
         const b = p * this.perStream;
         this.hierByStream.set(st, { intra: makeComm(b + 1, intra), inter: makeComm(b + 2, inter), ...(this.perStream === 4 ? { intraAg: makeComm(b + 3, intra) } : {}) });
       });
@@ -331,6 +338,16 @@ export class CompileContext {
     const pos = new Map<number, { group: number; groupRank: number }>();
     gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
     return { set: comm.set, groups: gs, pos, rings: idx.map((gi) => comm.rings[gi]!) };
+  }
+
+  /** Op `index`'s replica groups (its own, or the program's) and each rank's place in them. */
+  opGroupsOf(index: number): { groups: readonly (readonly number[])[]; info: readonly CommInfo[] } {
+    const groups = opGroups(this.scn, index);
+    if (groups === this.scn.replicaGroups && this.scn.ops[this.opIndices[0]!]!.replicaGroups === undefined) return { groups: this.groups, info: this.info };
+    const key = JSON.stringify(groups);
+    let info = this.opInfos.get(key);
+    if (!info) this.opInfos.set(key, (info = commInfos(groups, this.scn.ranks, this.scn.ranksPerDevice, this.scn.nodes, this.idsPerNode)));
+    return { groups, info };
   }
 
   /** The comm an op of `stream` runs its flat groups on (the main comm unless the program is concurrent). */

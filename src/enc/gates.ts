@@ -105,7 +105,6 @@ export interface EncOperation {
 export interface PostInputs {
   readonly scn: Scenario;
   readonly spec: DeviceSpec;
-  readonly groups: readonly (readonly number[])[];
   readonly channels: number;
   readonly chunkBytes: number;
 }

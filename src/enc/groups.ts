@@ -1,5 +1,6 @@
 // Replica groups and per-rank comm info (the enc_parse_replica_groups / enc_comm_info analogue).
 import { CompileError } from "../ir/errors.ts";
+import { opGroups, type Scenario } from "../ir/spec.ts";
 
 export interface CommInfo {
   /** Global rank. */
@@ -22,11 +23,11 @@ export interface CommInfo {
  * them. The self-presence message is the seed's: "replica groups (%u/%u) does not have myself %u",
  * with the number of groups searched and the number of groups.
  */
-export function parseReplicaGroups(groups: readonly (readonly number[])[], ranks: number): number[][] {
+export function parseReplicaGroups(groups: readonly (readonly number[])[], ranks: number, at = "replicaGroups"): number[][] {
   const seen = new Map<number, string>();
   groups.forEach((g, gi) =>
     g.forEach((r, i) => {
-      const path = `replicaGroups[${gi}][${i}]`;
+      const path = `${at}[${gi}][${i}]`;
       if (!Number.isInteger(r) || r < 0 || r >= ranks) throw new CompileError("CMP1001", `rank id ${r} is out of range 0..${ranks - 1}`, { path, value: r });
       const first = seen.get(r);
       if (first !== undefined) throw new CompileError("CMP1002", `rank ${r} appears twice (first at ${first})`, { path, value: r });
@@ -35,7 +36,7 @@ export function parseReplicaGroups(groups: readonly (readonly number[])[], ranks
   );
   for (let r = 0; r < ranks; r++) {
     if (!seen.has(r)) {
-      throw new CompileError("CMP1003", `replica groups (${groups.length}/${groups.length}) does not have myself ${r}`, { path: "replicaGroups", value: r });
+      throw new CompileError("CMP1003", `replica groups (${groups.length}/${groups.length}) does not have myself ${r}`, { path: at, value: r });
     }
   }
   return groups.map((g) => [...g]);
@@ -65,4 +66,11 @@ export function commInfos(groups: readonly (readonly number[])[], ranks: number,
     }),
   );
   return out;
+}
+
+/** The replica groups of ops `opIndices`, each op's own checked as the scenario's are (the first op's first: a program's default). */
+export function programGroups(scn: Scenario, opIndices: readonly number[]): number[][] {
+  const main = parseReplicaGroups(opGroups(scn, opIndices[0] ?? 0), scn.ranks, scn.ops[opIndices[0] ?? 0]?.replicaGroups ? `ops[${opIndices[0]}].replicaGroups` : "replicaGroups");
+  for (const i of opIndices) if (scn.ops[i]!.replicaGroups) parseReplicaGroups(scn.ops[i]!.replicaGroups!, scn.ranks, `ops[${i}].replicaGroups`);
+  return main;
 }

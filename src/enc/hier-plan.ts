@@ -89,7 +89,7 @@ export function hierStages(
       }
     } else {
       // The stage gates see every algorithm the preset supports (the scenario's allowed set picks HIER itself).
-      const inp = { scn: { ...scn, allowedAlgorithms: undefined }, spec, groups: comm.groups, channels, chunkBytes };
+      const inp = { scn: { ...scn, allowedAlgorithms: undefined }, spec, channels, chunkBytes };
       const c = commContext(inp, comm.groups[0]!);
       const limits = {
         kangaring: () => kangaringLayout(comm.groups[0]!, (r) => info[r]!.device),

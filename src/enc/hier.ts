@@ -33,7 +33,8 @@ export function* composeHier(
   hierGroups: readonly (readonly number[])[],
   alongside: () => Generator<void, void>,
 ): Generator<void, { stages: StageRecord[]; selections: string; took: { device: number; topsp: number }[] }> {
-  const { builder, info, groups, scn, spec } = ctx;
+  const { builder, scn, spec } = ctx;
+  const { groups, info } = ctx.opGroupsOf(operation.index);
   const esize = dtypeSize(op.dtype);
   let took: { device: number; topsp: number }[] = [];
   // This op's hierarchical groups: their ranks' parts of the level comms.

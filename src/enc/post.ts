@@ -4,13 +4,13 @@ import { createHash } from "node:crypto";
 import { SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgType, ENC_ALG_NAME, metaringTypeOf, type MetaringType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import { ALG_NAMES, opTypeOf, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, opGroups, opTypeOf, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { initComm, type CommInit } from "./algorithms.ts";
 import { type ChunkPlan } from "./chunks.ts";
-import { commInfos } from "./groups.ts";
+import { commInfos, type CommInfo } from "./groups.ts";
 import { algorithmEntry } from "./registry.ts";
 import { ALG_ENUM_NAME, commContext, dispatch, kangaringLayout, meshEngines, opPlan, opReduceSlice, resolvedAlgorithm, runGates, type EncOperation, type PostInputs } from "./gates.ts";
-import type { Verdict } from "./stage.ts";
+import type { CommContext, Verdict } from "./stage.ts";
 import { hierPlanVerdict } from "./hier-plan.ts";
 import type { Gate } from "./stage.ts";
 
@@ -99,17 +99,26 @@ export function checkSignatures(scn: Scenario, groups: readonly (readonly number
  * still there to show.
  */
 export function postOperations(inp: PostInputs): Posted {
-  const { scn, spec, groups, channels, chunkBytes } = inp;
+  const { scn, spec, channels, chunkBytes } = inp;
   const warnings: string[] = [];
   const unsupported = (scn.allowedAlgorithms ?? []).filter((a) => !spec.collectives.supportedAlgorithms.includes(a));
   if (unsupported.length > 0) {
     warnings.push(`${spec.name} does not support ${unsupported.map((a) => `${ALG_ENUM_NAME[a]} (${a})`).join(", ")}: not allowed in this run, so ops fall back to what the gates admit (RING at last)`);
   }
-  const inits = groups.map((g) => {
-    const c = commContext(inp, g);
-    return { c, init: initComm(c, (m) => warnings.push(m)) };
-  });
-  const info = commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes);
+  // Each set of replica groups (the scenario's, an op's own) is initialised once, as the runtime inits a comm.
+  const comms = new Map<string, { inits: { c: CommContext; init: CommInit }[]; info: CommInfo[] }>();
+  const commsOf = (groups: readonly (readonly number[])[]) => {
+    const key = JSON.stringify(groups);
+    let got = comms.get(key);
+    if (!got) {
+      got = { inits: groups.map((g) => {
+        const c = commContext(inp, g);
+        return { c, init: initComm(c, (m) => warnings.push(m)) };
+      }), info: commInfos(groups, scn.ranks, scn.ranksPerDevice, scn.nodes) };
+      comms.set(key, got);
+    }
+    return got;
+  };
   const slot = [0, 0, 0, 0];
   const postedOps: number[][] = [[], [], [], []];
   const operations: EncOperation[] = [];
@@ -125,6 +134,8 @@ export function postOperations(inp: PostInputs): Posted {
     const plans: ChunkPlan[] = [];
     const groupAlgs: EncAlgType[] = [];
     const reduceSliceBytes = opReduceSlice(spec, op.dtype, op.priorityClass);
+    const groups = opGroups(scn, index);
+    const { inits, info } = commsOf(groups);
     groups.forEach((g, gi) => {
       const { c, init } = inits[gi]!;
       const gates = runGates(

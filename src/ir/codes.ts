@@ -19,6 +19,7 @@ export const ERROR_CODES: Readonly<Record<string, string>> = {
   SCN1013: "an entry listed twice (an algorithm, a pair's source or target)",
   SCN1014: "a key the op does not take (reduce, counts, pairs)",
   SCN1015: "a list or matrix of the wrong shape (counts rows and cells, a pair, priority-class sizes)",
+  SCN1016: "ops of one stream of a concurrent scenario over different replica groups",
   SCN1101: "a preset number that breaks a hardware constraint",
   SCN1102: "a preset number without a source note",
   SCN1103: "a preset topology table that is inconsistent",

@@ -263,6 +263,8 @@ export interface OpSpec {
   readonly counts?: readonly (readonly number[])[];
   /** permute / send / recv: [source, target] global ranks (each at most once on each side). */
   readonly pairs?: readonly (readonly [number, number])[];
+  /** The op's own replica groups (a concurrent stream's, like nccom-test's per-stream groups file); absent: the scenario's. */
+  readonly replicaGroups?: readonly (readonly number[])[];
 }
 
 /** Scenario names of the host algorithms (enc_alg_type 0..10), in enum order. */
@@ -394,4 +396,14 @@ export interface CalibrationAccuracy {
   readonly series: readonly string[];
   readonly inSample: { readonly points: number; readonly within25: number; readonly geomeanErrorFactor: number };
   readonly heldOut: { readonly points: number; readonly within25: number; readonly geomeanErrorFactor: number };
+}
+
+/** Op `i`'s replica groups: its own where it gives them, else the scenario's. */
+export function opGroups(scn: Pick<Scenario, "ops" | "replicaGroups">, i: number): readonly (readonly number[])[] {
+  return scn.ops[i]!.replicaGroups ?? scn.replicaGroups;
+}
+
+/** The ranks of the largest replica group any op of the scenario runs over. */
+export function largestGroup(scn: Pick<Scenario, "ops" | "replicaGroups">): number {
+  return Math.max(...scn.replicaGroups.map((g) => g.length), ...scn.ops.flatMap((o) => (o.replicaGroups ?? []).map((g) => g.length)));
 }

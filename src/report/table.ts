@@ -22,6 +22,8 @@ export interface ResultRow {
   readonly groups?: readonly { readonly group: number; readonly ranks: number; readonly algorithm: string }[];
   /** A sweep size that failed: the error, in place of the figures. */
   readonly error?: string;
+  /** A multistream run's row: the CC stream it belongs to (its ops' time in the concurrent run). */
+  readonly stream?: number;
 }
 
 /** Throughput as nccom-test computes it: algbw = size / time (GB = 1e9 B), busbw = algbw x factor. */
@@ -59,6 +61,7 @@ export function formatJson(scenario: string, rows: readonly ResultRow[], explain
     algbwGBps: r.algbwGBps,
     busbwGBps: r.busbwGBps,
     check: r.check,
+    ...(r.stream !== undefined ? { stream: r.stream } : {}),
     ...(r.groups ? { groups: r.groups } : {}),
     ...(r.error ? { error: r.error } : {}),
   }));
@@ -107,8 +110,9 @@ function rankBuffers(r: ResultRow): [number, number] {
 export function nccomJson(rows: readonly ResultRow[]): string {
   const results = rows.map((r) =>
     r.error
-      ? { "size(B)": r.bytes, "count(elems)": r.count, type: r.dtype, error: r.error }
+      ? { ...(r.stream !== undefined ? { stream: r.stream } : {}), "size(B)": r.bytes, "count(elems)": r.count, type: r.dtype, error: r.error }
       : {
+          ...(r.stream !== undefined ? { stream: r.stream } : {}),
           "size(B)": r.bytes,
           "count(elems)": r.count,
           type: r.dtype,

@@ -127,7 +127,7 @@ export function memoryAgents(image: ProgramImage): number {
  */
 export function racesFit(ops: readonly OpSpec[], groups: readonly (readonly number[])[], agents: number, budget = racesBudget()): { need: number; fits: boolean } {
   let need = RACE_CLOCK_COST * agents * agents;
-  for (const op of ops) need += Math.ceil(payloadBytes(op, groups) / Math.min(4096, 1024 * dtypeSize(op.dtype))) * RACE_PIECE_COST;
+  for (const op of ops) need += Math.ceil(payloadBytes(op, op.replicaGroups ?? groups) / Math.min(4096, 1024 * dtypeSize(op.dtype))) * RACE_PIECE_COST;
   return { need, fits: need <= budget };
 }
 

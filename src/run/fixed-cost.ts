@@ -2,7 +2,7 @@
 // costs of the preset's `host` section (docs/device-model.md §6, "Host costs"). The simulator
 // starts every TopSP this long after the run starts (topsp.launchPs), an exact shift of the run.
 import type { EncAlgType } from "../ir/enums.ts";
-import { ALG_NAMES, type AlgName, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, opGroups, type AlgName, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 
 /** What an op's fixed cost depends on, besides the preset. */
 export interface FixedCostShape {
@@ -99,7 +99,7 @@ export function fixedCostOf(spec: DeviceSpec, features: Readonly<Record<string, 
 export function opShape(scn: Scenario, i: number, algorithms: readonly EncAlgType[]): FixedCostShape {
   const op = scn.ops[i]!;
   return {
-    ranks: Math.max(...scn.replicaGroups.map((g) => g.length)),
+    ranks: Math.max(...opGroups(scn, i).map((g) => g.length)),
     nodes: scn.nodes,
     each: scn.timing === "each",
     variable: op.op === "all-gather-v" || op.op === "all-to-all-v",

@@ -27,6 +27,54 @@ export interface ScenarioSource {
   readonly sizeOp?: (op: Json, bytes: number) => Json;
   /** A sweep point as several ops at once (coalesced ops, each on a stream of its own): the point runs them concurrently. */
   readonly splitOp?: (op: Json, bytes: number) => Json[];
+  /**
+   * A multistream sweep (nccom-test's --streams-json): stream s runs its op at its own sizes, all
+   * streams at once; point k takes each stream's k-th size (its last, once a stream has run them all).
+   */
+  readonly streams?: readonly StreamPlan[];
+}
+
+/** One stream of a multistream sweep: its op (without a size), its sizes, its ops an iteration, its replica groups. */
+export interface StreamPlan {
+  readonly op: Json;
+  readonly sizes: readonly number[];
+  readonly opsPerIter: number;
+  readonly replicaGroups: readonly (readonly number[])[];
+}
+
+/** The points of a multistream sweep: as many as the longest stream's sizes. */
+export function streamPoints(streams: readonly StreamPlan[]): number {
+  return Math.max(...streams.map((s) => s.sizes.length));
+}
+
+/** Stream `s`'s size at point `k` of a multistream sweep. */
+export function streamSize(st: StreamPlan, k: number): number {
+  return st.sizes[Math.min(k, st.sizes.length - 1)]!;
+}
+
+/** The ops of point k of a multistream sweep, as a scenario file lists them. */
+export function streamsPointJson(streams: readonly StreamPlan[], k: number): Json[] {
+  return streams.flatMap((st, s) => {
+    const bytes = streamSize(st, k);
+    const n = st.replicaGroups[0]!.length;
+    let op: Json = { ...st.op, bytes, stream: s, replicaGroups: st.replicaGroups };
+    if (op["op"] === "all-gather-v") op = gatherCounts(op, bytes, n);
+    else if (op["op"] === "all-to-all-v") op = uniformCounts(op, bytes, n);
+    return Array.from({ length: st.opsPerIter }, () => op);
+  });
+}
+
+/**
+ * Point k of a multistream sweep: every stream's ops at its k-th size, each on its stream over its
+ * replica groups, run concurrently (and each op alone first), validated as a file is.
+ */
+export function streamsPoint(src: ScenarioSource, k: number, check: CheckMode): Scenario {
+  const streams = src.streams!;
+  const json: Json = { ...src.json, ops: streamsPointJson(streams, k), check, concurrent: true };
+  delete json["rankOverrides"];
+  delete json["replicaGroups"];
+  const flags = [src.flags, `point ${k} (${streams.map((st, s) => `stream ${s} ${st.op["op"]} ${streamSize(st, k)} B`).join(", ")})`].filter((f) => f).join(" ");
+  return parseScenario(`${src.file} with ${flags}`, json);
 }
 
 function label(src: ScenarioSource): string {

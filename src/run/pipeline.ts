@@ -2,7 +2,7 @@
 import type { Logger } from "pino";
 import { reduceHow } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
-import type { DeviceSpec, Scenario } from "../ir/spec.ts";
+import { opGroups, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { ScenarioError, SimError } from "../ir/errors.ts";
 import { threadFeed } from "./feed-thread.ts";
 import { heapFull, memoryAgents, racesFit, racesLeftOut, valuesCheckFit } from "./budgets.ts";
@@ -112,7 +112,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // Race detection whose shadow memory and clocks would not fit is left out (the run would die of it).
     if (races && mode !== "none") {
       const agents = memoryAgents(image);
-      const { need, fits } = racesFit([op], scn.replicaGroups, agents, hooks.racesBudget);
+      const { need, fits } = racesFit([op], opGroups(scn, i), agents, hooks.racesBudget);
       if (!fits) {
         log.warn(racesLeftOut(`op ${i} (${op.op} ${op.bytes} B)`, need, agents, hooks.racesBudget, mode === "values" ? "values" : "symbolically"));
         races = false;
@@ -162,7 +162,8 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     }
     // The op ends when its slowest group does; its bus factor takes the largest group (what bounds
     // the time), whatever order the groups are listed in.
-    const n = Math.max(...scn.replicaGroups.map((g) => g.length));
+    const groups = opGroups(scn, i);
+    const n = Math.max(...groups.map((g) => g.length));
     const timePs = res.opEndPs[0] ?? res.endPs;
     // A hierarchical op's stages belong to its hierarchical groups.
     const labels = ol.operation.groupAlgs.map((a) => algorithmLabel(a, a === EncAlgType.HIER ? ol.stages : []));
@@ -174,7 +175,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       dtype: op.dtype,
       ranks: n,
       algorithm: distinct.join("+"),
-      ...(distinct.length > 1 ? { groups: labels.map((algorithm, group) => ({ group, ranks: scn.replicaGroups[group]!.length, algorithm })) } : {}),
+      ...(distinct.length > 1 ? { groups: labels.map((algorithm, group) => ({ group, ranks: groups[group]!.length, algorithm })) } : {}),
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
       check: res.violations.length > 0 || mismatch ? "fail" : mode === "none" ? "skipped" : "pass",
     };
@@ -188,7 +189,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     let mode = scn.check;
     let races = scn.races;
     if (mode === "values") {
-      const { fits, why } = valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget, hooks.valuesHeapBudget);
+      const { fits, why } = valuesCheckFit(op, opGroups(scn, i), hooks.valuesBudget, hooks.valuesHeapBudget);
       if (!fits) {
         log.warn(`op ${i} (${op.op} ${op.bytes} B): ${why}: checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
         mode = "symbolic";
@@ -226,7 +227,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
  */
 function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
   const all = scn.ops.map((_, i) => i);
-  const values = scn.check === "values" && scn.ops.every((op) => valuesCheckFit(op, scn.replicaGroups, hooks.valuesBudget, hooks.valuesHeapBudget).fits);
+  const values = scn.check === "values" && scn.ops.every((op, i) => valuesCheckFit(op, opGroups(scn, i), hooks.valuesBudget, hooks.valuesHeapBudget).fits);
   if (scn.check === "values" && !values) log.warn("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
   const composeThread = hooks.composeThread;
   const { image, layout } = compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});

@@ -2,7 +2,7 @@
 // reference outputs (values, or symbolic ranges) an op's outputs are compared with.
 import { dtypeSize } from "../ir/dtypes.ts";
 import { opEntry } from "../ir/ops.ts";
-import { isRingOp, type Scenario } from "../ir/spec.ts";
+import { isRingOp, opGroups, type Scenario } from "../ir/spec.ts";
 import { InternalError } from "../ir/errors.ts";
 import type { OpLayout } from "../enc/compile.ts";
 import { generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes } from "../check/values.ts";
@@ -24,7 +24,7 @@ export function loadInputs(scn: Scenario, i: number, ol: OpLayout, image: Progra
 function summands(scn: Scenario, i: number): number {
   const op = scn.ops[i]!;
   if (op.pairs) return 2;
-  return Math.max(...scn.replicaGroups.map((g) => g.length));
+  return Math.max(...opGroups(scn, i).map((g) => g.length));
 }
 
 function inputValues(scn: Scenario, i: number, rank: number, bytes: number): number[] {
@@ -47,7 +47,7 @@ export function symbolicReference(scn: Scenario, i: number, ol: OpLayout): Map<n
   const op = scn.ops[i]!;
   const bytesOf = new Map(ol.ranks.map((rl) => [rl.rank, rl]));
   const out = new Map<number, ExpectedRange[]>();
-  const groups = op.pairs ? [[...new Set(op.pairs.flat())]] : scn.replicaGroups;
+  const groups = op.pairs ? [[...new Set(op.pairs.flat())]] : opGroups(scn, i);
   for (const g of groups) {
     const rl = bytesOf.get(g[0]!)!;
     for (const [r, ranges] of expectedRanges({ op: op.op, counts: op.counts, pairs: op.pairs }, g, rl.input.bytes, rl.output.bytes)) out.set(r, ranges);
@@ -63,7 +63,7 @@ export function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<nu
   const entry = opEntry(op.op);
   if (entry.reference === "permute") return referencePermute(op.dtype, entry.reduces ? op.reduce : undefined, inputs, op.pairs!);
   const esize = dtypeSize(op.dtype);
-  for (const g of scn.replicaGroups) {
+  for (const g of opGroups(scn, i)) {
     const ins = g.map((r) => inputs.get(r)!);
     const refs =
       entry.reference === "collective" && isRingOp(op.op)

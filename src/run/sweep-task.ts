@@ -20,7 +20,7 @@ export interface SweepTask {
 }
 
 export type SweepTaskResult =
-  | { readonly kind: "done"; readonly outcome: OpOutcome; readonly explain: readonly Explanation[] }
+  | { readonly kind: "done"; readonly outcome: OpOutcome; readonly explain: readonly Explanation[]; readonly streams?: readonly ResultRow[] }
   | { readonly kind: "hang"; readonly hang: HangReport }
   | { readonly kind: "error"; readonly error: { readonly name: string; readonly code: string; readonly message: string; readonly path: string; readonly value: unknown; readonly file?: string } };
 
@@ -35,7 +35,7 @@ export function runPoint(scenario: Scenario, spec: DeviceSpec, log: Logger, hook
   try {
     const out = runScenario(scenario, spec, log, hooks);
     if (out.kind === "hang") return { kind: "hang", hang: out.hang };
-    if (out.concurrent) return { kind: "done", outcome: coalesced(scenario, out.ops, out.concurrent), explain: out.explain };
+    if (out.concurrent) return { kind: "done", outcome: coalesced(scenario, out.ops, out.concurrent), explain: out.explain, streams: streamRows(scenario, out.ops, out.concurrent) };
     return { kind: "done", outcome: out.ops[0]!, explain: out.explain };
   } catch (e) {
     if (!(e instanceof CcsimError)) throw e;
@@ -75,6 +75,22 @@ export function runTasks(inputs: readonly SweepTask[], jobs: number): SweepTaskR
   const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
   if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
   return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work) });
+}
+
+/**
+ * A concurrent point's rows, one per stream (nccom-test's --streams-json blocks): a stream's op
+ * (its first; the others are its further ops of an iteration) at the time the stream's last op ends
+ * in the run of all streams at once, checked there and alone.
+ */
+function streamRows(scn: Scenario, ops: readonly OpOutcome[], c: ConcurrentOutcome): ResultRow[] {
+  return c.streams.map((stream) => {
+    const mine = scn.ops.map((o, k) => k).filter((k) => scn.ops[k]!.stream === stream);
+    const first = ops[mine[0]!]!.row;
+    const endPs = Math.max(...mine.map((k) => c.opEndPs[k]!));
+    const failed = (c.mismatch !== undefined && mine.includes(c.mismatch.op)) || mine.some((k) => ops[k]!.row.check === "fail");
+    const algorithms = [...new Set(mine.map((k) => ops[k]!.row.algorithm))].join("+");
+    return { ...first, stream, algorithm: algorithms, ...throughput(first.bytes, endPs, busFactor(scn.ops[mine[0]!]!.op, first.ranks)), check: failed || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : first.check };
+  });
 }
 
 /**

@@ -6,7 +6,7 @@ import { Reader } from "./reader.ts";
 import { MAX_CHUNK_BYTES } from "./device.ts";
 
 const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "concurrent", "timing", "buffers", "ops", "rankOverrides", "faults"] as const;
-const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"] as const;
+const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs", "replicaGroups"] as const;
 const OVERRIDE_KEYS = ["rank", "op", "bytes", "dtype", "reduce", "stream", "priorityClass"] as const;
 export const MAX_STREAMS = 4;
 export const PRIORITY_CLASSES = 5;
@@ -28,14 +28,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const nodes = nodesR?.int(1, MAX_RANKS) ?? 1;
   if (nodesR && ranks % nodes !== 0) nodesR.fail("SCN1006", `ranks (${ranks}) must be a multiple of nodes`);
   const groupsR = r.opt("replicaGroups");
-  const replicaGroups = groupsR
-    ? groupsR.items(MAX_RANKS).map((g) => {
-        const members = g.items(MAX_RANKS).map((m) => m.int(0, Number.MAX_SAFE_INTEGER));
-        if (members.length === 0) g.fail("SCN1012", "a replica group must not be empty");
-        return members;
-      })
-    : [Array.from({ length: ranks }, (_, i) => i)];
-  if (groupsR && replicaGroups.length === 0) groupsR.fail("SCN1012", "must list at least one group");
+  const replicaGroups = groupsR ? parseGroups(groupsR) : [Array.from({ length: ranks }, (_, i) => i)];
   const algorithm = r.opt("algorithm")?.oneOf(ALGORITHMS) ?? "auto";
   const allowedR = r.opt("allowedAlgorithms");
   if (allowedR && algorithm !== "auto") allowedR.fail("SCN1008", `give either "algorithm": "${algorithm}" (only that one is allowed) or allowedAlgorithms, not both`);
@@ -68,6 +61,15 @@ export function parseScenario(file: string, json: unknown): Scenario {
   if (opItems.length === 0) opsR.fail("SCN1012", "must list at least one op");
   const groupSizes = [...new Set(replicaGroups.map((g) => g.length))];
   const ops = opItems.map((o) => parseOp(o, groupSizes, ranks));
+  // A concurrent program runs a stream's ops over one set of groups (nccom-test's groups file is per stream).
+  if (concurrent) {
+    ops.forEach((op, i) => {
+      const first = ops.findIndex((p) => p.stream === op.stream);
+      if (JSON.stringify(op.replicaGroups ?? replicaGroups) !== JSON.stringify(ops[first]!.replicaGroups ?? replicaGroups)) {
+        opItems[i]!.fail("SCN1016", `runs on stream ${op.stream} over other replica groups than ops[${first}]: the ops of one stream share their groups`, op.stream);
+      }
+    });
+  }
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
   const faults = (r.opt("faults")?.items(1024) ?? []).map(parseFault);
   return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, races, ...(concurrent ? { concurrent } : {}), ...(timing !== "loop" ? { timing } : {}), ...(buffers === "sbuf" ? { buffers } : {}), ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
@@ -118,8 +120,22 @@ function byteCount(c: Reader, dtype: OpSpec["dtype"]): number {
   return v;
 }
 
-function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpec {
+/** Replica groups: a non-empty list of non-empty lists of rank ids (checked against the ranks at compile, as the runtime does). */
+function parseGroups(groupsR: Reader): number[][] {
+  const groups = groupsR.items(MAX_RANKS).map((g) => {
+    const members = g.items(MAX_RANKS).map((m) => m.int(0, Number.MAX_SAFE_INTEGER));
+    if (members.length === 0) g.fail("SCN1012", "a replica group must not be empty");
+    return members;
+  });
+  if (groups.length === 0) groupsR.fail("SCN1012", "must list at least one group");
+  return groups;
+}
+
+function parseOp(o: Reader, scnGroupSizes: readonly number[], ranks: number): OpSpec {
   o.keys(OP_KEYS);
+  const ownR = o.opt("replicaGroups");
+  const own = ownR ? parseGroups(ownR) : undefined;
+  const groupSizes = own ? [...new Set(own.map((g) => g.length))] : scnGroupSizes;
   const op = o.get("op").oneOf(SCENARIO_OP_NAMES);
   const dtype = o.get("dtype").oneOf(DTYPES);
   const bytesR = o.get("bytes");
@@ -130,7 +146,7 @@ function parseOp(o: Reader, groupSizes: readonly number[], ranks: number): OpSpe
   checkBytes(bytesR, op, bytes, dtype, groupSizes);
   const stream = o.opt("stream")?.int(0, MAX_STREAMS - 1) ?? 0;
   const priorityClass = o.opt("priorityClass")?.int(0, PRIORITY_CLASSES - 1) ?? 0;
-  const out: OpSpec = { op, bytes, dtype, reduce, stream, priorityClass };
+  const out: OpSpec = { op, bytes, dtype, reduce, stream, priorityClass, ...(own ? { replicaGroups: own } : {}) };
   const countsR = o.opt("counts");
   if (op === "all-gather-v") {
     // A vector: the bytes each group rank contributes; they add up to the gathered size.
@@ -195,7 +211,7 @@ function parseOverride(o: Reader, ranks: number, ops: readonly OpSpec[], groupSi
   const bytesR = o.opt("bytes");
   if (bytesR) {
     out.bytes = bytesR.int(1);
-    checkBytes(bytesR, base.op, out.bytes, dtype ?? base.dtype, groupSizes);
+    checkBytes(bytesR, base.op, out.bytes, dtype ?? base.dtype, base.replicaGroups ? [...new Set(base.replicaGroups.map((g) => g.length))] : groupSizes);
   }
   const reduce = o.opt("reduce")?.oneOf(REDUCE_OPS);
   if (reduce !== undefined) out.reduce = reduce;

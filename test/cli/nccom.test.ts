@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { main } from "../../src/cli/nccom.ts";
 import { main as sim, EXIT } from "../../src/cli/sim.ts";
 import { coalescedOps, parseNccomArgs } from "../../src/command/nccom.ts";
+import { main as mergeMain } from "../../src/cli/merge.ts";
 
 function run(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
   let out = "";
@@ -268,5 +269,96 @@ describe("nccom-test's command line", () => {
     expect(r.code).toBe(EXIT.OK);
     expect(r.err).toMatch(/--slurm-job-id 7 ignored/);
     expect(r.err).toMatch(/--debug ignored/);
+  });
+});
+
+describe("--streams-json: nccom-test's multistream runs", () => {
+  const example = "test/fixtures/nccom/streams_example.json";
+
+  it("reads the documented example as written: stream 0 all-reduce bf16 1 KiB..1 MiB over four groups of 16, stream 1 all-gather fp32 1 KiB twice an iteration over all 64", () => {
+    const a = parseNccomArgs(["allg", "-r", "64", "-c", "--instance", "trn2", "--streams-json", example], {});
+    if (a === "help") throw new Error("help");
+    const [s0, s1] = a.streams!;
+    expect(a.streams).toHaveLength(2);
+    expect(s0!.op).toMatchObject({ op: "all-reduce", dtype: "bf16", reduce: "sum" });
+    expect(s0!.sizes).toEqual(Array.from({ length: 11 }, (_, k) => 1024 << k));
+    expect(s0!.replicaGroups.map((g) => [g[0], g.length])).toEqual([[0, 16], [16, 16], [32, 16], [48, 16]]);
+    expect(s0!.opsPerIter).toBe(1);
+    expect(s1!.op).toMatchObject({ op: "all-gather", dtype: "fp32" });
+    expect(s1!.op["reduce"]).toBeUndefined();
+    expect(s1!.sizes).toEqual([1024]);
+    expect(s1!.opsPerIter).toBe(2);
+    expect(s1!.replicaGroups).toEqual([Array.from({ length: 64 }, (_, i) => i)]);
+    // --dump-scenario shows the first point: each stream's ops on their streams over their groups, at once.
+    const d = run(["allg", "-r", "64", "--instance", "trn2", "--streams-json", example, "--dump-scenario"]);
+    const scn = JSON.parse(d.out) as { concurrent: boolean; ops: { op: string; bytes: number; stream: number; replicaGroups: number[][] }[] };
+    expect(scn.concurrent).toBe(true);
+    expect(scn.ops.map((o) => [o.op, o.bytes, o.stream, o.replicaGroups.length])).toEqual([["all-reduce", 1024, 0, 4], ["all-gather", 1024, 1, 1], ["all-gather", 1024, 1, 1]]);
+  });
+
+  it("runs one block a stream, values checked, each stream's time taken in the run of all of them; a sharded run merges to the same", () => {
+    const dir = mkdtempSync(join(tmpdir(), "streams-"));
+    try {
+      writeFileSync(join(dir, "groups.json"), JSON.stringify({ replica_groups: [[[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14, 15]]] }));
+      writeFileSync(join(dir, "streams.json"), JSON.stringify({ streams: [{ operation: "all_reduce", datatype: "bf16", minbytes: "1KB", maxbytes: "4KB", custom_replica_groups: "groups.json" }, { maxbytes: "1KB", ops_per_iter: 2 }] }));
+      const args = ["allg", "-r", "16", "-b", "1KB", "-d", "fp32", "--instance", "trn2", "--streams-json", join(dir, "streams.json")];
+      const r = run([...args, "-c", "--show-algorithm"]);
+      expect(r.code, r.err).toBe(EXIT.OK);
+      const blocks = r.out.trimEnd().split(/\n(?=\s*size\(B\))/);
+      expect(blocks).toHaveLength(2);
+      const rows = blocks.map((b) => b.split("\n").slice(1, -1).map((l) => l.trim().split(/\s+/)));
+      expect(rows[0]!.map((x) => [x[0], x[2]])).toEqual([["1024", "bf16"], ["2048", "bf16"], ["4096", "bf16"]]);
+      // Stream 1 (the command line's allg fp32, 1 KiB at most) stays at its one size while stream 0 runs its three.
+      expect(rows[1]!.map((x) => [x[0], x[2]])).toEqual([["1024", "fp32"], ["1024", "fp32"], ["1024", "fp32"]]);
+      expect(r.err).toMatch(/values checked at every point, each op alone and all streams at once/);
+      expect(r.err).toMatch(/stream 0: all-reduce bf16, 3 size\(s\), 1 op\(s\) an iteration, 2 group\(s\) of 8; stream 1: all-gather fp32, 1 size\(s\), 2 op\(s\) an iteration, 1 group\(s\) of 16/);
+      // Stream 1's two all-gathers an iteration take longer than one would beside the same stream 0.
+      writeFileSync(join(dir, "once.json"), JSON.stringify({ streams: [{ operation: "all_reduce", datatype: "bf16", minbytes: "1KB", maxbytes: "4KB", custom_replica_groups: "groups.json" }, { maxbytes: "1KB" }] }));
+      const once = run([...args.slice(0, -1), join(dir, "once.json")]);
+      const onceUs = once.out.trimEnd().split(/\n(?=\s*size\(B\))/)[1]!.split("\n")[1]!.trim().split(/\s+/)[3];
+      expect(Number(rows[1]![0]![3])).toBeGreaterThan(Number(onceUs));
+      // --json: every row names its stream.
+      const j = JSON.parse(run([...args, "--json"]).out) as { results: { stream: number; bytes: number }[] };
+      expect(j.results.map((x) => [x.stream, x.bytes])).toEqual([[0, 1024], [0, 2048], [0, 4096], [1, 1024], [1, 1024], [1, 1024]]);
+      // Two shards merged print the whole run.
+      const whole = run(args);
+      const parts = [0, 1].map((i) => {
+        const out = join(dir, `p${i}.json`);
+        expect(run([...args, "--shard", `${i}/2`, "--out", out]).code).toBe(EXIT.OK);
+        return out;
+      });
+      let merged = "";
+      expect(mergeMain(parts, (s) => (merged += s), () => {})).toBe(EXIT.OK);
+      expect(merged).toBe(whole.out);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses what a streams file cannot mean, naming the file and the entry", () => {
+    const dir = mkdtempSync(join(tmpdir(), "streams-"));
+    try {
+      const cases: [unknown, RegExp][] = [
+        [{ streams: [] }, /needs \{"streams": \[/],
+        [{ streams: [{}, {}, {}, {}, {}] }, /5 streams: a rank has 4 CC streams/],
+        [{ streams: [{ operation: "tree" }] }, /streams\[0\]\.operation must be one of/],
+        [{ streams: [{ ops_per_iter: 0 }] }, /streams\[0\]\.ops_per_iter must be a whole number/],
+        [{ streams: [{ nworkers: 8 }] }, /streams\[0\]\.nworkers is the command's, the same for every stream/],
+        [{ streams: [{ datatype: "fp64" }] }, /streams\[0\]: .*fp64/],
+        [{ streams: [{ minbytes: [1] }] }, /streams\[0\]\.minbytes must be a string, a number or true/],
+        [{ streams: [{ custom_replica_groups: "missing.json" }] }, /streams\[0\]: --custom-replica-groups: cannot read .*missing\.json/],
+      ];
+      for (const [json, msg] of cases) {
+        writeFileSync(join(dir, "s.json"), JSON.stringify(json));
+        const r = run(["allr", "-r", "8", "--streams-json", join(dir, "s.json")]);
+        expect(r.code, JSON.stringify(json)).toBe(EXIT.BAD_INPUT);
+        expect(r.err).toMatch(/--streams-json: .*s\.json/);
+        expect(r.err).toMatch(msg);
+      }
+      const both = run(["allr", "-r", "8", "--streams-json", join(dir, "s.json"), "--coalesced-cc-size-ratio", "1,1"]);
+      expect(both.err).toMatch(/give --streams-json or --coalesced-cc-size-ratio, not both/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -79,7 +79,7 @@ describe("comm init: 'If any MESH-family algorithm is allowed it takes the mesh 
     expect(s.allowedAlgorithms).toEqual([EncAlgType.RING]);
     const a = parseScenario("s.json", { name: "x", instance: "trn1", ranks: 2, ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }] });
     expect(a.allowedAlgorithms).toBeUndefined();
-    const p = postOperations({ scn: auto({ ranks: 2, ops: [op("all-reduce", 1 << 20)] }), spec: trn1, groups: [[0, 1]], channels: 1, chunkBytes: 65536 });
+    const p = postOperations({ scn: auto({ ranks: 2, ops: [op("all-reduce", 1 << 20)] }), spec: trn1, channels: 1, chunkBytes: 65536 });
     expect(p.explain[0]!.commInit.allowed.filter((x) => x.verdict.ok).map((x) => x.alg)).toContain(EncAlgType.MESH);
   });
 });
@@ -120,7 +120,7 @@ describe("admission gates: 'bit (alg + 11*comm_type) of cc_allowed_alg_types mus
 
 describe("postOperation: 'every enc_can_post_* gate runs unconditionally before the precedence cascade'", () => {
   it("all six gates report a verdict for every op, feasible or not", () => {
-    const p = postOperations({ scn: auto({ ranks: 16, ops: [op("all-reduce", 1024), op("all-gather", 1 << 20)] }), spec: trn1, groups: [[...Array(16).keys()]], channels: 1, chunkBytes: 65536 });
+    const p = postOperations({ scn: auto({ ranks: 16, ops: [op("all-reduce", 1024), op("all-gather", 1 << 20)] }), spec: trn1, channels: 1, chunkBytes: 65536 });
     for (const e of p.explain) expect(e.gates.map((g) => g.gate)).toEqual([...GATES]);
     // The first op: mesh (small), kangaring (16 ranks) and intra RDH are all feasible at once.
     const feasible = p.explain[0]!.gates.filter((g) => g.verdict.ok).map((g) => g.gate);
@@ -244,7 +244,7 @@ describe("the 13-case enc_op_type dispatch", () => {
 describe("the operation record (enc_operation)", () => {
   it("op_slot_idx from curr_op_slot_idx[stream]; posted ops per stream and overall", () => {
     const ops = [0, 1, 0, 1, 0].map((stream) => ({ ...op("all-reduce", 8192), stream }));
-    const p = postOperations({ scn: scenario({ ranks: 2, ops }), spec: trn1, groups: [[0, 1]], channels: 2, chunkBytes: 4096 });
+    const p = postOperations({ scn: scenario({ ranks: 2, ops }), spec: trn1, channels: 2, chunkBytes: 4096 });
     expect(p.operations.map((o) => [o.stream, o.opSlotIdx])).toEqual([
       [0, 0],
       [1, 0],

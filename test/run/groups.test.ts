@@ -102,3 +102,32 @@ describe("groups whose ring is not over direct links", () => {
     expect(warned[0]!.group).toBe("0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, ..., 16, 17 (18 ranks)");
   });
 });
+
+describe("an op's own replica groups (a stream's, as --streams-json gives them)", () => {
+  const own = (ops: Parameters<typeof scenario>[0]["ops"], over: Partial<Parameters<typeof scenario>[0]> = {}) => runScenario(scenario({ ranks: 8, algorithm: "ring", check: "values", ops, ...over }), trn1, silent);
+
+  it("each op runs, is checked and is reported over its own groups, alone and concurrently", () => {
+    const ops = [
+      { op: "all-reduce" as const, bytes: 1 << 16, dtype: "fp32" as const, reduce: "sum" as const },
+      { op: "all-gather" as const, bytes: 1 << 14, dtype: "fp32" as const, reduce: "sum" as const, stream: 1, replicaGroups: [[0, 2, 4, 6], [1, 3, 5, 7]] },
+    ];
+    for (const concurrent of [false, true]) {
+      const out = own(ops, concurrent ? { concurrent: true } : {});
+      if (out.kind !== "done") throw new Error("hung");
+      expect(out.ops.map((o) => [o.row.ranks, o.row.check])).toEqual([[8, "pass"], [4, "pass"]]);
+      if (concurrent) expect(out.concurrent!.checked).toBe("values");
+      if (concurrent) expect(out.concurrent!.mismatch).toBeUndefined();
+    }
+    // The same all-gather over the scenario's own groups of four: the same time alone.
+    const scnGroups = own([ops[1]!].map(({ replicaGroups: _g, ...o }) => o), { replicaGroups: [[0, 2, 4, 6], [1, 3, 5, 7]] });
+    const opGroups = own([ops[1]!]);
+    if (scnGroups.kind !== "done" || opGroups.kind !== "done") throw new Error("hung");
+    expect(opGroups.ops[0]!.row.timeUs).toBe(scnGroups.ops[0]!.row.timeUs);
+  });
+
+  it("an op's groups are checked as the scenario's, errors naming the op [CMP1001, CMP1003]", () => {
+    const op = { op: "all-reduce" as const, bytes: 64, dtype: "fp32" as const, reduce: "sum" as const };
+    expect(() => own([op, { ...op, replicaGroups: [[0, 1, 2, 3], [4, 5, 6, 9]] }])).toThrow(expect.objectContaining({ code: "CMP1001", path: "ops[1].replicaGroups[1][3]" }));
+    expect(() => own([op, { ...op, replicaGroups: [[0, 1, 2, 3]] }])).toThrow(expect.objectContaining({ code: "CMP1003", path: "ops[1].replicaGroups" }));
+  });
+});

@@ -158,10 +158,10 @@ describe("beyond one 64-device address block", () => {
 
   it("a mesh spans at most 128 devices (ENC_MESH_MAX_NUM_DEVICES); a KangaRing at most 256 ranks", () => {
     const scn = scenario({ ranks: 256, ranksPerDevice: 2, nodes: 8, algorithm: "auto", allowedAlgorithms: undefined, check: "none", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
-    const c = commContext({ scn, spec: trn1, groups: scn.replicaGroups, channels: 2, chunkBytes: trn1.ring.chunkBytes }, scn.replicaGroups[0]!);
+    const c = commContext({ scn, spec: trn1, channels: 2, chunkBytes: trn1.ring.chunkBytes }, scn.replicaGroups[0]!);
     expect(c.deviceN).toBe(128);
     expect(ccAlgorithmAllowed(c, EncAlgType.MESH).ok).toBe(true);
-    const wide = commContext({ scn: { ...scn, ranks: 512, nodes: 16, replicaGroups: [Array.from({ length: 512 }, (_, i) => i)] }, spec: trn1, groups: [], channels: 2, chunkBytes: trn1.ring.chunkBytes }, Array.from({ length: 512 }, (_, i) => i));
+    const wide = commContext({ scn: { ...scn, ranks: 512, nodes: 16, replicaGroups: [Array.from({ length: 512 }, (_, i) => i)] }, spec: trn1, channels: 2, chunkBytes: trn1.ring.chunkBytes }, Array.from({ length: 512 }, (_, i) => i));
     expect(ccAlgorithmAllowed(wide, EncAlgType.MESH).reason).toMatch(/spans 256 devices; a mesh spans at most 128/);
     expect(ccAlgorithmAllowed({ ...c, commType: CommType.INTRA, rankN: 257 }, EncAlgType.KANGARING).reason).toMatch(/rank_n 257 is above the 256 ranks/);
     expect(ccAlgorithmAllowed({ ...c, commType: CommType.INTRA, vcoreSize: 2, rankN: 256 }, EncAlgType.KANGARING).ok).toBe(true);

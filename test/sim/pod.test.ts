@@ -102,7 +102,7 @@ describe("trn2 UltraServer pod", () => {
     for (const [a, b] of ends) expect(Math.floor(a / 64)).toBe(Math.floor(b / 64));
     expect(r.links.filter((l) => l.name.includes("nic")).some((l) => l.bytes > 0)).toBe(true);
     // A mesh may not mix pod and network peers; inside one pod it may.
-    const mesh = (nodes: number) => commContext({ scn: { ...scn, nodes, ranks: nodes * 2, allowedAlgorithms: undefined }, spec: pod, groups: [], channels: 1, chunkBytes: 4096 }, Array.from({ length: nodes * 2 }, (_, i) => i));
+    const mesh = (nodes: number) => commContext({ scn: { ...scn, nodes, ranks: nodes * 2, allowedAlgorithms: undefined }, spec: pod, channels: 1, chunkBytes: 4096 }, Array.from({ length: nodes * 2 }, (_, i) => i));
     expect(ccAlgorithmAllowed(mesh(8), EncAlgType.MESH).reason).toMatch(/spans 2 pods/);
     expect(ccAlgorithmAllowed(mesh(4), EncAlgType.MESH).ok).toBe(true);
   });
