@@ -17,7 +17,7 @@ describe("scenario.schema.json", () => {
     }
     expect(() => parseScenario("t.json", { ...minimal, extra: 1 })).toThrow(/unknown key "extra"/);
     const opKeys = Object.keys(schema.properties.ops.items.properties);
-    expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs"]);
+    expect(opKeys).toEqual(["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs", "replicaGroups"]);
     expect(schema.properties.ops.items.properties.op.enum).toEqual([...SCENARIO_OP_NAMES]);
     expect(schema.properties.algorithm.enum).toHaveLength(12);
     expect(schema.properties.ops.items.properties.dtype.enum).toEqual([...DTYPES]);
