@@ -33,14 +33,17 @@ export function idsPerNodeOf(scn: Scenario, spec: DeviceSpec): number {
 /**
  * A TopSP's semaphores, in order: the ring channels' (three a fold a slot a channel set), the
  * mesh-tape programs' (the families' needs for the largest group), the ring proxy triggers (one a
- * fold a slot a set), the device barrier's three, then the trigger of a mesh-tape program's proxy
- * queue across nodes. `used`: how many in all.
+ * fold a slot a set), the device barrier's three, the trigger of a mesh-tape program's proxy
+ * queue across nodes, then (a concurrent program) the program-end barrier's three: its streams
+ * meet there, and a stream that arrives early must not count as an arrival at another stream's
+ * step barrier. `used`: how many in all.
  */
-function semaphoreLayout(foldN: number, slotsPerTopsp: number, perStream: number, largestGroup: number): { meshBase: number; proxyBase: number; barrierBase: number; meshProxySema: number; used: number } {
+function semaphoreLayout(foldN: number, slotsPerTopsp: number, perStream: number, largestGroup: number, concurrent: boolean): { meshBase: number; proxyBase: number; barrierBase: number; meshProxySema: number; endBarrierBase: number; used: number } {
   const ringSemas = 3 * foldN * slotsPerTopsp * perStream;
   const proxyBase = ringSemas + tapeSemaphores(largestGroup);
   const barrierBase = proxyBase + perStream * slotsPerTopsp * foldN;
-  return { meshBase: ringSemas, proxyBase, barrierBase, meshProxySema: barrierBase + 3, used: barrierBase + 4 };
+  const endBarrierBase = concurrent ? barrierBase + 4 : barrierBase;
+  return { meshBase: ringSemas, proxyBase, barrierBase, meshProxySema: barrierBase + 3, endBarrierBase, used: barrierBase + (concurrent ? 7 : 4) };
 }
 
 function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
@@ -171,6 +174,7 @@ export class CompileContext {
   private readonly proxyBase: number;
   private readonly barrierBase: number;
   private readonly meshProxySema: number;
+  private readonly endBarrierBase: number;
   private readonly idsPerNode: number;
   private readonly opInfos = new Map<string, readonly CommInfo[]>();
   private readonly chans = new Map<string, EncdChannel>();
@@ -218,8 +222,8 @@ export class CompileContext {
     const sets = this.perStream * this.streams.length;
     check(this.perStream * channels * foldN <= this.enginesPerRank, "CMP1304", `${channels} channels x ${foldN} folds${this.perStream > 1 ? ` x ${this.perStream} channel sets (hierarchical)` : ""} need more DMA engines than the ${this.enginesPerRank} per rank`, "channels", channels);
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
-    const semas = semaphoreLayout(foldN, this.slotsPerTopsp, this.perStream, largestGroup(scn));
-    ({ meshBase: this.meshBase, proxyBase: this.proxyBase, barrierBase: this.barrierBase, meshProxySema: this.meshProxySema } = semas);
+    const semas = semaphoreLayout(foldN, this.slotsPerTopsp, this.perStream, largestGroup(scn), this.concurrent);
+    ({ meshBase: this.meshBase, proxyBase: this.proxyBase, barrierBase: this.barrierBase, meshProxySema: this.meshProxySema, endBarrierBase: this.endBarrierBase } = semas);
     check(semas.used <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
 
     const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, podNodes);
@@ -510,7 +514,9 @@ export class CompileContext {
       ranks.set(key, r);
       r.members.push({ topsp: t.topsp, engine: core * this.enginesPerRank + (t.topsp % tsPerRank) });
     }
-    for (const ranks of byNode.values()) this.builder.deviceBarrier([...ranks.values()] satisfies BarrierRank[], this.barrierBase, this.spec.dma.collectiveQueue - 1);
+    // (The program-end barrier of a concurrent program counts on semaphores of its own.)
+    const base = stream === undefined ? this.endBarrierBase : this.barrierBase;
+    for (const ranks of byNode.values()) this.builder.deviceBarrier([...ranks.values()] satisfies BarrierRank[], base, this.spec.dma.collectiveQueue - 1);
   }
 
   /** Chunk plans of a stage, per group of its comm (as postOperation plans a whole op). */

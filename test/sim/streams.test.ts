@@ -78,6 +78,22 @@ describe("ops of one stream chain, streams overlap", () => {
     }
   });
 
+  it("a stream that ends early does not arrive at another stream's step barrier: the program-end barrier counts on semaphores of its own (trn1, 2 nodes, stream 0 on TopSPs 0 and 2)", () => {
+    // Stream 1's short op reaches the program-end barrier while stream 0's hierarchical all-reduce
+    // is still between its stages; on shared semaphores its arrival stood in for stream 0's
+    // second TopSP's, and the last stage read what the inter-node stage had not finished writing.
+    const scn = scenario({ ranks: 4, nodes: 2, ranksPerDevice: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.HIER, EncAlgType.RING], hierarchical: { intra: "ring", inter: "ring" }, concurrent: true, ops: [op("all-reduce", 16384, 0), op("all-gather", 1024, 1)] });
+    const out = runScenario(scn, trn1, log);
+    if (out.kind !== "done") throw new Error("hang");
+    const c = out.concurrent!;
+    expect(c.checked).toBe("values");
+    expect(c.violations).toEqual([]);
+    expect(c.mismatch).toBeUndefined();
+    // Stream 0 has the rank's surplus TopSP (trn1: three a rank, two streams).
+    const { image } = compileProgram(scn, trn1, [0, 1]);
+    expect(image.devices[0]!.topsps.map((t) => t.index)).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
   it("random concurrent programs on trn1 (two streams) and trn2 (up to four) check their values", () => {
     fc.assert(
       fc.property(fc.constantFrom("trn1", "trn2"), fc.array(fc.tuple(collectiveOp, fc.integer({ min: 1, max: 64 }), fc.integer({ min: 0, max: 3 })), { minLength: 2, maxLength: 4 }), (instance, ops) => {
