@@ -1,5 +1,6 @@
 // The simulator's public face: build a machine from a device spec, load a program image, run it.
-export { simulate, formatHang, type SimResult, type HangReport, type SimOptions, type ResourceStat, type RunProgress, type Violation } from "./machine.ts";
+export { simulate, type SimOptions, type RunProgress } from "./machine.ts";
+export { formatHang, type SimResult, type HangReport, type ResourceStat, type Violation } from "./outcome.ts";
 export type { TraceSink } from "./trace.ts";
 export type { Term } from "./verify/symbolic.ts";
 export { UNKNOWN } from "./verify/symbolic.ts";

@@ -1,23 +1,26 @@
 // The simulated machine: devices (HBM, DMA engines, TopSPs + semaphores) joined by the link
-// fabric, built from a device spec and loaded with a program image; run it, report or hang.
+// fabric, built from a device spec; the host ports its engines and TopSPs reach the machine
+// through; the run itself (load.ts loads the image, faults.ts injects faults, outcome.ts reports).
 import { podNodesOf, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
 import { addressFields, decodeAddress, describeAddress, ENGINES_PER_SENG, readAddress, type DecodedAddress } from "../src/encd/address.ts";
 import { get32 } from "../src/encd/bits.ts";
-import type { DeviceImage, ProgramImage } from "../src/encd/image.ts";
+import type { ProgramImage } from "../src/encd/image.ts";
 import { DESC_BYTES } from "../src/encd/udma.ts";
-import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
-import { Kernel, Prio, Resource } from "./kernel/kernel.ts";
-import { DmaEngine, DmaQueue, RingSide, type DmaHost } from "./hw/dma.ts";
+import { Kernel, Prio } from "./kernel/kernel.ts";
+import type { DmaEngine, DmaHost } from "./hw/dma.ts";
 import { Fabric } from "./hw/fabric.ts";
 import { DeviceMemory, regionAt, type Region } from "./hw/memory.ts";
 import { SemaphoreBlock } from "./hw/semaphore.ts";
-import { Topsp, type TopspHost } from "./hw/topsp.ts";
+import type { TopspHost } from "./hw/topsp.ts";
 import type { TraceSink } from "./trace.ts";
+import { deviceFaults, dropWaits, linkFaults, type FaultError } from "./faults.ts";
+import { loadDeviceImage, type DeviceModel } from "./load.ts";
+import { checkBalance, hangReport, stat, VIOLATIONS_KEPT, type SimResult, type Violation } from "./outcome.ts";
 import { ProxyQueue } from "./hw/proxy.ts";
-import { QueueClock, RaceDetector, type Clock } from "./verify/races.ts";
-import { SymbolicMemory, type Term } from "./verify/symbolic.ts";
+import { RaceDetector, type Clock } from "./verify/races.ts";
+import { SymbolicMemory } from "./verify/symbolic.ts";
 
 export interface SimOptions {
   /** Keep payload bytes (needed to check values); false = timing only. */
@@ -52,72 +55,6 @@ export interface RunProgress {
 /** Wall-clock milliseconds between two progress calls. */
 const PROGRESS_MS = 1000;
 
-export interface HangWait {
-  readonly device: number;
-  readonly topsp: number;
-  readonly channel: number;
-  readonly semaphore: string;
-  readonly role: string;
-  readonly value: number;
-  readonly awaited: number;
-}
-
-export interface HangReport {
-  readonly timePs: Tick;
-  readonly waits: readonly HangWait[];
-  /** TopSPs that never finished their op entries. */
-  readonly unfinished: readonly string[];
-  readonly pendingDma: readonly string[];
-  /** Injected faults that took effect (a link held a write, an increment was lost, ...). */
-  readonly faults: readonly string[];
-}
-
-/** Bytes moved and time busy, per resource (a link direction, a DMA engine, a device's HBM). */
-export interface ResourceStat {
-  readonly name: string;
-  readonly bytes: number;
-  readonly busyPs: number;
-}
-export type LinkStat = ResourceStat;
-
-export interface SimResult {
-  readonly endPs: Tick;
-  readonly events: number;
-  /** Completion time of each op (the last reporter to finish it). */
-  readonly opEndPs: readonly Tick[];
-  readonly hang: HangReport | undefined;
-  readonly packets: number;
-  readonly links: readonly LinkStat[];
-  readonly engines: readonly ResourceStat[];
-  readonly hbm: readonly ResourceStat[];
-  /** Read simulated memory (HBM) back; `addr` as device `from` addresses it (default 0). */
-  read(addr: number, len: number, from?: number): Uint8Array;
-  /** Symbolic runs: the pieces of HBM [addr, addr + len) (offsets from addr) and the seed terms each holds. */
-  symbolic(addr: number, len: number, fn: (start: number, end: number, terms: readonly Term[], how: number) => void, from?: number): void;
-  /**
-   * What the verifier saw go wrong in a run that finished: writes outside every region the image
-   * declares, semaphores not back at their initial values, descriptor rings not fully consumed.
-   */
-  readonly violations: readonly Violation[];
-}
-
-export interface Violation {
-  readonly kind: "race" | "stray write" | "unbalanced semaphore" | "ring not consumed";
-  readonly message: string;
-}
-
-/** Violations of one kind kept in full; the rest are counted. */
-const VIOLATIONS_KEPT = 8;
-
-interface DeviceModel {
-  readonly memory: DeviceMemory;
-  /** HBM the image declares writable (payload and scratch), as sorted [start, end) offsets. */
-  readonly writable: Region[];
-  readonly engines: Map<number, DmaEngine>;
-  readonly topsps: Map<number, Topsp>;
-  readonly semas: Map<number, SemaphoreBlock>;
-}
-
 export function simulate(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult {
   try {
     return run(spec, image, opts);
@@ -145,7 +82,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   const home = fold ? (d: number) => d % fold.unitDevices : (d: number) => d;
   const faults = opts.faults ?? [];
   const faultNotes: string[] = [];
-  const faultError = (i: number, message: string): never => {
+  const faultError: FaultError = (i, message) => {
     throw new SimError("SIM1601", message, { path: `faults[${i}]`, value: faults[i] });
   };
   linkFaults(fabric, spec, faults, faultNotes, faultError);
@@ -273,16 +210,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     byId[di.device] = model;
     loadDeviceImage(model, di, { spec, races, dmaHost, topspHost, feed: image.feed, semaBlock });
   }
-  faults.forEach((f, i) => {
-    if (f.kind === "lost-increment" || f.kind === "drop-wait") {
-      if (!devices.has(f.device)) faultError(i, `device ${f.device} runs nothing in this program`);
-    }
-    if (f.kind !== "engine-stall") return;
-    const e = devices.get(f.device)?.engines.get(f.engine) ?? faultError(i, `dev${f.device} has no DMA engine ${f.engine} in this program`);
-    const at = Math.round(f.atUs * 1e6);
-    e.stalls.push([at, at + Math.round(f.forUs * 1e6)]);
-    faultNotes.push(`dev${f.device} dma${f.engine} stalled from ${f.atUs} us for ${f.forUs} us (fault)`);
-  });
+  deviceFaults(devices, faults, faultNotes, faultError);
   for (const sd of opts.symbolic ?? []) {
     const a = decodeAddress(sd.addr, sd.device);
     if (a.kind !== "hbm" || !devices.has(a.device)) throw new SimError("SIM1516", `symbolic seed ${sd.id} at ${describeAddress(sd.addr, sd.device)} is not HBM of a device in the program`, { value: sd.addr });
@@ -326,173 +254,15 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   };
 }
 
-/** What loading a device image needs from the machine around it. */
-interface LoadContext {
-  readonly spec: DeviceSpec;
-  readonly races: RaceDetector | undefined;
-  readonly dmaHost: DmaHost;
-  readonly topspHost: TopspHost;
-  readonly feed: ProgramImage["feed"];
-  readonly semaBlock: (d: number, ts: number) => SemaphoreBlock;
-}
-
-/** One device's image into its model: memory, writable regions, DMA queues, semaphores, TopSPs. */
-function loadDeviceImage(model: DeviceModel, di: DeviceImage, c: LoadContext): void {
-  const { spec, races } = c;
-  const memory = model.memory;
-  for (const p of di.payload) {
-    const a = decodeAddress(p.addr, di.device);
-    if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `payload range at ${describeAddress(p.addr, di.device)} is not HBM of device ${di.device}`, { value: p.addr });
-  }
-  for (const r of [...di.payload, ...(di.scratch ?? [])]) {
-    const a = decodeAddress(r.addr, di.device);
-    if (a.kind === "hbm" && a.device === di.device) model.writable.push({ start: a.offset, end: a.offset + Math.max(r.bytes, 1) });
-  }
-  // The no-op descriptors' pad word is copied onto itself by every queue at once: not data.
-  for (const r of di.scratch ?? []) {
-    const a = decodeAddress(r.addr, di.device);
-    if (races && a.kind === "hbm" && a.device === di.device) races.exemptRange(di.device, a.offset, a.offset + r.bytes);
-  }
-  model.writable.sort((x, y) => x.start - y.start);
-  for (const seg of di.memory) {
-    const a = decodeAddress(seg.addr, di.device);
-    if (a.kind !== "hbm" || a.device !== di.device) throw new SimError("SIM1510", `initial memory at ${describeAddress(seg.addr, di.device)} is not HBM of device ${di.device}`, { value: seg.addr });
-    memory.load(a.offset, seg.bytes);
-  }
-  for (const q of di.queues) {
-    if (q.engine >= spec.dma.enginesPerCore * spec.coresPerDevice) throw new SimError("SIM1511", `DMA engine ${q.engine} does not exist on ${spec.name}`, { value: q.engine });
-    let e = model.engines.get(q.engine);
-    if (!e) {
-      e = new DmaEngine(c.dmaHost, di.device, q.engine, { bytesPerSecond: spec.dma.engineBytesPerSecond, descriptorCostPs: spec.dma.descriptorCostPs });
-      model.engines.set(q.engine, e);
-    }
-    const st = q.streamed;
-    const tx = st ? RingSide.streamed(st.tx, st.txCount, c.feed) : RingSide.whole(q.tx);
-    const rx = st ? RingSide.streamed(st.rx, st.rxCount, c.feed) : RingSide.whole(q.rx);
-    e.addQueue(new DmaQueue(q.queue, tx, rx, races && new QueueClock(races.agent(`dev${di.device} dma${q.engine} q${q.queue}`, "tx"))));
-  }
-  for (const s of di.semaphores) c.semaBlock(di.device, s.topsp).write(s.sema, "set", s.value);
-  for (const t of di.topsps) {
-    if (t.index >= spec.topsp.perDevice) throw new SimError("SIM1504", `TopSP ${t.index} does not exist on ${spec.name}`, { value: t.index });
-    model.topsps.set(t.index, new Topsp(c.topspHost, di.device, t, c.semaBlock(di.device, t.index), spec.topsp));
-  }
-}
-
-/** Slow or cut the links the faults name (before anything runs). */
-function linkFaults(fabric: Fabric, spec: DeviceSpec, faults: readonly Fault[], notes: string[], faultError: (i: number, message: string) => never): void {
-  faults.forEach((f, i) => {
-    if (f.kind !== "link-down" && f.kind !== "link-slow") return;
-    const key = `${f.from}>${f.to}`;
-    const link = fabric.links.get(key) ?? faultError(i, `there is no link from device ${f.from} to device ${f.to} on ${spec.name}`);
-    if (f.kind === "link-down") {
-      link.downAt = Math.round(f.atUs * 1e6);
-      fabric.linksDown = true;
-    } else {
-      fabric.links.set(key, new Resource(link.name, link.rate / f.factor));
-      notes.push(`${link.name} slowed by ${f.factor} (fault)`);
-    }
-  });
-}
-
-/** After the run: what still waits (a TopSP on a semaphore, a queue with descriptors, a proxy) — a hang — or nothing. */
-function hangReport(devices: ReadonlyMap<number, DeviceModel>, proxies: readonly ProxyQueue[], endPs: Tick, faultNotes: readonly string[]): HangReport | undefined {
-  const waits: HangWait[] = [];
-  const unfinished: string[] = [];
-  const pendingDma: string[] = [];
-  for (const m of devices.values()) {
-    for (const t of m.topsps.values()) {
-      if (!t.done) unfinished.push(t.name);
-      for (const w of t.waits()) {
-        waits.push({
-          device: t.device,
-          topsp: t.index,
-          channel: w.channel,
-          semaphore: `dev${t.device}:topsp${t.index}:sem${w.wait.sema}`,
-          role: w.wait.role,
-          value: w.value,
-          awaited: w.wait.target,
-        });
-      }
-    }
-    for (const e of m.engines.values()) for (const p of e.pending()) pendingDma.push(`dev${e.device} dma${e.index} q${p.queue}: ${p.tx} tx / ${p.rx} rx descriptors handed over but not run`);
-  }
-  for (const p of proxies) {
-    const w = p.waiting();
-    if (w) pendingDma.push(w);
-  }
-  return unfinished.length > 0 || waits.length > 0 ? { timePs: endPs, waits, unfinished, pendingDma, faults: [...faultNotes] } : undefined;
-}
-
-/** A finished program leaves every semaphore where it started and every ring consumed. */
-function checkBalance(image: ProgramImage, devices: ReadonlyMap<number, DeviceModel>, violation: (kind: Violation["kind"], message: string) => void, seen: ReadonlyMap<Violation["kind"], number>, violations: Violation[]): void {
-  const initial = new Map<string, number>();
-  for (const di of image.devices) for (const s of [...di.semaphores, ...(di.finalSemaphores ?? [])]) initial.set(`${di.device}/${s.topsp}/${s.sema}`, s.value);
-  for (const [d, m] of devices) {
-    for (const [ts, b] of m.semas) {
-      b.values.forEach((v, sema) => {
-        const want = initial.get(`${d}/${ts}/${sema}`) ?? 0;
-        if (v !== want) violation("unbalanced semaphore", `dev${d}:topsp${ts}:sem${sema} ends at ${v}, not at ${want}`);
-      });
-    }
-    for (const e of m.engines.values()) {
-      for (const q of e.queues.values()) {
-        if (q.txHead !== q.txCount || q.rxHead !== q.rxCount) violation("ring not consumed", `dev${d} dma${e.index} q${q.id}: ${q.txCount - q.txHead} tx / ${q.rxCount - q.rxHead} rx descriptors never run`);
-      }
-    }
-  }
-  for (const [kind, n] of seen) if (n > VIOLATIONS_KEPT) violations.push({ kind, message: `... and ${n - VIOLATIONS_KEPT} more` });
-}
-
-function stat(r: { name: string; bytes: number; busyPs: number }): ResourceStat {
-  return { name: r.name, bytes: r.bytes, busyPs: r.busyPs };
-}
-
 function ringDoorbell(engines: ReadonlyMap<number, DmaEngine>, d: number, e: number, queue: number, dir: "m2s" | "s2m", value: number, clock: Clock | undefined): void {
   const engine = engines.get(e);
   if (!engine) throw new SimError("SIM1509", `dev${d}: doorbell for DMA engine ${e}, which has no queues`, { value: e });
   engine.doorbell(queue, dir, value, clock);
 }
 
-/** Render a hang report as lines for a user. */
-export function formatHang(h: HangReport): string[] {
-  const lines = [`hang at t=${(h.timePs / 1e6).toFixed(3)} us: no event pending, ${h.unfinished.length} TopSP(s) unfinished`];
-  for (const w of h.waits) lines.push(`  dev${w.device} topsp${w.topsp} ${w.channel === -1 ? "mesh tape" : w.channel === -2 ? "device barrier" : `channel ${w.channel}`} waits on ${w.semaphore} (${w.role}): value ${w.value}, awaiting >= ${w.awaited}`);
-  for (const u of h.unfinished) if (!h.waits.some((w) => `dev${w.device} topsp${w.topsp}` === u)) lines.push(`  ${u}: unfinished without a wait`);
-  for (const p of h.pendingDma) lines.push(`  ${p}`);
-  for (const f of h.faults) lines.push(`  fault: ${f}`);
-  return lines;
-}
-
 /** [off, off + len) lies inside one of the sorted regions. */
 function inside(regions: readonly Region[], off: number, len: number): boolean {
   return regionAt(regions, off, len) !== undefined;
-}
-
-/**
- * The drop-wait faults of one device: clear the wait flags of its K-th waiting step entry (TopSPs
- * in index order, slot scratchpads in order) — a composer that forgot a wait.
- */
-function dropWaits(di: DeviceImage, faults: readonly Fault[], notes: string[]): DeviceImage {
-  const mine = faults.filter((f): f is Extract<Fault, { kind: "drop-wait" }> => f.kind === "drop-wait" && f.device === di.device);
-  if (mine.length === 0) return di;
-  const topsps = di.topsps.map((t) => ({ ...t, slotSpad: t.slotSpad.map((s) => s.slice()) }));
-  for (const f of mine) {
-    let n = 0;
-    found: for (const t of topsps) {
-      for (const [k, spad] of t.slotSpad.entries()) {
-        for (let o = 0; o + SLOT_ENTRY_BYTES <= spad.length; o += SLOT_ENTRY_BYTES) {
-          const e = decodeSlotEntry(spad, o);
-          if (!(e.flags & (StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT))) continue;
-          if (++n === f.nth) {
-            packSlotEntry({ ...e, flags: e.flags & ~(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT) }, spad, o);
-            notes.push(`dev${di.device} topsp${t.index} slot ${k} step entry ${o / SLOT_ENTRY_BYTES}: its wait dropped (fault)`);
-            break found;
-          }
-        }
-      }
-    }
-  }
-  return { ...di, topsps };
 }
 
 /** A kernel tick that reports progress at most once every `everyMs` of wall time. */
