@@ -1,21 +1,22 @@
-// The compile context: one program's resources and communicators — where every channel, mesh
-// program, proxy queue and semaphore of a rank sits, the rings each replica group follows, the
-// builder the composers emit into — and the stage machinery the family composers plug into
-// (registry.ts names each family's composer; the families live in their own files).
+// The compile context: one program's resources and communicators as it is composed — where every
+// channel, mesh program, proxy queue and semaphore of a rank sits, the rings each replica group
+// follows, the builder the composers emit into — and the stage machinery the family composers plug
+// into (registry.ts names each family's composer; program-plan.ts decides what the program needs).
 import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgMeshType, EncAlgType, type EncOpType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { acrossNodes, devicesPerNode, largestGroup, opGroups, podNodesOf } from "../ir/spec.ts";
+import { acrossNodes, largestGroup, opGroups } from "../ir/spec.ts";
 import { NeighType } from "../encd/channel.ts";
-import { ADDRESS_BLOCK, blockOf, MAX_DEVICES, semaAddr } from "../encd/address.ts";
+import { blockOf, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type RingMode } from "../encd/program.ts";
 import type { ProxyFifo } from "../encd/proxy.ts";
 import type { ChunkPlan } from "./chunks.ts";
-import { checkSignatures, postOperations, type Posted } from "./post.ts";
+import { checkSignatures, type Posted } from "./post.ts";
 import { commInfos, programGroups, type CommInfo } from "./groups.ts";
-import { algorithmEntry, tapeSemaphores } from "./registry.ts";
-import { adjacency, deviceRing, deviceRings } from "./topology.ts";
+import { algorithmEntry } from "./registry.ts";
+import { adjacency, groupRings } from "./topology.ts";
+import { check, concurrentOf, placementOf, postProgram, semaphoreLayout, setsPerStream, streamsOf } from "./program-plan.ts";
 import type { NetQueue } from "./peer.ts";
 import type { Comm, MeshPlace, NetHop, RingSet, Stage, StageBuffers } from "./stage.ts";
 import { meshEngines, opPlan } from "./gates.ts";
@@ -25,31 +26,6 @@ import type { MeshProgram } from "../encd/mesh-writer.ts";
 
 
 
-/** Device ids per node: all of a table preset's devices; a ring preset's is sized to what is used. */
-export function idsPerNodeOf(scn: Scenario, spec: DeviceSpec): number {
-  return spec.topology.kind === "ring" ? devicesPerNode(scn) : spec.devices;
-}
-
-/**
- * A TopSP's semaphores, in order: the ring channels' (three a fold a slot a channel set), the
- * mesh-tape programs' (the families' needs for the largest group), the ring proxy triggers (one a
- * fold a slot a set), the device barrier's three, the trigger of a mesh-tape program's proxy
- * queue across nodes, then (a concurrent program) the program-end barrier's three: its streams
- * meet there, and a stream that arrives early must not count as an arrival at another stream's
- * step barrier. `used`: how many in all.
- */
-function semaphoreLayout(foldN: number, slotsPerTopsp: number, perStream: number, largestGroup: number, concurrent: boolean): { meshBase: number; proxyBase: number; barrierBase: number; meshProxySema: number; endBarrierBase: number; used: number } {
-  const ringSemas = 3 * foldN * slotsPerTopsp * perStream;
-  const proxyBase = ringSemas + tapeSemaphores(largestGroup);
-  const barrierBase = proxyBase + perStream * slotsPerTopsp * foldN;
-  const endBarrierBase = concurrent ? barrierBase + 4 : barrierBase;
-  return { meshBase: ringSemas, proxyBase, barrierBase, meshProxySema: barrierBase + 3, endBarrierBase, used: barrierBase + (concurrent ? 7 : 4) };
-}
-
-function check(cond: boolean, code: string, message: string, path: string, value: unknown): void {
-  if (!cond) throw new CompileError(code, message, { path, value });
-}
-
 /** A hierarchical op's level comms. */
 export interface HierComms {
   readonly intra: Comm;
@@ -58,83 +34,28 @@ export interface HierComms {
 }
 
 
-/** Whether ops `opIndices` run as a concurrent program (each stream on TopSPs and queues of its own). */
-function concurrentOf(scn: Scenario, opIndices: readonly number[]): boolean {
-  return scn.concurrent === true && opIndices.length > 1;
-}
-
-/** The streams of the program, in order (one, unless it is concurrent). */
-function streamsOf(scn: Scenario, opIndices: readonly number[]): number[] {
-  return concurrentOf(scn, opIndices) ? [...new Set(opIndices.map((i) => scn.ops[i]!.stream))].sort((a, b) => a - b) : [0];
+/** A comm on channel set `set`: its groups, each rank's place in them, each group's rings. */
+function commOn(set: number, groups: readonly (readonly number[])[], ringsOf: (g: readonly number[]) => RingSet): Comm {
+  const pos = new Map<number, { group: number; groupRank: number }>();
+  groups.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
+  return { set, groups, pos, rings: groups.map(ringsOf) };
 }
 
 /**
- * Channel sets per stream: 0 for the replica groups' own rings; a hierarchical op adds 1 (its
- * intra-node stages) and 2 (its inter-node stage), each with its own semaphores, slots and DMA
- * engines; a pipelined hierarchical all-reduce runs its intra all-gather beside the next slices'
- * intra reduce-scatter: a fourth. So 1, 3 or 4; a stream's sets follow the previous stream's, and
- * concurrent streams share the engines, so one stream's sets take them all.
+ * A hierarchical op's two levels over the groups `hier` picks: each group split by node (order
+ * kept), and the ranks at the same position on every node.
  */
-function setsPerStream(scn: Scenario, opIndices: readonly number[], p: Posted): number {
-  const hier = opIndices.some((i) => p.operations[i]!.groupAlgs.includes(EncAlgType.HIER));
-  return hier ? (scn.hierarchical.slices > 1 ? 4 : 3) : 1;
-}
-
-/**
- * Ops `opIndices` posted at the channel count the program runs: the preset's unless the scenario
- * sets one; where the program's channel sets would need more DMA engines (foldN a channel) or ring
- * channel records (32) than a rank has at the preset's count, as many channels as fit, and `note`
- * says why. (A count the scenario sets is kept: the context refuses it if it does not fit.)
- */
-export function postProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], chunkBytes: number): { posted: Posted; channels: number; note?: string } {
-  const post = (c: number): Posted => postOperations({ scn, spec, channels: c, chunkBytes });
-  // A program of source/target-pairs ops only (permute, send/recv) takes the preset's permute channels.
-  const pairsOnly = opIndices.every((i) => scn.ops[i]!.pairs !== undefined);
-  const preset = pairsOnly ? (spec.collectives.permuteChannels ?? spec.ring.defaultChannels) : spec.ring.defaultChannels;
-  if (scn.channels !== undefined) return { posted: post(scn.channels), channels: scn.channels };
-  const engines = spec.dma.enginesPerCore * spec.collectives.virtualCoreSize;
-  const streams = streamsOf(scn, opIndices).length;
-  const foldN = spec.ring.foldN;
-  const fits = (p: Posted, c: number): boolean => {
-    const sets = setsPerStream(scn, opIndices, p);
-    return sets * c * foldN <= engines && sets * streams * c <= 32;
-  };
-  const atPreset = post(preset);
-  let channels = preset;
-  let posted = atPreset;
-  while (channels > 1 && !fits(posted, channels)) posted = post(--channels);
-  if (channels === preset) return { posted, channels };
-  const sets = setsPerStream(scn, opIndices, atPreset);
-  const what = `${sets > 1 ? `a hierarchical op's ${sets} channel sets` : "one channel set"}${streams > 1 ? ` on each of ${streams} concurrent streams` : ""}`;
-  const need = sets * preset * foldN > engines ? `${sets * preset * foldN} DMA engines (${foldN} a channel); a rank has ${engines}` : `${sets * streams * preset} ring channel records; there are 32`;
-  const note = `${channels}, not ${spec.name}'s ${preset}${pairsOnly && spec.collectives.permuteChannels !== undefined ? " (collectives.permuteChannels)" : ""}: at ${preset}, ${what} would need ${need}`;
-  return { posted: { ...posted, explain: posted.explain.map((e) => ({ ...e, channelsNote: note })) }, channels, note };
-}
-
-/**
- * Where a scenario's ranks can sit on a preset, checked: logical cores per device, whole devices
- * per node, nodes in pods, device ids within the address map and its 64-id blocks.
- */
-function placementOf(scn: Scenario, spec: DeviceSpec): { podNodes: number; idsPerNode: number; podIds: number; vcore: number } {
-  const podNodes = podNodesOf(spec.topology, scn.nodes);
-  check(scn.nodes === podNodes || spec.network !== undefined, "CMP1301", `${spec.name} has no network: a multi-node scenario needs a preset with a "network" section${spec.topology.kind === "table" && spec.topology.podNodes ? ` (or at most ${spec.topology.podNodes} nodes of its pod)` : ""}`, "nodes", scn.nodes);
-  check(scn.nodes % podNodes === 0, "CMP1301", `${scn.nodes} nodes do not fill whole pods of ${podNodes} nodes`, "nodes", scn.nodes);
-  // A rank is one logical core: virtualCoreSize physical NeuronCores, with their TopSPs and DMA engines.
-  const vcore = spec.collectives.virtualCoreSize;
-  const ranksPerDeviceMax = Math.floor(spec.coresPerDevice / vcore);
-  check(scn.ranksPerDevice <= ranksPerDeviceMax, "CMP1302", `${spec.name} has ${spec.coresPerDevice} NeuronCores per device, ${ranksPerDeviceMax} rank(s) at logical core size ${vcore}`, "ranksPerDevice", scn.ranksPerDevice);
-  const deviceCount = devicesPerNode(scn);
-  check(Number.isInteger(deviceCount), "CMP1303", `${scn.ranks} ranks do not fill whole devices of ${scn.ranksPerDevice} on each of ${scn.nodes} nodes`, "ranks", scn.ranks);
-  check(deviceCount <= spec.devices, "CMP1303", `${scn.ranks} ranks at ${scn.ranksPerDevice} per device need ${deviceCount} devices${scn.nodes > 1 ? " per node" : ""}; ${spec.name} has ${spec.devices}`, "ranks", scn.ranks);
-  const idsPerNode = idsPerNodeOf(scn, spec);
-  // An address names a device of the sender's 64-id block: a pod must fit one, and beyond one
-  // block every block must hold whole nodes.
-  const ids = idsPerNode * scn.nodes;
-  check(ids <= MAX_DEVICES, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices exceed the ${MAX_DEVICES} device ids of the address map`, "nodes", scn.nodes);
-  const podIds = podNodes * idsPerNode;
-  check(podIds <= ADDRESS_BLOCK, "CMP1303", `a pod of ${podNodes} nodes of ${idsPerNode} devices exceeds the ${ADDRESS_BLOCK} device ids one address block holds`, "nodes", scn.nodes);
-  check(ids <= ADDRESS_BLOCK || ADDRESS_BLOCK % podIds === 0, "CMP1303", `${scn.nodes} nodes of ${idsPerNode} devices: beyond ${ADDRESS_BLOCK} device ids a ${podNodes > 1 ? "pod" : "node"}'s devices must tile the ${ADDRESS_BLOCK}-id address blocks (1, 2, 4, 8, 16, 32 or 64 devices a ${podNodes > 1 ? "pod" : "node"})`, "nodes", scn.nodes);
-  return { podNodes, idsPerNode, podIds, vcore };
+function hierLevels(groups: readonly (readonly number[])[], hier: (gi: number) => boolean, nodeOf: (rank: number) => number): { intra: number[][]; inter: number[][] } {
+  const intra: number[][] = [];
+  const inter: number[][] = [];
+  for (const [gi, g] of groups.entries()) {
+    if (!hier(gi)) continue;
+    const nodes = [...new Set(g.map(nodeOf))].sort((a, b) => a - b);
+    const perNode = nodes.map((k) => g.filter((r) => nodeOf(r) === k));
+    intra.push(...perNode);
+    for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
+  }
+  return { intra, inter };
 }
 
 export class CompileContext {
@@ -228,52 +149,19 @@ export class CompileContext {
 
     const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, podNodes);
     const info = this.info;
-    // Ring order per group: device cycles that follow links (two edge-disjoint ones where the
-    // topology has them: channels 2c and 2c+1 take cycle c mod 2, forward and reversed); ranks of
-    // one device stay adjacent.
-    const ringsOf = (g: readonly number[]): RingSet => {
-      // Across the network: each node's (pod's) cycle opened into a path, the paths joined node
-      // after node (the joins are network hops).
-      const podsOfGroup = [...new Set(g.map((r) => Math.floor(info[r]!.device / podIds)))].sort((a, b) => a - b);
-      const devices = [...new Set(g.map((r) => info[r]!.device))];
-      const perNode = podsOfGroup.length > 1 ? podsOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / podIds) === k))) : [];
-      const cycles = perNode.length > 0 ? [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }] : deviceRings(adj, devices);
-      const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => info[r]!.device === d).sort((a, b) => a - b)));
-      return {
-        group: g,
-        channels: Array.from({ length: channels }, (_, c) => {
-          const base = orders[Math.floor(c / 2) % orders.length]!;
-          return c % 2 === 0 ? base : [...base].reverse();
-        }),
-        cycle: Array.from({ length: channels }, (_, c) => Math.floor(c / 2) % orders.length),
-        followsLinks: cycles.every((dr) => dr.followsLinks),
-      };
-    };
-    const makeComm = (set: number, gs: readonly (readonly number[])[]): Comm => {
-      const pos = new Map<number, { group: number; groupRank: number }>();
-      gs.forEach((g, gi) => g.forEach((r, k) => pos.set(r, { group: gi, groupRank: k })));
-      return { set, groups: gs, pos, rings: gs.map(ringsOf) };
-    };
+    const deviceOf = (r: number) => info[r]!.device;
+    const makeComm = (set: number, gs: readonly (readonly number[])[]): Comm => commOn(set, gs, (g) => groupRings(g, deviceOf, adj, podIds, channels));
     // Each stream runs over its ops' groups (a program that is not concurrent: the first op's).
     const streamOps = (st: number) => (this.concurrent ? opIndices.filter((i) => scn.ops[i]!.stream === st) : opIndices);
     this.main = makeComm(0, groups);
     this.streams.forEach((st, p) => this.streamComms.set(st, p === 0 ? this.main : makeComm(p * this.perStream, opGroups(scn, streamOps(st)[0]!))));
-    // A hierarchical op's levels: each replica group split by node (order kept), and the ranks at
-    // the same position on every node; each stream's own level comms, on its sets.
+    // A hierarchical op's levels, each stream's own, on its sets.
     if (this.perStream > 1) {
       this.streams.forEach((st, p) => {
         // (Every op over the same groups counts: a stream's level comms are the program's where all share them.)
         const own = opGroups(scn, streamOps(st)[0]!);
         const ops = opIndices.filter((i) => opGroups(scn, i) === own || JSON.stringify(opGroups(scn, i)) === JSON.stringify(own));
-        const intra: number[][] = [];
-        const inter: number[][] = [];
-        for (const [gi, g] of own.entries()) {
-          if (!ops.some((i) => posted.operations[i]!.groupAlgs[gi] === EncAlgType.HIER)) continue;
-          const nodes = [...new Set(g.map((r) => info[r]!.node))].sort((a, b) => a - b);
-          const perNode = nodes.map((k) => g.filter((r) => info[r]!.node === k));
-          intra.push(...perNode);
-          for (let l = 0; l < perNode[0]!.length; l++) inter.push(perNode.map((p) => p[l]!));
-        }
+        const { intra, inter } = hierLevels(own, (gi) => ops.some((i) => posted.operations[i]!.groupAlgs[gi] === EncAlgType.HIER), (r) => info[r]!.node);
         const b = p * this.perStream;
         this.hierByStream.set(st, { intra: makeComm(b + 1, intra), inter: makeComm(b + 2, inter), ...(this.perStream === 4 ? { intraAg: makeComm(b + 3, intra) } : {}) });
       });

@@ -1,5 +1,6 @@
 // Device-level ring order re-derived from the physical topology: a cycle that follows links.
 import { breadthFirst, topologyAdjacency } from "../ir/spec.ts";
+import type { RingSet } from "./stage.ts";
 
 /** Adjacency lists of the machine's devices (sorted, de-duplicated). */
 export const adjacency = topologyAdjacency;
@@ -106,4 +107,27 @@ export function deviceRings(adj: readonly (readonly number[])[], devices: readon
     if (!second.done) return [{ order: cycle, followsLinks: true }, { order: second.value, followsLinks: true }];
   }
   return [first];
+}
+
+/**
+ * The rings a replica group's channels follow: device cycles that follow links (two edge-disjoint
+ * ones where the topology has them: channels 2c and 2c+1 take cycle c mod 2, forward and
+ * reversed), ranks of one device adjacent. Across the network each node's (pod's) cycle is opened
+ * into a path and the paths joined node after node (the joins are network hops).
+ */
+export function groupRings(g: readonly number[], deviceOf: (rank: number) => number, adj: readonly (readonly number[])[], podIds: number, channels: number): RingSet {
+  const podsOfGroup = [...new Set(g.map((r) => Math.floor(deviceOf(r) / podIds)))].sort((a, b) => a - b);
+  const devices = [...new Set(g.map(deviceOf))];
+  const perNode = podsOfGroup.length > 1 ? podsOfGroup.map((k) => deviceRing(adj, devices.filter((d) => Math.floor(d / podIds) === k))) : [];
+  const cycles = perNode.length > 0 ? [{ order: perNode.flatMap((dr) => dr.order), followsLinks: perNode.every((dr) => dr.followsLinks) }] : deviceRings(adj, devices);
+  const orders = cycles.map((dr) => dr.order.flatMap((d) => g.filter((r) => deviceOf(r) === d).sort((a, b) => a - b)));
+  return {
+    group: g,
+    channels: Array.from({ length: channels }, (_, c) => {
+      const base = orders[Math.floor(c / 2) % orders.length]!;
+      return c % 2 === 0 ? base : [...base].reverse();
+    }),
+    cycle: Array.from({ length: channels }, (_, c) => Math.floor(c / 2) % orders.length),
+    followsLinks: cycles.every((dr) => dr.followsLinks),
+  };
 }
