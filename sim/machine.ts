@@ -1,7 +1,8 @@
 // The simulated machine: devices (HBM, DMA engines, TopSPs + semaphores) joined by the link
 // fabric, built from a device spec; the host ports its engines and TopSPs reach the machine
 // through; the run itself (load.ts loads the image, faults.ts injects faults, outcome.ts reports).
-import { podNodesOf, type DeviceSpec, type Fault } from "../src/ir/spec.ts";
+import { type DeviceSpec, type Fault } from "../src/ir/spec.ts";
+import { podNodesOf } from "../src/ir/topology.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
 import type { Tick } from "../src/ir/time.ts";
 import { addressFields, decodeAddress, describeAddress, ENGINES_PER_SENG, readAddress, type DecodedAddress } from "../src/encd/address.ts";

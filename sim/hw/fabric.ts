@@ -1,6 +1,7 @@
 // Device-to-device links (one resource per direction) with hop-by-hop routing, and the
 // pipelined timing of one DMA packet through engine, HBM, links and the destination.
-import { acrossNodes, breadthFirst, podNodesOf, routingAdjacency, type DeviceSpec } from "../../src/ir/spec.ts";
+import { type DeviceSpec } from "../../src/ir/spec.ts";
+import { acrossNodes, breadthFirst, podNodesOf, routingAdjacency } from "../../src/ir/topology.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { Resource } from "../kernel/kernel.ts";

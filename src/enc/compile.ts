@@ -17,7 +17,7 @@ import type { Explanation } from "./post.ts";
 import { programGroups } from "./groups.ts";
 import { CompileContext } from "./context.ts";
 import { idsPerNodeOf, postProgram } from "./program-plan.ts";
-import { podNodesOf } from "../ir/spec.ts";
+import { podNodesOf } from "../ir/topology.ts";
 import type { Signature } from "../encd/signature.ts";
 import { whyNotFold } from "../encd/fold.ts";
 import { composeHier } from "./hier.ts";

@@ -4,7 +4,8 @@
 import { dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgType, EncOpType, ENC_ALG_NAME, type MetaringType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
-import { devicesPerNode, podNodesOf, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
+import { devicesPerNode, podNodesOf } from "../ir/topology.ts";
 import { allowedMask, type CommInit } from "./algorithms.ts";
 import { planChunks, type ChunkPlan } from "./chunks.ts";
 import { algorithmEntry, builtAlgorithms, meshVariants, precedenceOrder } from "./registry.ts";

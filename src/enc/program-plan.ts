@@ -4,7 +4,7 @@
 import { EncAlgType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { devicesPerNode, podNodesOf } from "../ir/spec.ts";
+import { devicesPerNode, podNodesOf } from "../ir/topology.ts";
 import { ADDRESS_BLOCK, MAX_DEVICES } from "../encd/address.ts";
 import { postOperations, type Posted } from "./post.ts";
 import { tapeSemaphores } from "./registry.ts";

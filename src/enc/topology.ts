@@ -1,5 +1,5 @@
 // Device-level ring order re-derived from the physical topology: a cycle that follows links.
-import { breadthFirst, topologyAdjacency } from "../ir/spec.ts";
+import { breadthFirst, topologyAdjacency } from "../ir/topology.ts";
 import type { RingSet } from "./stage.ts";
 
 /** Adjacency lists of the machine's devices (sorted, de-duplicated). */

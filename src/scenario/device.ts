@@ -1,6 +1,7 @@
 // Loader + validator for device presets (devices/<instance>.json).
 import { HBM_LIMIT } from "../encd/address.ts";
-import { ALG_NAMES, NO_HOST_COSTS, algTypeOf, type AlgName, type DeviceSpec, type HostCosts, type Topology } from "../ir/spec.ts";
+import { ALG_NAMES, NO_HOST_COSTS, algTypeOf, type AlgName, type DeviceSpec, type HostCosts } from "../ir/spec.ts";
+import { type Topology } from "../ir/topology.ts";
 import { Reader } from "./reader.ts";
 
 const TOP_KEYS = ["$schema", "name", "description", "arch", "devices", "coresPerDevice", "topology", "topsp", "dma", "hbm", "sbuf", "link", "ring", "network", "collectives", "host", "sources"] as const;

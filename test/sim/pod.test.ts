@@ -7,7 +7,7 @@ import { loadDevice } from "../../src/run/load.ts";
 import { dtypeSize } from "../../src/ir/dtypes.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { CompileError } from "../../src/ir/errors.ts";
-import { acrossNodes } from "../../src/ir/spec.ts";
+import { acrossNodes } from "../../src/ir/topology.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { ccAlgorithmAllowed } from "../../src/enc/algorithms.ts";
