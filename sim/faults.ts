@@ -5,7 +5,7 @@ import { Resource } from "./kernel/kernel.ts";
 import type { DeviceImage } from "../src/encd/image.ts";
 import { decodeSlotEntry, packSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../src/encd/slot.ts";
 import type { Fabric } from "./hw/fabric.ts";
-import type { DeviceModel } from "./load.ts";
+import type { DeviceModel } from "./image-loader.ts";
 
 /** Reports a fault the machine or the program does not have (SIM1601). */
 export type FaultError = (i: number, message: string) => never;

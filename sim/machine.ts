@@ -1,6 +1,6 @@
 // The simulated machine: devices (HBM, DMA engines, TopSPs + semaphores) joined by the link
 // fabric, built from a device spec; the host ports its engines and TopSPs reach the machine
-// through; the run itself (load.ts loads the image, faults.ts injects faults, outcome.ts reports).
+// through; the run itself (image-loader.ts loads the image, faults.ts injects faults, outcome.ts reports).
 import { type DeviceSpec, type Fault } from "../src/ir/spec.ts";
 import { podNodesOf } from "../src/ir/topology.ts";
 import { InternalError, SimError } from "../src/ir/errors.ts";
@@ -17,11 +17,11 @@ import { SemaphoreBlock } from "./hw/semaphore.ts";
 import type { TopspHost } from "./hw/topsp.ts";
 import type { TraceSink } from "./trace.ts";
 import { deviceFaults, dropWaits, linkFaults, type FaultError } from "./faults.ts";
-import { loadDeviceImage, type DeviceModel } from "./load.ts";
+import { loadDeviceImage, type DeviceModel } from "./image-loader.ts";
 import { checkBalance, hangReport, stat, VIOLATIONS_KEPT, type SimResult, type Violation } from "./outcome.ts";
 import { ProxyQueue } from "./hw/proxy.ts";
 import { RaceDetector, type Clock } from "./verify/races.ts";
-import { SymbolicMemory } from "./verify/symbolic.ts";
+import { SymbolicMemory } from "./verify/symbolic-memory.ts";
 
 export interface SimOptions {
   /** Keep payload bytes (needed to check values); false = timing only. */

@@ -3,8 +3,8 @@
 import type { Tick } from "../src/ir/time.ts";
 import type { ProgramImage } from "../src/encd/image.ts";
 import type { ProxyQueue } from "./hw/proxy.ts";
-import type { Term } from "./verify/symbolic.ts";
-import type { DeviceModel } from "./load.ts";
+import type { Term } from "./verify/symbolic-memory.ts";
+import type { DeviceModel } from "./image-loader.ts";
 
 export interface HangWait {
   readonly device: number;

@@ -15,7 +15,7 @@ import { hbmAddr, semaAddr, decodeAddress } from "../src/encd/address.ts";
 import { ALGO_CONFIG_RING_BYTES, packChannelConfig, NeighType, type ChannelConfig } from "../src/encd/channel.ts";
 import { Vring, dumpToPringPadded } from "../src/encd/vring.ts";
 import { validateCcops } from "../src/encd/validate.ts";
-import { packMeshEvent } from "../src/encd/mesh.ts";
+import { packMeshEvent } from "../src/encd/mesh-event.ts";
 import { ProgramBuilder, type ProgramImage } from "../src/encd/program.ts";
 import { parseDeviceSpec, parseScenario, parseJson } from "../src/scenario/index.ts";
 import { loadScenario } from "../src/run/load.ts";

@@ -2,7 +2,7 @@
 import { decodeAddress, semaAddr } from "../src/encd/address.ts";
 import type { ProgramImage } from "../src/encd/program.ts";
 import { DESC_BYTES, decodeRx } from "../src/encd/udma.ts";
-import { decodeMeshEvent, MESH_EVENT_BYTES } from "../src/encd/mesh.ts";
+import { decodeMeshEvent, MESH_EVENT_BYTES } from "../src/encd/mesh-event.ts";
 
 /** Turn the first remote semaphore increment of `device` into a write to plain HBM (its pad word). */
 export function dropFirstRemoteSemaInc(image: ProgramImage, device = 0): string {

@@ -14,7 +14,7 @@ import { cceReduce } from "./cce.ts";
 import { regionAt, type Region } from "./memory.ts";
 import { PacketClock, type Fabric } from "./fabric.ts";
 import type { Access, Clock, QueueClock, RaceDetector } from "../verify/races.ts";
-import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
+import type { SymbolicMemory, SymStream } from "../verify/symbolic-memory.ts";
 import { howOf } from "../../src/ir/dtypes.ts";
 
 /** A landing write's symbolic value: stream bytes from `at` (symbolic checks). */

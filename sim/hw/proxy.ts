@@ -5,13 +5,13 @@
 import { SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
 import { ADDRESS_BLOCK, decodeAddress, describeAddress } from "../../src/encd/address.ts";
-import { decodeProxyEntry, PROXY_ENTRY_BYTES, type ProxyEntry } from "../../src/encd/proxy.ts";
+import { decodeProxyEntry, PROXY_ENTRY_BYTES, type ProxyEntry } from "../../src/encd/proxy-fifo.ts";
 import { Prio, type Kernel } from "../kernel/kernel.ts";
 import { pipeline, type Fabric } from "./fabric.ts";
 import type { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
 import { ThreadClock, type Access, type RaceDetector } from "../verify/races.ts";
-import type { SymbolicMemory, SymStream } from "../verify/symbolic.ts";
+import type { SymbolicMemory, SymStream } from "../verify/symbolic-memory.ts";
 import type { SymPiece } from "./dma.ts";
 
 export interface ProxyHost {

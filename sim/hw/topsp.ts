@@ -9,7 +9,7 @@ import { decodeSpadCtrlEntry, SPAD_CTRL_ENTRY_BYTES, type DecodedSpadCtrlEntry }
 import { decodeChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag, type SlotEntry } from "../../src/encd/slot.ts";
 import { MESH_SLOT, type TopspImage } from "../../src/encd/image.ts";
-import { decodeMeshEvent, MESH_EVENT_BYTES, MeshEventType } from "../../src/encd/mesh.ts";
+import { decodeMeshEvent, MESH_EVENT_BYTES, MeshEventType } from "../../src/encd/mesh-event.ts";
 import { BARRIER_CONFIG_BYTES, decodeBarrierConfig, type BarrierConfig } from "../../src/encd/barrier.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { SemaphoreBlock } from "./semaphore.ts";

@@ -19,7 +19,7 @@ import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "./sweep.ts";
 import { parseSource, sweepSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
-import { TraceCollector } from "./trace.ts";
+import { TraceCollector } from "./trace-writer.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
 

@@ -5,7 +5,7 @@ import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgMeshType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
-import { MeshEventType } from "../encd/mesh.ts";
+import { MeshEventType } from "../encd/mesh-event.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
 import type { AlgorithmEntry, GroupPlaces, StageComposer, Verdict } from "./stage.ts";
 import { COLLECTIVES, MESH_MEMBER, enableMesh, meshBlock, meshSlotBytes, no, slotScratch, yes } from "./kit.ts";

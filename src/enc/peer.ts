@@ -3,7 +3,7 @@
 // rank's network proxy queue, batched until the next event's DMA leg triggers them (one trigger
 // increment per engine, after that engine's earlier descriptors; the batch's first entry waits
 // for all of them, the rest go with it, and landings keep their order).
-import type { ProxyEntry, ProxyFifo } from "../encd/proxy.ts";
+import type { ProxyEntry, ProxyFifo } from "../encd/proxy-fifo.ts";
 import { blockOf } from "../encd/address.ts";
 import type { EncdChannel } from "../encd/channel-writer.ts";
 

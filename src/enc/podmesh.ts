@@ -18,7 +18,7 @@ import { REDUCE_TO_CCE, SDMA_DTYPE, dtypeSize } from "../ir/dtypes.ts";
 import { CommType, EncAlgMeshType, EncAlgType, EncOpType } from "../ir/enums.ts";
 import { InternalError } from "../ir/errors.ts";
 import { semaAddr } from "../encd/address.ts";
-import { MeshEventType } from "../encd/mesh.ts";
+import { MeshEventType } from "../encd/mesh-event.ts";
 import { PeerWrites } from "./peer.ts";
 import type { AlgorithmEntry, StageComposer, Verdict } from "./stage.ts";
 import { MESH_MEMBER, MESH_SEMAS, enableMesh, meshBlock, meshSlotBytes, no, yes } from "./kit.ts";

@@ -9,7 +9,7 @@ import { CommType, EncAlgMeshType, EncAlgType, EncOpType, EncPattern } from "../
 import { CompileError } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { semaAddr } from "../encd/address.ts";
-import { MeshEventType } from "../encd/mesh.ts";
+import { MeshEventType } from "../encd/mesh-event.ts";
 import { PeerWrites, type NetQueue } from "./peer.ts";
 import type { AlgorithmEntry, StageComposer } from "./stage.ts";
 import { BASE, COLLECTIVES, MESH_SEMAS, isPow2, no, slotScratch, yes } from "./kit.ts";

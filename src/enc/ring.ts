@@ -14,7 +14,7 @@ import { assert } from "../ir/errors.ts";
 import type { OpSpec } from "../ir/spec.ts";
 import { StepFlag } from "../encd/slot.ts";
 import { channelRange, halves, type ChunkPlan } from "./chunks.ts";
-import type { ProxyFifo } from "../encd/proxy.ts";
+import type { ProxyFifo } from "../encd/proxy-fifo.ts";
 import { blockOf, semaAddr } from "../encd/address.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { AlgorithmEntry, ChannelGens, NetHop, RankBuffers, StageComposer } from "./stage.ts";

@@ -3,7 +3,7 @@
 // nothing that chooses between families (the registry, the gates, posting, the compile context).
 import type { CommType, EncAlgMeshType, EncAlgType, EncOpType, EncPattern } from "../ir/enums.ts";
 import type { AlgName, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import type { ProxyFifo } from "../encd/proxy.ts";
+import type { ProxyFifo } from "../encd/proxy-fifo.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import type { CommInfo } from "./groups.ts";
 import type { NetQueue } from "./peer.ts";

@@ -16,8 +16,8 @@ import type { DeviceImage, ProgramImage } from "./image.ts";
 import { ADDRESS_BLOCK } from "./address.ts";
 import { decodeBarrierConfig, BARRIER_CONFIG_BYTES } from "./barrier.ts";
 import { decodeChannelConfig, MAX_CHANNELS } from "./channel.ts";
-import { decodeMeshEvent, MESH_EVENT_BYTES } from "./mesh.ts";
-import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "./proxy.ts";
+import { decodeMeshEvent, MESH_EVENT_BYTES } from "./mesh-event.ts";
+import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "./proxy-fifo.ts";
 import { addUnitAddress, addUnitAddressOrNone, Signature } from "./signature.ts";
 
 /** Fields of the decoded device structures that hold addresses. */

@@ -2,7 +2,7 @@
 // and RDH composers write it.
 import { EncAlgMeshType } from "../ir/enums.ts";
 import { InternalError } from "../ir/errors.ts";
-import { NO_LEG, type DmaLeg, type MeshEvent } from "./mesh.ts";
+import { NO_LEG, type DmaLeg, type MeshEvent } from "./mesh-event.ts";
 import { EncdChannel } from "./channel-writer.ts";
 
 /** Where a rank's mesh program lives. */

@@ -16,8 +16,8 @@ import { dumpToPringPadded, Vring, VRING_DESC_LIMIT, WORD_BYTES, type VringStore
 import { Signature } from "./signature.ts";
 import { DescPages } from "./pages.ts";
 import { GrownBytes } from "./bits.ts";
-import { MESH_EVENT_BYTES, maxMeshEvents, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh.ts";
-import { ProxyFifo } from "./proxy.ts";
+import { MESH_EVENT_BYTES, maxMeshEvents, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh-event.ts";
+import { ProxyFifo } from "./proxy-fifo.ts";
 import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
 import { MESH_SLOT, type DeviceImage, type MemorySegment, type ProgramImage, type QueueImage, type TopspImage } from "./image.ts";
 export type { ProgramImage, QueueImage } from "./image.ts";

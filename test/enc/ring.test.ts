@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { adjacency, deviceRing, deviceRings } from "../../src/enc/topology.ts";
+import { adjacency, deviceRing, deviceRings } from "../../src/enc/ring-order.ts";
 import { channelRange, halves, planChunks, setDynamicChunkSize } from "../../src/enc/chunks.ts";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { parseReplicaGroups } from "../../src/enc/groups.ts";

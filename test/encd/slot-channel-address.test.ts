@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { decodeSlotEntry, packSlotEntry, StepFlag } from "../../src/encd/slot.ts";
 import { ALGO_CONFIG_RING_BYTES, CHANNEL_CONFIG_BYTES, decodeChannelConfig, packChannelConfig, type ChannelConfig } from "../../src/encd/channel.ts";
 import { blockOf, decodeAddress, describeAddress, hbmAddr, semaAddr, tailDoorbellAddr } from "../../src/encd/address.ts";
-import { decodeProxyEntry, packProxyEntries, PROXY_ENTRY_BYTES, ProxyFifo } from "../../src/encd/proxy.ts";
+import { decodeProxyEntry, packProxyEntries, PROXY_ENTRY_BYTES, ProxyFifo } from "../../src/encd/proxy-fifo.ts";
 import { GrownBytes, hex } from "../../src/encd/bits.ts";
 
 const cfg = (over: Partial<ChannelConfig> = {}): ChannelConfig => ({

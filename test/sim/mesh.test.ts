@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { decodeSpadCtrlEntry } from "../../src/encd/ccop.ts";
-import { decodeMeshEvent, MeshEventType } from "../../src/encd/mesh.ts";
+import { decodeMeshEvent, MeshEventType } from "../../src/encd/mesh-event.ts";
 import { hex } from "../../src/encd/bits.ts";
 import { DESC_BYTES } from "../../src/encd/udma.ts";
 import { EncAlgType, EncPattern } from "../../src/ir/enums.ts";

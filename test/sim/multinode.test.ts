@@ -7,7 +7,7 @@ import { runScenario } from "../../src/run/pipeline.ts";
 import { dtypeSize } from "../../src/ir/dtypes.ts";
 import type { OpName } from "../../src/ir/spec.ts";
 import { simulate } from "../../sim/index.ts";
-import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
+import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy-fifo.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { expectRunChecks, scenario, trn1, anyDtype, collectiveOp } from "../helpers.ts";
 import { CommType, EncAlgType } from "../../src/ir/enums.ts";

@@ -8,7 +8,7 @@ import { dtypeSize } from "../../src/ir/dtypes.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { CompileError } from "../../src/ir/errors.ts";
 import { acrossNodes } from "../../src/ir/topology.ts";
-import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy.ts";
+import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "../../src/encd/proxy-fifo.ts";
 import { decodeAddress } from "../../src/encd/address.ts";
 import { ccAlgorithmAllowed } from "../../src/enc/algorithms.ts";
 import { simulate } from "../../sim/index.ts";

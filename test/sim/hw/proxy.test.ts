@@ -6,7 +6,7 @@ import { Fabric } from "../../../sim/hw/fabric.ts";
 import { SemaphoreBlock } from "../../../sim/hw/semaphore.ts";
 import { ProxyQueue, type ProxyHost } from "../../../sim/hw/proxy.ts";
 import { hbmAddr, semaAddr } from "../../../src/encd/address.ts";
-import { packProxyEntries } from "../../../src/encd/proxy.ts";
+import { packProxyEntries } from "../../../src/encd/proxy-fifo.ts";
 import { trn1 } from "../../helpers.ts";
 
 type Landed = { addr: number; bytes: Uint8Array | undefined; len: number; at: number };
