@@ -9,6 +9,7 @@ import { RDH_FAMILY } from "./rdh.ts";
 import { RING_FAMILY } from "./ring.ts";
 import { POD_MESH_FAMILY } from "./podmesh.ts";
 import type { AlgorithmEntry } from "./stage.ts";
+import { ALG_NAMES } from "../ir/spec.ts";
 import { BASE, COLLECTIVES, no, yes } from "./kit.ts";
 
 /** HIER: a hierarchical op, its stages run by the flat families (hier.ts composes it). */
@@ -45,8 +46,16 @@ const entries: readonly AlgorithmEntry[] = [
 ];
 
 
-/** Indexed by enc_alg_type 0..10. */
-export const ALGORITHMS: readonly AlgorithmEntry[] = [...entries].sort((a, b) => a.alg - b.alg);
+/**
+ * An enc_alg_type no family of this build declares: the runtime's value all the same, admitted by
+ * no gate, returned by no rule of the cascade, composed by nothing.
+ */
+function notBuilt(alg: EncAlgType): AlgorithmEntry {
+  return { ...BASE, alg, label: ALG_NAMES[alg as number]!, ops: [], admit: () => no("no family of this build declares it") };
+}
+
+/** Indexed by enc_alg_type 0..10 (a value no family declares: notBuilt's entry). */
+export const ALGORITHMS: readonly AlgorithmEntry[] = ALG_NAMES.map((_, alg) => entries.find((e) => e.alg === alg) ?? notBuilt(alg as EncAlgType));
 
 export function algorithmEntry(alg: EncAlgType): AlgorithmEntry {
   const e = ALGORITHMS[alg];
