@@ -13,7 +13,7 @@ import { withoutShardFlags } from "../command/args.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
 import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, ROOT, type Accuracy } from "../fit/files.ts";
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
-import { parseSize } from "../command/sizes.ts";
+import { parseSize } from "../ir/sizes.ts";
 import { defaultJobs } from "../run/parallel.ts";
 
 const fmtSummary = (s: ErrorSummary) => (s.points === 0 ? "no points (one series: none to hold out)" : s.points === s.failed ? `${s.points} points, all failed` : fmtRan(s));

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
 import { defaultJobs, runParallel } from "../run/parallel.ts";
-import { parseSize } from "../command/sizes.ts";
+import { parseSize } from "../ir/sizes.ts";
 import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
 import { writeWhole } from "./write.ts";

@@ -6,7 +6,7 @@ import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, streamsPointJson, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { UsageError } from "../command/args.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
-import { sweepSizes } from "../command/sizes.ts";
+import { sweepSizes } from "../ir/sizes.ts";
 import { coalescedOps, parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
 import { DTYPES, dtypeSize } from "../ir/dtypes.ts";
 

@@ -17,7 +17,7 @@ import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type Pip
 import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
-import { runSweep } from "./sweep.ts";
+import { runSweep } from "../run/sweep.ts";
 import { parseSource, sweepSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
 import { TraceCollector } from "./trace-writer.ts";
 

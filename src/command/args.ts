@@ -3,7 +3,7 @@ import { DTYPES, type Dtype } from "../ir/dtypes.ts";
 import { SCENARIO_OP_NAMES, type CheckMode, type OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { defaultJobs } from "../run/parallel.ts";
-import { parseSize, SizeError, sweepSizes } from "./sizes.ts";
+import { parseSize, SizeError, sweepSizes } from "../ir/sizes.ts";
 
 import { UsageError } from "../ir/errors.ts";
 import { parseShardFlag, type ShardSpec } from "../run/shard.ts";

@@ -10,7 +10,7 @@ import type { StreamPlan } from "../run/overrides.ts";
 import { parseScenario } from "../scenario/index.ts";
 import { MAX_STREAMS } from "../scenario/scenario.ts";
 import { opEntry } from "../ir/ops.ts";
-import { sweepSizes } from "./sizes.ts";
+import { sweepSizes } from "../ir/sizes.ts";
 import { alltoallvMetadata, gatherMetadata, groupsOf, pairsOf, readJsonFile } from "./nccom-files.ts";
 import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
 

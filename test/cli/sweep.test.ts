@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { jsonChunks, Lazy, main as disasm } from "../../src/cli/disasm.ts";
 import fc from "fast-check";
-import { parseSize, sweepSizes } from "../../src/command/sizes.ts";
+import { parseSize, sweepSizes } from "../../src/ir/sizes.ts";
 import { FABRIC_PID } from "../../src/cli/trace-writer.ts";
 import { expectGolden } from "../golden.ts";
 

@@ -1,23 +1,35 @@
-// Sweeps like nccom-test: one op (or each op of the scenario) over a range of sizes.
-import { UsageError } from "../command/args.ts";
+// Sweeps like nccom-test: one op (or each op of the scenario) over a range of sizes, or several streams at once; on this thread, worker threads or one shard.
+import { UsageError } from "../ir/errors.ts";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import type { CheckMode, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
-import { type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
+import { type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { CcsimError } from "../ir/errors.ts";
-import { revive, runParallel } from "../run/parallel.ts";
-import { biggestFirst, runPoint, startWorkers, task, type SweepTask, type SweepTaskResult } from "../run/sweep-task.ts";
+import { revive, runParallel } from "./parallel.ts";
+import { biggestFirst, runPoint, startWorkers, task, type SweepTask, type SweepTaskResult } from "./sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
-import type { Args } from "../command/args.ts";
-import { sweepSizes } from "../command/sizes.ts";
-import { streamPoints, streamsPoint, sweepPoint, type ScenarioSource } from "../run/overrides.ts";
-import { valuesCheckFit } from "../run/budgets.ts";
-import { assignShards, pieceCost, presetHash, type Pieces, type ShardResults, type ShardSpec } from "../run/shard.ts";
+import type { Dtype } from "../ir/dtypes.ts";
+import { sweepSizes } from "../ir/sizes.ts";
+import { streamPoints, streamsPoint, sweepPoint, type ScenarioSource } from "./overrides.ts";
+import { valuesCheckFit } from "./budgets.ts";
+import { assignShards, pieceCost, presetHash, type Pieces, type ShardResults, type ShardSpec } from "./shard.ts";
 
 /** Ops whose size is one block per group rank. */
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
+
+/** What a sweep is asked to run (a command line's flags: npm run sim's or nccom-test's). */
+export interface SweepRequest {
+  readonly sweep?: { readonly min: number; readonly max: number; readonly factor?: number | undefined; readonly step?: number | undefined } | undefined;
+  /** The op to sweep (default: each op of the scenario) and its element type. */
+  readonly op?: OpName | undefined;
+  readonly dtype?: Dtype | undefined;
+  readonly check?: CheckMode | undefined;
+  /** Worker threads; 1 runs every point on this thread. */
+  readonly jobs?: number | undefined;
+  readonly logLevel: string;
+}
 
 export interface SweepPoint {
   /** The row (a failed size: its size, count and type, and the error). */
@@ -39,7 +51,7 @@ export type SweepResult =
   | { readonly kind: "done"; readonly points: readonly SweepPoint[]; readonly notes: readonly string[] }
   | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport };
 
-const SWEEP_TASK = new URL("../run/sweep-task.ts", import.meta.url).href;
+const SWEEP_TASK = new URL("./sweep-task.ts", import.meta.url).href;
 
 export { biggestFirst, startWorkers };
 
@@ -47,9 +59,9 @@ export { biggestFirst, startWorkers };
  * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
  * scenario with one op at one size, validated as a file is.
  */
-export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult;
-export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress: ((done: number, total: number, events: number) => void) | undefined, pieces: Pieces<SweepTaskResult> | undefined): SweepResult | ShardResults<SweepTaskResult>;
-export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void, pieces?: Pieces<SweepTaskResult>): SweepResult | ShardResults<SweepTaskResult> {
+export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void): SweepResult;
+export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, progress: ((done: number, total: number, events: number) => void) | undefined, pieces: Pieces<SweepTaskResult> | undefined): SweepResult | ShardResults<SweepTaskResult>;
+export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void, pieces?: Pieces<SweepTaskResult>): SweepResult | ShardResults<SweepTaskResult> {
   if (src.streams) return runStreams(src, spec, args, log, hooks, progress, pieces);
   const sweep = args.sweep!;
   const n = scn.replicaGroups[0]!.length;
@@ -140,7 +152,7 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
  * size at once; each point gives one row per stream. Values are checked where every op's payload
  * fits (the concurrent run's check), else the points run timed only and say so.
  */
-function runStreams(src: ScenarioSource, spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, progress: ((done: number, total: number, events: number) => void) | undefined, pieces: Pieces<SweepTaskResult> | undefined): SweepResult | ShardResults<SweepTaskResult> {
+function runStreams(src: ScenarioSource, spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, progress: ((done: number, total: number, events: number) => void) | undefined, pieces: Pieces<SweepTaskResult> | undefined): SweepResult | ShardResults<SweepTaskResult> {
   const streams = src.streams!;
   const want: CheckMode = args.check ?? "none";
   const notes: string[] = [];
@@ -189,15 +201,15 @@ function runStreams(src: ScenarioSource, spec: DeviceSpec, args: Args, log: Logg
  * Sweep points on this thread and `args.jobs` - 1 worker threads, biggest first (bytes x ranks),
  * the workers started as startWorkers says; results in input order.
  */
-function inParallel(scenarios: readonly Scenario[], spec: DeviceSpec, args: Args, hooks: PipelineHooks, onResult: (r: SweepTaskResult) => void): SweepTaskResult[] {
+function inParallel(scenarios: readonly Scenario[], spec: DeviceSpec, args: SweepRequest, hooks: PipelineHooks, onResult: (r: SweepTaskResult) => void): SweepTaskResult[] {
   const inputs = scenarios.map((scenario): SweepTask => ({ scenario, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
   const work = scenarios.map((t) => t.ops[0]!.bytes * t.ranks);
   const label = (k: number) => `${scenarios[k]!.ops[0]!.op} ${scenarios[k]!.ops[0]!.bytes} B`;
-  return runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), label, onResult: (_k, r) => onResult(r) });
+  return runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs ?? 1, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), label, onResult: (_k, r) => onResult(r) });
 }
 
 /** One shard's points (assignShards over their estimated costs), run as a sweep runs them. */
-function runShard(scenarios: readonly Scenario[], spec: DeviceSpec, args: Args, log: Logger, hooks: PipelineHooks, shard: ShardSpec, progress?: (done: number, total: number, events: number) => void): ShardResults<SweepTaskResult> {
+function runShard(scenarios: readonly Scenario[], spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, shard: ShardSpec, progress?: (done: number, total: number, events: number) => void): ShardResults<SweepTaskResult> {
   const owner = assignShards(scenarios.map((scn) => pieceCost(scn.ops.reduce((a, o) => a + o.bytes, 0), scn.ranks)), shard.count);
   const mine = scenarios.filter((_, k) => owner[k] === shard.index);
   let finished = 0;
