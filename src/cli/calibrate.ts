@@ -4,7 +4,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { writeWhole as writeFile } from "./write.ts";
 import { basename, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
 import { crossValidate, deviceParams, Evaluator, fit, seriesFlag, seriesOf, summarize, WINDOW_FIELDS, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type PointResult, type Series } from "../fit/fit.ts";
@@ -15,6 +14,7 @@ import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, ROOT, type Acc
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "../ir/sizes.ts";
 import { defaultJobs } from "../run/parallel.ts";
+import { asCommand } from "./entry.ts";
 
 const fmtSummary = (s: ErrorSummary) => (s.points === 0 ? "no points (one series: none to hold out)" : s.points === s.failed ? `${s.points} points, all failed` : fmtRan(s));
 const fmtRan = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}, worst ${(100 * s.worst).toFixed(1)} %`;
@@ -359,6 +359,4 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   return 0;
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
-}
+asCommand(import.meta.url, main);

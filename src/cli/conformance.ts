@@ -1,12 +1,11 @@
 // npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--preset NAME ...] [--verbose]
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
 import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "../ir/sizes.ts";
 import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
 import { writeWhole } from "./write.ts";
+import { asCommand } from "./entry.ts";
 
 /** The largest op a conformance case may draw. */
 const MAX_CASE_BYTES = 16 * 2 ** 30;
@@ -195,6 +194,4 @@ function positive(v: string, flag: string, lo = 1): number {
   return Number(v);
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
-}
+asCommand(import.meta.url, main);

@@ -1,7 +1,5 @@
 // ccsim disassembler: npm run disasm -- <scenario.json> [--rank R] [--op K] [--json]
 // Decodes a program image with the simulator's own decoders, so it doubles as a check of the emitter.
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
 import { EncPattern, SdmaCceType } from "../ir/enums.ts";
 import { dtypeFromSdma } from "../ir/dtypes.ts";
@@ -16,6 +14,7 @@ import { DESC_BYTES, decodeRx, decodeTx, isCmeDesc } from "../encd/udma.ts";
 import type { ProgramImage } from "../encd/program.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "../run/load.ts";
 import { UsageError } from "../command/args.ts";
+import { asCommand } from "./entry.ts";
 
 const HELP = `ccsim disassembler: print a program image field by field
 
@@ -328,6 +327,4 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
-}
+asCommand(import.meta.url, main);

@@ -2,8 +2,6 @@
 // run (npm run nccom / sim / conformance with --shard I/N --out F) put back together. The merge
 // replays the command with the shards' results in place of running them, so it prints what the
 // unsharded run prints, and exits as it would.
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { mergePartials, PartialError } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import type { CaseOutcome } from "../run/conformance.ts";
@@ -12,6 +10,7 @@ import { main as nccomMain } from "./nccom.ts";
 import { main as simMain } from "./sim.ts";
 import { main as conformanceMain } from "./conformance.ts";
 import { main as calibrateMain } from "./calibrate.ts";
+import { asCommand } from "./entry.ts";
 
 const HELP = `ccsim merge: put the partials of a sharded run back together
 
@@ -111,6 +110,4 @@ function withoutFlag(argv: readonly string[], flag: string, values = 1): string[
   return out;
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
-}
+asCommand(import.meta.url, main);

@@ -1,7 +1,5 @@
 // npm run nccom -- <op> -r N [...]: nccom-test's command line, no scenario file. The flags build a
 // scenario (validated like a file; --dump-scenario prints it) and run it as a sweep.
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, streamsPointJson, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { UsageError } from "../command/args.ts";
@@ -9,6 +7,7 @@ import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../ir/sizes.ts";
 import { coalescedOps, parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
 import { DTYPES, dtypeSize } from "../ir/dtypes.ts";
+import { asCommand } from "./entry.ts";
 
 const HELP = `ccsim nccom: nccom-test's command line on the simulator (no scenario file)
 
@@ -121,6 +120,4 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
 }
 
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s), process.env, true);
-}
+asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, process.env, true));

@@ -1,7 +1,6 @@
 // npm run replay -- MODULE.txt: an XLA HLO text module's collectives replayed on one or more presets.
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
 import { defaultJobs } from "../run/parallel.ts";
@@ -10,6 +9,7 @@ import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan
 import { flagValue, intFlag, UsageError } from "../command/args.ts";
 import { EXIT } from "./sim.ts";
 import { checkOnce } from "../command/nccom.ts";
+import { asCommand } from "./entry.ts";
 
 const HELP = `ccsim replay: the collectives of an XLA HLO module, replayed on device presets
 
@@ -230,6 +230,4 @@ function replayJson(plan: ReplayPlan, names: readonly string[], cells: readonly 
   return JSON.stringify(doc, null, 2) + "\n";
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
-}
+asCommand(import.meta.url, main);

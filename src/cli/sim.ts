@@ -1,6 +1,4 @@
 // ccsim command line: npm run sim -- <scenario.json> [options]
-import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
@@ -20,6 +18,7 @@ import { formatStats } from "./stats.ts";
 import { runSweep } from "../run/sweep.ts";
 import { parseSource, sweepSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
 import { TraceCollector } from "./trace-writer.ts";
+import { asCommand } from "./entry.ts";
 
 export const EXIT = { OK: 0, BAD_INPUT: 1, INTERNAL: 2, CHECK_FAILED: 3, HANG: 4 } as const;
 
@@ -339,9 +338,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
   }
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s), {}, { progress: true });
-}
+asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progress: true }));
 
 /** --explain: for each op of several pods, whether one pod stood for all and why (see src/encd/fold.ts). */
 function foldLines(ops: readonly OpOutcome[]): string {

@@ -123,6 +123,22 @@ describe("the sim entry point as a process", () => {
     expect(bad.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it("a relative path is the user's: npm runs the script in the project's folder and names the user's in INIT_CWD", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const { resolve } = await import("node:path");
+    const sim = await script();
+    const r = spawnSync(process.execPath, [...sim, "ring8.json", "--json"], { encoding: "utf8", env: { ...process.env, INIT_CWD: resolve("scenarios") } });
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout).scenario).toBe("ring8");
+    // Without it, the path is the project folder's, where there is no ring8.json.
+    const env = { ...process.env };
+    delete env["INIT_CWD"];
+    const root = spawnSync(process.execPath, [...sim, "ring8.json"], { encoding: "utf8", env });
+    expect(root.status).toBe(1);
+    expect(root.stderr).toMatch(/ring8.json: cannot read file: ENOENT \[SCN1000\]/);
+  });
+
   it("RDH allowed without mesh: the seed's line is logged on stderr and the run exits 0 on the ring", async () => {
     const { spawnSync } = await import("node:child_process");
     const r = spawnSync(process.execPath, [...(await script()), "test/fixtures/ops/rdh-without-mesh.json"], { encoding: "utf8" });
