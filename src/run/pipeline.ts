@@ -182,9 +182,21 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}), fixedCost: cost });
     return undefined;
   };
+  // An op of a concurrent scenario that repeats an earlier one on its stream (nccom-test's
+  // ops_per_iter) is the same program alone, but for its place in the stream's slots: its run alone
+  // is the earlier op's (the concurrent run below runs every op).
+  const first = new Map<string, number>();
   for (let i = 0; i < scn.ops.length; i++) {
     const t0 = performance.now();
     const op = scn.ops[i]!;
+    const key = scn.concurrent && !scn.rankOverrides.some((o) => o.op === i) ? JSON.stringify(op) : undefined;
+    const same = key === undefined ? undefined : first.get(key);
+    if (same !== undefined && done[same]) {
+      log.info({ op: i, as: same }, "alone: the same op as an earlier one on its stream, its run");
+      done.push(done[same]!);
+      continue;
+    }
+    if (key !== undefined) first.set(key, i);
     // A values check that cannot fit in memory runs symbolically (memory for the schedule, not the payload).
     let mode = scn.check;
     let races = scn.races;
