@@ -85,7 +85,6 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   if (plan.length === 0) throw new UsageError(`no size to run: every size from ${sweep.min} B to ${sweep.max} B is below one unit of the op (${notes.join("; ")})`);
   const want: CheckMode = args.check ?? "none";
   const points: SweepPoint[] = [];
-  let events = 0;
   // Every point is validated before the first one runs.
   const points0 = plan.map((op) => {
     const point = sweepPoint(src, op.op, args.dtype, op.bytes, want);
@@ -94,39 +93,18 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     return { op, checked, one: checked === want ? point : { ...point, check: checked } };
   });
   if (pieces?.kind === "shard") return runShard(points0.map((p) => p.one), spec, args, log, hooks, pieces.shard, progress);
-  // Each point runs on its own machine: with --jobs above 1 (and no hooks into the run) the points
-  // run on this thread and worker threads, biggest first (bytes x ranks), each thread taking the
-  // next as it is free; results come back in order, so the output is the same.
-  const parallel = pieces === undefined && (args.jobs ?? 1) > 1 && points0.length >= 2 && !hooks.mutateImage && !hooks.trace;
-  let finished = 0;
-  const results: SweepTaskResult[] = parallel
-    ? inParallel(
-        points0.map((p) => p.one),
-        spec,
-        args,
-        hooks,
-        (r) => {
-          if (r.kind === "done") events += r.outcome.events;
-          progress?.(++finished, plan.length, events);
-        },
-      )
-    : [];
-  for (const [k, { op, checked, one }] of points0.entries()) {
-    // (A merge has every point's result from the shards' partials.)
-    const r = pieces?.kind === "merge" ? pieces.results[k]! : parallel ? results[k]! : runPoint(one, spec, log, hooks);
+  const results = pointResults(points0.map((p) => p.one), spec, args, log, hooks, pieces, progress);
+  for (const { op, checked, one } of points0) {
+    const r = results.next().value!;
     // A size that fails is reported in its row; the sweep goes on.
     if (r.kind === "error") {
       const e = revive(r.error) as CcsimError;
       const esize = dtypeSize(op.dtype);
       points.push({ row: { op: op.op, bytes: op.bytes, count: op.bytes / esize, dtype: op.dtype, ranks: n, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", error: e.render() }, error: e, checked, scenario: one });
-      if (!parallel) progress?.(k + 1, plan.length, events);
       continue;
     }
     if (r.kind === "hang") return { kind: "hang", op, hang: r.hang };
-    const o = r.outcome;
-    if (!parallel) events += o.events;
-    points.push({ row: o.row, outcome: o, checked, scenario: one, explain: r.explain });
-    if (!parallel) progress?.(k + 1, plan.length, events);
+    points.push({ row: r.outcome.row, outcome: r.outcome, checked, scenario: one, explain: r.explain });
   }
   // (Sizes that were refused ran no check.)
   const ran = points.filter((p) => !p.error);
@@ -162,39 +140,56 @@ function runStreams(src: ScenarioSource, spec: DeviceSpec, args: SweepRequest, l
     return want === "values" && !fits ? { ...point, check: "none" as const } : point;
   });
   if (pieces?.kind === "shard") return runShard(scenarios, spec, args, log, hooks, pieces.shard, progress);
-  const parallel = pieces === undefined && (args.jobs ?? 1) > 1 && scenarios.length >= 2 && !hooks.mutateImage && !hooks.trace;
-  let events = 0;
-  let finished = 0;
-  const count = (r: SweepTaskResult) => {
-    if (r.kind === "done") events += r.outcome.events;
-    progress?.(++finished, scenarios.length, events);
-  };
-  const results = parallel ? inParallel(scenarios, spec, args, hooks, count) : [];
+  const results = pointResults(scenarios, spec, args, log, hooks, pieces, progress);
   const points: SweepPoint[] = [];
-  for (const [k, one] of scenarios.entries()) {
-    const r = pieces?.kind === "merge" ? pieces.results[k]! : parallel ? results[k]! : runPoint(one, spec, log, hooks);
-    if (!parallel) count(r);
+  for (const one of scenarios) {
+    const r = results.next().value!;
     if (r.kind === "hang") return { kind: "hang", op: one.ops[0]!, hang: r.hang };
-    // Each stream's row: its op at its size (a failed point: the error in every stream's row).
-    const rowOf = (s: number): ResultRow => {
-      const op = one.ops.find((o) => o.stream === s)!;
-      return { op: op.op, bytes: op.bytes, count: op.bytes / dtypeSize(op.dtype), dtype: op.dtype, ranks: (op.replicaGroups ?? one.replicaGroups)[0]!.length, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", stream: s };
-    };
+    // A failed point: the error in every stream's row (its op at its size).
     if (r.kind === "error") {
       const e = revive(r.error) as CcsimError;
-      const rows = streams.map((_, s) => ({ ...rowOf(s), error: e.render() }));
+      const rows = streams.map((_, s): ResultRow => {
+        const op = one.ops.find((o) => o.stream === s)!;
+        return { op: op.op, bytes: op.bytes, count: op.bytes / dtypeSize(op.dtype), dtype: op.dtype, ranks: (op.replicaGroups ?? one.replicaGroups)[0]!.length, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", stream: s, error: e.render() };
+      });
       points.push({ row: rows[0]!, error: e, checked: one.check, scenario: one, streams: rows });
       continue;
     }
     const rows = r.streams ?? [{ ...r.outcome.row, stream: 0 }];
     points.push({ row: r.outcome.row, outcome: r.outcome, checked: one.check, scenario: one, explain: r.explain, streams: rows });
   }
-  const unchecked = points.filter((p) => p.checked !== want).map((p) => p.scenario.ops.map((o) => `${o.bytes}`).join("+"));
+  const unchecked = points.filter((p) => p.checked !== want).length;
   if (want === "none") notes.push("timing only: no payload bytes kept (-c / --check values compares every stream's results)");
-  else if (unchecked.length > 0) notes.push(`not checked where the streams' payload does not fit in memory: ${unchecked.length} of ${points.length} points (timed only)`);
+  else if (unchecked > 0) notes.push(`not checked where the streams' payload does not fit in memory: ${unchecked} of ${points.length} points (timed only)`);
   else notes.push("values checked at every point, each op alone and all streams at once");
   notes.push(`${streams.length} streams at once, each its own block; a stream's time is the end of its last op of an iteration (ops_per_iter) in the run of all streams together`);
   return { kind: "done", points, notes };
+}
+
+/**
+ * Every point's result, in order: a merge's from the shards' partials; with --jobs above 1 (and no
+ * hooks into the run) from this thread and worker threads, biggest first (bytes x ranks), each
+ * thread taking the next as it is free; otherwise each run here as it is asked for (a hang stops
+ * the sweep before the next). Progress counts each point as it ends.
+ */
+function* pointResults(scenarios: readonly Scenario[], spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, pieces: Pieces<SweepTaskResult> | undefined, progress: ((done: number, total: number, events: number) => void) | undefined): Generator<SweepTaskResult, void> {
+  let events = 0;
+  let finished = 0;
+  const count = (r: SweepTaskResult) => {
+    if (r.kind === "done") events += r.outcome.events;
+    progress?.(++finished, scenarios.length, events);
+  };
+  const parallel = pieces === undefined && (args.jobs ?? 1) > 1 && scenarios.length >= 2 && !hooks.mutateImage && !hooks.trace;
+  const results = parallel ? inParallel(scenarios, spec, args, hooks, count) : [];
+  for (const [k, one] of scenarios.entries()) {
+    if (parallel) {
+      yield results[k]!;
+      continue;
+    }
+    const r = pieces?.kind === "merge" ? pieces.results[k]! : runPoint(one, spec, log, hooks);
+    count(r);
+    yield r;
+  }
 }
 
 /**
