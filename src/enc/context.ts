@@ -6,7 +6,7 @@ import { dtypeSize } from "../ir/dtypes.ts";
 import { EncAlgMeshType, EncAlgType, type EncOpType } from "../ir/enums.ts";
 import { CompileError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { largestGroup, opGroups } from "../ir/spec.ts";
+import { largestGroup, opGroups, sameGroups } from "../ir/spec.ts";
 import { acrossNodes } from "../ir/topology.ts";
 import { NeighType } from "../encd/channel.ts";
 import { blockOf, semaAddr } from "../encd/address.ts";
@@ -161,7 +161,7 @@ export class CompileContext {
       this.streams.forEach((st, p) => {
         // (Every op over the same groups counts: a stream's level comms are the program's where all share them.)
         const own = opGroups(scn, streamOps(st)[0]!);
-        const ops = opIndices.filter((i) => opGroups(scn, i) === own || JSON.stringify(opGroups(scn, i)) === JSON.stringify(own));
+        const ops = opIndices.filter((i) => sameGroups(opGroups(scn, i), own));
         const { intra, inter } = hierLevels(own, (gi) => ops.some((i) => posted.operations[i]!.groupAlgs[gi] === EncAlgType.HIER), (r) => info[r]!.node);
         const b = p * this.perStream;
         this.hierByStream.set(st, { intra: makeComm(b + 1, intra), inter: makeComm(b + 2, inter), ...(this.perStream === 4 ? { intraAg: makeComm(b + 3, intra) } : {}) });
@@ -236,7 +236,7 @@ export class CompileContext {
   /** Op `index`'s replica groups (its own, or the program's) and each rank's place in them. */
   opGroupsOf(index: number): { groups: readonly (readonly number[])[]; info: readonly CommInfo[] } {
     const groups = opGroups(this.scn, index);
-    if (groups === this.scn.replicaGroups && this.scn.ops[this.opIndices[0]!]!.replicaGroups === undefined) return { groups: this.groups, info: this.info };
+    if (sameGroups(groups, this.groups)) return { groups: this.groups, info: this.info };
     const key = JSON.stringify(groups);
     let info = this.opInfos.get(key);
     if (!info) this.opInfos.set(key, (info = commInfos(groups, this.scn.ranks, this.scn.ranksPerDevice, this.scn.nodes, this.idsPerNode)));

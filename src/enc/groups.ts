@@ -1,6 +1,6 @@
 // Replica groups and per-rank comm info (the enc_parse_replica_groups / enc_comm_info analogue).
-import { CompileError } from "../ir/errors.ts";
-import { opGroups, type Scenario } from "../ir/spec.ts";
+import { CompileError, InternalError } from "../ir/errors.ts";
+import { opGroups, sameGroups, type Scenario } from "../ir/spec.ts";
 
 export interface CommInfo {
   /** Global rank. */
@@ -68,9 +68,15 @@ export function commInfos(groups: readonly (readonly number[])[], ranks: number,
   return out;
 }
 
-/** The replica groups of ops `opIndices`, each op's own checked as the scenario's are (the first op's first: a program's default). */
+/**
+ * The replica groups of ops `opIndices`, each op's checked as the scenario's are (errors name the
+ * op's own groups where it has them); the first op's are the program's. Only a concurrent program
+ * runs ops over different groups (each stream over its own).
+ */
 export function programGroups(scn: Scenario, opIndices: readonly number[]): number[][] {
-  const main = parseReplicaGroups(opGroups(scn, opIndices[0] ?? 0), scn.ranks, scn.ops[opIndices[0] ?? 0]?.replicaGroups ? `ops[${opIndices[0]}].replicaGroups` : "replicaGroups");
-  for (const i of opIndices) if (scn.ops[i]!.replicaGroups) parseReplicaGroups(scn.ops[i]!.replicaGroups!, scn.ranks, `ops[${i}].replicaGroups`);
+  const where = (i: number) => (scn.ops[i]!.replicaGroups ? `ops[${i}].replicaGroups` : "replicaGroups");
+  const [main, ...rest] = opIndices.map((i) => parseReplicaGroups(opGroups(scn, i), scn.ranks, where(i)));
+  if (main === undefined) return parseReplicaGroups(scn.replicaGroups, scn.ranks);
+  if (!scn.concurrent && rest.some((g) => !sameGroups(g, main))) throw new InternalError(`ops ${opIndices.join(", ")} over different replica groups in one program that does not run them concurrently`);
   return main;
 }

@@ -301,6 +301,11 @@ export function opGroups(scn: Pick<Scenario, "ops" | "replicaGroups">, i: number
   return scn.ops[i]!.replicaGroups ?? scn.replicaGroups;
 }
 
+/** Whether two lists of replica groups are the same groups, in the same order. */
+export function sameGroups(a: readonly (readonly number[])[], b: readonly (readonly number[])[]): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
 /** The ranks of the largest replica group any op of the scenario runs over. */
 export function largestGroup(scn: Pick<Scenario, "ops" | "replicaGroups">): number {
   return Math.max(...scn.replicaGroups.map((g) => g.length), ...scn.ops.flatMap((o) => (o.replicaGroups ?? []).map((g) => g.length)));

@@ -1,6 +1,6 @@
 // Loader + validator for scenarios (scenarios/*.json); see scenarios/scenario.schema.json.
 import { DTYPES, REDUCE_OPS, dtypeSize } from "../ir/dtypes.ts";
-import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, TIMINGS, HIER_INTER, HIER_INTRA, SCENARIO_OP_NAMES, algTypeOf, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
+import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, TIMINGS, HIER_INTER, HIER_INTRA, SCENARIO_OP_NAMES, algTypeOf, sameGroups, type Fault, type OpName, type OpSpec, type RankOverride, type Scenario } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import { Reader } from "./reader.ts";
 import { MAX_CHUNK_BYTES } from "./device.ts";
@@ -65,7 +65,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   if (concurrent) {
     ops.forEach((op, i) => {
       const first = ops.findIndex((p) => p.stream === op.stream);
-      if (JSON.stringify(op.replicaGroups ?? replicaGroups) !== JSON.stringify(ops[first]!.replicaGroups ?? replicaGroups)) {
+      if (!sameGroups(op.replicaGroups ?? replicaGroups, ops[first]!.replicaGroups ?? replicaGroups)) {
         opItems[i]!.fail("SCN1016", `runs on stream ${op.stream} over other replica groups than ops[${first}]: the ops of one stream share their groups`, op.stream);
       }
     });

@@ -3,6 +3,8 @@
 import { describe, expect, it } from "vitest";
 import pino from "pino";
 import { runScenario } from "../../src/run/pipeline.ts";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { InternalError } from "../../src/ir/errors.ts";
 import { EncAlgType } from "../../src/ir/enums.ts";
 import { scenario, trn1 } from "../helpers.ts";
 import { loadDevice } from "../../src/run/load.ts";
@@ -123,6 +125,25 @@ describe("an op's own replica groups (a stream's, as --streams-json gives them)"
     const opGroups = own([ops[1]!]);
     if (scnGroups.kind !== "done" || opGroups.kind !== "done") throw new Error("hung");
     expect(opGroups.ops[0]!.row.timeUs).toBe(scnGroups.ops[0]!.row.timeUs);
+  });
+
+  it("one program runs ops over different groups only when it runs them concurrently (each stream over its own)", () => {
+    const op = { op: "all-reduce" as const, bytes: 64, dtype: "fp32" as const, reduce: "sum" as const };
+    const ops = [op, { ...op, stream: 1, replicaGroups: [[0, 1, 2, 3], [4, 5, 6, 7]] }];
+    expect(() => compileProgram(scenario({ ranks: 8, ops }), trn1, [0, 1])).toThrow(InternalError);
+    expect(() => compileProgram(scenario({ ranks: 8, concurrent: true, ops }), trn1, [0, 1])).not.toThrow();
+  });
+
+  it("a repeated op on its stream reuses the earlier op's run alone: the same figures as running it", () => {
+    const op = { op: "all-reduce" as const, bytes: 1 << 16, dtype: "fp32" as const, reduce: "sum" as const };
+    const ops = [op, op, { ...op, op: "all-gather" as const, stream: 1 }];
+    const reused = runScenario(scenario({ ranks: 8, check: "values", concurrent: true, ops }), trn1, silent);
+    const ran = runScenario(scenario({ ranks: 8, check: "values", ops }), trn1, silent);
+    if (reused.kind !== "done" || ran.kind !== "done") throw new Error("hung");
+    expect(reused.ops[1]).toBe(reused.ops[0]);
+    expect(ran.ops[1]).not.toBe(ran.ops[0]);
+    expect(reused.ops.map((o) => [o.row.timeUs, o.row.algorithm, o.row.check])).toEqual(ran.ops.map((o) => [o.row.timeUs, o.row.algorithm, o.row.check]));
+    expect(reused.concurrent!.checked).toBe("values");
   });
 
   it("an op's groups are checked as the scenario's, errors naming the op [CMP1001, CMP1003]", () => {
