@@ -10,7 +10,7 @@ import type { StreamPlan } from "../run/overrides.ts";
 import { parseScenario } from "../scenario/index.ts";
 import { MAX_STREAMS } from "../scenario/scenario.ts";
 import { opEntry } from "../ir/ops.ts";
-import { sweepSizes } from "../ir/sizes.ts";
+import { opSweepSizes } from "../run/sweep.ts";
 import { alltoallvMetadata, gatherMetadata, groupsOf, pairsOf, readJsonFile } from "./nccom-files.ts";
 import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
 
@@ -301,7 +301,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   let streams: StreamPlan[] | undefined;
   if (streamsFile !== undefined) {
     if (coalesced && coalesced.length > 1) throw new UsageError("give --streams-json or --coalesced-cc-size-ratio, not both (coalesced ops take streams of their own)");
-    streams = streamPlans(streamsFile, argv, env, devicesDir, scenario);
+    streams = streamPlans(streamsFile, argv, env, devicesDir);
     run.scenario += ` --streams-json ${streamsFile}`;
   }
   return { run, op, scenario, dump, ignored, ...(streams ? { streams } : {}), ...(coalesced && coalesced.length > 1 ? { coalesced } : {}), ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes };
@@ -317,7 +317,7 @@ const COMMAND_WIDE = new Set(["nworkers", "nnodes", "instance", "lnc", "streams_
  * file it names (custom_replica_groups, custom_src_target_pairs) is found from the streams file's
  * folder. Each stream is read as its own command line, then sized as a sweep sizes its op.
  */
-function streamPlans(file: string, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, devicesDir: string, base: Record<string, unknown>): StreamPlan[] {
+function streamPlans(file: string, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, devicesDir: string): StreamPlan[] {
   const bad = (why: string): never => {
     throw new UsageError(`--streams-json: ${file}: ${why}`);
   };
@@ -327,7 +327,7 @@ function streamPlans(file: string, argv: readonly string[], env: Readonly<Record
   const list = entries as unknown[];
   if (list.length > MAX_STREAMS) bad(`${list.length} streams: a rank has ${MAX_STREAMS} CC streams (NEC_MAX_STREAM_N)`);
   const dir = dirname(file);
-  // The command line without --streams-json, its op and any ccsim sharding: what every stream starts from.
+  // The command line without --streams-json and its op: what every stream starts from.
   const common: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--streams-json") i++;
@@ -381,14 +381,11 @@ function streamPlans(file: string, argv: readonly string[], env: Readonly<Record
       throw e;
     }
     if (one === "help" || one.coalesced || one.counts || one.matrix) return bad(`${where}: --help, coalesced ops and variable-size metadata do not apply to a stream`);
-    for (const k of ["ranks", "nodes", "instance"]) if (one.scenario[k] !== base[k]) bad(`${where}: ${k} ${String(one.scenario[k])} differs from the command's ${String(base[k])}`);
     const scn = parseScenario(`--streams-json ${file} ${where}`, one.scenario);
     const op = scn.ops[0]!;
     const groups = scn.replicaGroups;
-    const esize = dtypeSize(op.dtype);
-    const unit = esize * (opEntry(op.op).blocked ? groups[0]!.length : 1);
     const sw = one.run.sweep!;
-    const sizes = [...new Set(sweepSizes({ min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) }).map((b) => Math.floor(b / unit) * unit))].filter((b) => b > 0);
+    const { sizes, unit } = opSweepSizes(op, groups[0]!.length, sw);
     if (sizes.length === 0) bad(`${where}: every size from ${sw.min} B to ${sw.max} B is below one unit of ${op.op} (${unit} B)`);
     const { bytes: _b, counts: _c, replicaGroups: _g, stream: _s, reduce, ...rest } = scn.ops[0]!;
     return { op: { ...rest, ...(opEntry(op.op).reduces ? { reduce } : {}) }, sizes, opsPerIter, replicaGroups: groups };

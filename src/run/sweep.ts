@@ -2,6 +2,7 @@
 import { UsageError } from "../ir/errors.ts";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
+import { opEntry } from "../ir/ops.ts";
 import type { CheckMode, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
 import { type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
@@ -16,8 +17,6 @@ import { streamPoints, streamsPoint, sweepPoint, type ScenarioSource } from "./o
 import { valuesCheckFit } from "./budgets.ts";
 import { assignShards, pieceCost, presetHash, type Pieces, type ShardResults, type ShardSpec } from "./shard.ts";
 
-/** Ops whose size is one block per group rank. */
-const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
 
 /** What a sweep is asked to run (a command line's flags: npm run sim's or nccom-test's). */
 export interface SweepRequest {
@@ -56,6 +55,24 @@ const SWEEP_TASK = new URL("./sweep-task.ts", import.meta.url).href;
 export { biggestFirst, startWorkers };
 
 /**
+ * An op's sizes in a sweep over groups of `n` ranks: each asked size in whole units of the op (an
+ * element, times the ranks for an op whose size is one block a rank), rounded down, and those
+ * below one unit left out; the notes say which (nccom-test's count column would show it).
+ */
+export function opSweepSizes(op: Pick<OpSpec, "op" | "dtype">, n: number, sweep: NonNullable<SweepRequest["sweep"]>): { sizes: number[]; unit: number; notes: string[] } {
+  const blocked = opEntry(op.op).blocked;
+  const unit = dtypeSize(op.dtype) * (blocked ? n : 1);
+  const what = blocked ? `element size x ${n} ranks` : "one element";
+  const asked = sweepSizes({ min: sweep.min, max: sweep.max, ...(sweep.factor !== undefined ? { factor: sweep.factor } : {}), ...(sweep.step !== undefined ? { step: sweep.step } : {}) });
+  const notes: string[] = [];
+  const rounded = asked.filter((s) => s >= unit && s % unit !== 0);
+  if (rounded.length > 0) notes.push(`${op.op} ${op.dtype}: ${rounded.length} size(s) rounded down to whole ${unit} B (${what}): ${rounded.slice(0, 3).map((s) => `${s} -> ${Math.floor(s / unit) * unit}`).join(", ")}${rounded.length > 3 ? ", ..." : ""}`);
+  const skipped = asked.filter((s) => s < unit).length;
+  if (skipped) notes.push(`${op.op} ${op.dtype}: ${skipped} size(s) below ${unit} B (${what}) skipped`);
+  return { sizes: [...new Set(asked.map((s) => Math.floor(s / unit) * unit))].filter((s) => s > 0), unit, notes };
+}
+
+/**
  * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
  * scenario with one op at one size, validated as a file is.
  */
@@ -70,17 +87,9 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
     : scn.ops.filter((o, i) => scn.ops.findIndex((p) => p.op === o.op) === i).map((o) => ({ ...o, ...(args.dtype ? { dtype: args.dtype } : {}) }));
   const notes: string[] = [];
   const plan = ops.flatMap((op) => {
-    const blocked = BLOCKED.includes(op.op);
-    const unit = dtypeSize(op.dtype) * (blocked ? n : 1);
-    const what = blocked ? `element size x ${n} ranks` : "one element";
-    const asked = sweepSizes({ min: sweep.min, max: sweep.max, ...(sweep.factor !== undefined ? { factor: sweep.factor } : {}), ...(sweep.step !== undefined ? { step: sweep.step } : {}) });
-    // A size that is not whole units runs rounded down, and says so (nccom-test's count column would show it).
-    const rounded = asked.filter((s) => s >= unit && s % unit !== 0);
-    if (rounded.length > 0) notes.push(`${op.op} ${op.dtype}: ${rounded.length} size(s) rounded down to whole ${unit} B (${what}): ${rounded.slice(0, 3).map((s) => `${s} -> ${Math.floor(s / unit) * unit}`).join(", ")}${rounded.length > 3 ? ", ..." : ""}`);
-    const sizes = [...new Set(asked.map((s) => Math.floor(s / unit) * unit))];
-    const skipped = asked.filter((s) => s < unit).length;
-    if (skipped) notes.push(`${op.op} ${op.dtype}: ${skipped} size(s) below ${unit} B (${what}) skipped`);
-    return sizes.filter((s) => s > 0).map((bytes) => ({ ...op, bytes }));
+    const sized = opSweepSizes(op, n, sweep);
+    notes.push(...sized.notes);
+    return sized.sizes.map((bytes) => ({ ...op, bytes }));
   });
   if (plan.length === 0) throw new UsageError(`no size to run: every size from ${sweep.min} B to ${sweep.max} B is below one unit of the op (${notes.join("; ")})`);
   const want: CheckMode = args.check ?? "none";
