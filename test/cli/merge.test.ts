@@ -98,13 +98,16 @@ describe("conformance sharded over a Kubernetes Indexed Job, merged", () => {
   });
 });
 
+/** `tool` run whole, and run as shards 0/2 and 1/2 (each must succeed) whose partials are merged. */
+function wholeAndMerged(tool: string, cmd: readonly string[]): { whole: ReturnType<typeof npmRun>; merged: ReturnType<typeof npmRun> } {
+  const files = [0, 1].map((k) => join(dir, `${tool}-${k}.json`));
+  files.forEach((f, k) => expect(npmRun(tool, [...cmd, "--shard", `${k}/2`, "--out", f]).status).toBe(0));
+  return { whole: npmRun(tool, cmd), merged: npmRun("merge", files) };
+}
+
 describe("a scenario sweep sharded by hand, merged", () => {
   it("npm run sim -b / -e --shard I/N", () => {
-    const cmd = ["scenarios/ring8.json", "-b", "1K", "-e", "1M", "-f", "4", "-j", "1"];
-    const files = [0, 1].map((k) => join(dir, `sim-${k}.json`));
-    files.forEach((f, k) => expect(npmRun("sim", [...cmd, "--shard", `${k}/2`, "--out", f]).status).toBe(0));
-    const whole = npmRun("sim", cmd);
-    const m = npmRun("merge", files);
+    const { whole, merged: m } = wholeAndMerged("sim", ["scenarios/ring8.json", "-b", "1K", "-e", "1M", "-f", "4", "-j", "1"]);
     expect(m.stdout).toBe(whole.stdout);
     expect(m.status).toBe(0);
   });
@@ -112,11 +115,7 @@ describe("a scenario sweep sharded by hand, merged", () => {
 
 describe("a calibration run sharded, merged", () => {
   it("the points split over shards; the merge prints the whole run's tables and held-out figures (wall-clock times aside)", () => {
-    const cmd = ["--series", "newer-trn1-r32-allg-fp32", "--series", "newer-trn1-r8-permute-uint8", "--series", "newer-r4-allgv-fp16", "--cross-validate", "-j", "1"];
-    const files = [0, 1].map((k) => join(dir, `cal-${k}.json`));
-    files.forEach((f, k) => expect(npmRun("calibrate", [...cmd, "--shard", `${k}/2`, "--out", f]).status).toBe(0));
-    const whole = npmRun("calibrate", cmd);
-    const m = npmRun("merge", files);
+    const { whole, merged: m } = wholeAndMerged("calibrate", ["--series", "newer-trn1-r32-allg-fp32", "--series", "newer-trn1-r8-permute-uint8", "--series", "newer-r4-allgv-fp16", "--cross-validate", "-j", "1"]);
     const wall = (x: string) => x.replace(/cross-validated \([\d.]+ s\)/g, "cross-validated (<wall> s)");
     expect(m.status).toBe(0);
     expect(wall(m.stdout)).toBe(wall(whole.stdout));
