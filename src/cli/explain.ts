@@ -38,7 +38,7 @@ export function explainJson(explain: readonly Explanation[], scn?: Scenario): un
     pipelineSliceN: e.pipelineSliceN,
     stream: e.stream,
     opSlotIdx: e.opSlotIdx,
-    ...(e.hier ? { hier: { stages: e.hier.stages.map((st) => ({ level: st.level, op: st.op, alg: st.alg, name: algorithmLabel(st.alg) })), selections: e.hier.selections } } : {}),
+    ...(e.hier ? { hier: { stages: e.hier.stages.map((st) => ({ level: st.level, op: st.op, alg: st.alg, name: algorithmLabel(st.alg) })), selections: e.hier.selections, ...(e.hier.padBytes ? { padBytes: e.hier.padBytes } : {}) } } : {}),
   }));
 }
 
@@ -62,6 +62,7 @@ export function explainText(scn: Scenario, explain: readonly Explanation[]): str
     if (e.hier) {
       lines.push(`  hierarchical stages: ${e.hier.stages.map((st) => `${st.level} ${st.op} on ${algorithmLabel(st.alg)}`).join(" -> ")}`);
       lines.push(`    ${e.hier.selections}`);
+      if (e.hier.padBytes) lines.push(`    padded by ${e.hier.padBytes} B to whole blocks per rank and per node (intra_slice = ceil(bytes / ranks per node)); the padding sits in the buffers' tails and is not compared`);
     }
   }
   return lines.join("\n") + "\n";

@@ -20,7 +20,7 @@ import { idsPerNodeOf, postProgram } from "./program-plan.ts";
 import { podNodesOf } from "../ir/topology.ts";
 import type { Signature } from "../encd/signature.ts";
 import { whyNotFold } from "../encd/fold.ts";
-import { composeHier } from "./hier.ts";
+import { composeHier, hierPadding } from "./hier.ts";
 import type { RingSet, StageRecord } from "./stage.ts";
 import type { EncOperation } from "./gates.ts";
 
@@ -53,6 +53,8 @@ export interface OpLayout {
   /** A hierarchical op's stages (empty for a flat op), and the runtime's selection line for them. */
   readonly stages: readonly StageRecord[];
   readonly selections?: string;
+  /** Bytes a hierarchical all-reduce runs padded by (to whole blocks per rank; `hierBytes`). */
+  readonly padBytes?: number;
 }
 
 export interface ProgramLayout {
@@ -303,18 +305,20 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
   const capacity = ctx.spec.hbm.capacityBytes;
   if (capacity !== undefined) check(most <= capacity, "CMP1312", `the op's input and output buffers need ${most} bytes of HBM on one device; a ${ctx.spec.name} device has ${capacity} (${+(capacity / 2 ** 30).toFixed(2)} GiB): the runtime could not allocate them`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? most : op.bytes);
   check(most < HBM_LIMIT / 2, "CMP1311", `the op's input and output buffers need ${most} bytes on one device; a device's HBM window holds ${HBM_LIMIT} (half of it for buffers)`, `${path}.${op.counts ? "counts" : "bytes"}`, op.counts ? most : op.bytes);
-  // Every rank's input and output as the scenario op sees them.
+  const algOf = (g: readonly number[]) => groupAlgs[info[g[0]!]!.group]!;
+  const hierGroups = groups.filter((g) => algOf(g) === EncAlgType.HIER);
+  // Every rank's input and output as the scenario op sees them (with room for a hierarchical op's padding).
+  const pad = hierGroups.length > 0 ? hierPadding(ctx, op, opType, hierGroups) : 0;
   const io = new Map<number, { input: number; output: number }>();
   for (let rank = 0; rank < scn.ranks; rank++) {
     const { inBytes, outBytes } = share(rank);
-    const input = builder.allocHbm(info[rank]!.device, inBytes);
-    const output = builder.allocHbm(info[rank]!.device, outBytes);
+    const input = builder.allocHbm(info[rank]!.device, inBytes + pad);
+    const output = builder.allocHbm(info[rank]!.device, outBytes + pad);
     io.set(rank, { input, output });
   }
   let stages: readonly StageRecord[] = [];
   let selections: string | undefined;
   let took: { device: number; topsp: number }[];
-  const algOf = (g: readonly number[]) => groupAlgs[info[g[0]!]!.group]!;
   const flatAlgs = [...new Set(groupAlgs.filter((a) => a !== EncAlgType.HIER))];
   const flat = function* () {
     for (const alg of flatAlgs) {
@@ -324,7 +328,7 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
     }
   };
   if (groupAlgs.includes(EncAlgType.HIER)) {
-    ({ stages, selections, took } = yield* composeHier(ctx, op, opType, operation, io, path, groups.filter((g) => algOf(g) === EncAlgType.HIER), flat));
+    ({ stages, selections, took } = yield* composeHier(ctx, op, opType, operation, io, path, hierGroups, flat));
   } else {
     builder.beginOp();
     yield* flat();
@@ -342,7 +346,7 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
     const { inBytes, outBytes } = share(rank);
     ranks.push({ rank, group: ci.group, groupRank: ci.groupRank, device: ci.device, input: { addr: io.get(rank)!.input, bytes: inBytes }, output: { addr: io.get(rank)!.output, bytes: outBytes }, chbuf: chbufOf(rank) });
   }
-  return { op: { index, spec: op, opType, algorithm, count, plan: plans, operation, ranks, stages, ...(selections ? { selections } : {}) }, took };
+  return { op: { index, spec: op, opType, algorithm, count, plan: plans, operation, ranks, stages, ...(selections ? { selections } : {}), ...(pad > 0 ? { padBytes: pad } : {}) }, took };
 }
 
 /** The algorithm as the scenario names it (the runtime's printed names are ambiguous: two "RDH", and "Invalid" for the single-cycle ring). */

@@ -15,6 +15,8 @@ import { commContext, dispatch, kangaringLayout, meshEngines, meshMemberOf, opRe
 import { INTRA_RDH_RANKS } from "./rdh.ts";
 
 export interface HierPlan {
+  /** The bytes the stages run on (all slices): the op's, or an all-reduce's padded to whole blocks (`hierBytes`). */
+  readonly bytes: number;
   /** The stages of one slice (the whole op when `slices` is 1). */
   readonly stages: readonly (Omit<Stage, "reduceSliceBytes"> & { readonly level: "intra" | "inter" })[];
   /** Output bytes per rank of each stage of one slice (the last one's is the op's output share). */
@@ -37,6 +39,21 @@ const INTER_LIST: readonly EncAlgType[] = [EncAlgType.MESH, EncAlgType.INTER_RDH
 
 const OP_TYPE: Partial<Record<OpName, EncOpType>> = { "all-reduce": EncOpType.ALLREDUCE, "reduce-scatter": EncOpType.REDUCE_SCATTER, "all-gather": EncOpType.ALLGATHER };
 
+/**
+ * The bytes a hierarchical op's stages run on. An all-reduce's intra-node slice is
+ * ceil(bytes per slice / ranks per node) whole elements (spec/hierarchical-rdh-and-proxy.md §1:
+ * intra_slice = ceil(per_rank_bytes / intra.rank_n)), so a size that does not split evenly runs
+ * padded: to whole blocks per rank of a node and, so that every node's inter-node stage cuts its
+ * slice alike (the runtime's remainder split there is not published), per node too — at most
+ * slices x ranks - 1 elements, in the tails of the op's buffers (`hierPadding`), never compared.
+ * Reduce-scatter and all-gather sizes are whole blocks already.
+ */
+export function hierBytes(op: OpSpec, opType: EncOpType, localN: number, nodeN: number, slices: number): number {
+  if (opType !== EncOpType.ALLREDUCE) return op.bytes;
+  const block = slices * localN * nodeN * dtypeSize(op.dtype);
+  return Math.ceil(op.bytes / block) * block;
+}
+
 /** Split a hierarchical op into its stages and pick each stage's algorithm. */
 export function hierStages(
   scn: Scenario,
@@ -56,11 +73,8 @@ export function hierStages(
   if (slices > 1 && opType !== EncOpType.ALLREDUCE) {
     throw new CompileError("CMP1309", `hierarchical pipelining ("slices": ${slices}) applies to all-reduce only; a ${op.op}'s rank blocks would not stay contiguous in slices`, { path: "hierarchical.slices", value: slices });
   }
-  // Each slice is a contiguous share of the op (all-reduce only).
-  const s = op.bytes / slices;
-  if (opType === EncOpType.ALLREDUCE && op.bytes % (slices * localN * esize) !== 0) {
-    throw new CompileError("CMP1309", `a hierarchical all-reduce of ${op.bytes} bytes does not split into ${slices > 1 ? `${slices} slices of ` : ""}${localN} whole ${op.dtype} blocks (one per rank of a node)`, { path: `${path}.bytes`, value: op.bytes });
-  }
+  // Each slice is a contiguous share of the op (all-reduce only), in whole blocks per rank of a node.
+  const s = hierBytes(op, opType, localN, nodeN, slices) / slices;
   // Reduce-scatter and all-gather blocks stay contiguous at both levels when group rank g is
   // (position on its node) * nodes + node. Node by node (g = node * ranks per node + position),
   // the op's N x L blocks are transposed locally first (reduce-scatter) or last (all-gather).
@@ -125,7 +139,7 @@ export function hierStages(
     // The same dispatch a flat op goes through (refuses what this build does not compose).
     dispatch(st.opType, st.alg, st.comm.groups[0]!.length, `${path}.stage${k}`);
   });
-  return { stages, outBytes, slices, log, ...(transpose ? { transpose } : {}) };
+  return { bytes: s * slices, stages, outBytes, slices, log, ...(transpose ? { transpose } : {}) };
 }
 
 /**

@@ -11,12 +11,25 @@ import type { OpSpec } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { CompileContext } from "./context.ts";
 import type { Comm, StageRecord } from "./stage.ts";
-import { hierStages } from "./hier-plan.ts";
+import { hierBytes, hierStages } from "./hier-plan.ts";
 import { type EncOperation } from "./gates.ts";
 
+/** This op's hierarchical groups' parts of its stream's level comms. */
+function hierLevels(ctx: CompileContext, op: OpSpec, hierGroups: readonly (readonly number[])[]): { intra: Comm; inter: Comm; intraAg?: Comm } {
+  const inOp = new Set(hierGroups.flat());
+  const level = (comm: Comm) => ctx.subComm(comm, (g) => inOp.has(g[0]!));
+  const hc = ctx.hierCommsOf(op.stream);
+  return { intra: level(hc.intra), inter: level(hc.inter), ...(hc.intraAg ? { intraAg: level(hc.intraAg) } : {}) };
+}
 
-
-
+/**
+ * The bytes a hierarchical op's buffers need on every rank beyond its own size: an all-reduce that
+ * does not split into whole blocks per rank of a node runs padded to them (`hierBytes`).
+ */
+export function hierPadding(ctx: CompileContext, op: OpSpec, opType: EncOpType, hierGroups: readonly (readonly number[])[]): number {
+  const { intra, inter } = hierLevels(ctx, op, hierGroups);
+  return hierBytes(op, opType, intra.groups[0]!.length, inter.groups[0]!.length, ctx.scn.hierarchical.slices) - op.bytes;
+}
 
 /**
  * Compose a hierarchical op: step t runs stage s on slice t - s (one slice: the stages one after
@@ -37,11 +50,7 @@ export function* composeHier(
   const { groups, info } = ctx.opGroupsOf(operation.index);
   const esize = dtypeSize(op.dtype);
   let took: { device: number; topsp: number }[] = [];
-  // This op's hierarchical groups: their ranks' parts of the level comms.
-  const inOp = new Set(hierGroups.flat());
-  const level = (comm: Comm) => ctx.subComm(comm, (g) => inOp.has(g[0]!));
-  const hc = ctx.hierCommsOf(op.stream);
-  const comms = { intra: level(hc.intra), inter: level(hc.inter), ...(hc.intraAg ? { intraAg: level(hc.intraAg) } : {}) };
+  const comms = hierLevels(ctx, op, hierGroups);
   const plan = hierStages({ ...scn, replicaGroups: hierGroups }, spec, comms, info, op, opType, ctx.channels, ctx.chunkBytes, path);
   /** Other groups' flat stages run in the op's first step. */
   let first = true;
@@ -55,7 +64,8 @@ export function* composeHier(
   // output are cut into contiguous slices.
   const k = plan.slices;
   const n = plan.stages.length;
-  const share = (rank: number) => opEntry(op.op).buffers(op, groups[info[rank]!.group]!.length, info[rank]!.groupRank);
+  // The shares the stages run on (an all-reduce's padded to whole blocks: the buffers' tails hold the padding).
+  const share = (rank: number) => opEntry(op.op).buffers({ ...op, bytes: plan.bytes }, groups[info[rank]!.group]!.length, info[rank]!.groupRank);
   const inShare = (rank: number) => share(rank).inBytes / k;
   const outShare = (rank: number) => share(rank).outBytes / k;
   const scratch = new Map<string, number>();

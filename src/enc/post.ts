@@ -34,7 +34,7 @@ export interface Explanation {
   /** Why the program runs fewer channels than the preset's (its channel sets would not fit the rank's DMA engines). */
   readonly channelsNote?: string;
   /** A hierarchical op's stages and the runtime's selection line for them (filled in at compose). */
-  readonly hier?: { readonly stages: readonly { readonly level: string; readonly op: string; readonly alg: EncAlgType }[]; readonly selections: string };
+  readonly hier?: { readonly stages: readonly { readonly level: string; readonly op: string; readonly alg: EncAlgType }[]; readonly selections: string; readonly padBytes?: number };
 }
 
 export interface Posted {

@@ -123,7 +123,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       if (!again) for (const w of warnings) log.warn(w);
     }
     const ol = layout.ops[0]!;
-    if (ol.selections) explain = explain.map((e) => (e.op === i ? { ...e, hier: { stages: ol.stages, selections: ol.selections! } } : e));
+    if (ol.selections) explain = explain.map((e) => (e.op === i ? { ...e, hier: { stages: ol.stages, selections: ol.selections!, ...(ol.padBytes ? { padBytes: ol.padBytes } : {}) } } : e));
     if (ol.selections) log.info({ op: i, stages: ol.stages.map((s) => `${s.level} ${s.op}`) }, ol.selections);
     const values = mode === "values";
     const symbolic = mode === "symbolic";

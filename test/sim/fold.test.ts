@@ -22,6 +22,8 @@ interface Case {
   readonly algorithm: string;
   readonly op: string;
   readonly kib: number;
+  /** The op's bytes when not kib KiB a rank. */
+  readonly bytes?: number;
 }
 
 function scenarioOf(c: Case) {
@@ -34,7 +36,7 @@ function scenarioOf(c: Case) {
     ranksPerDevice: c.rpd,
     algorithm: c.algorithm,
     check: "none",
-    ops: [{ op: c.op, bytes: c.kib * 1024 * c.ranksPerNode * c.nodes, dtype: "fp32", ...(reduces ? { reduce: "sum" } : {}) }],
+    ops: [{ op: c.op, bytes: c.bytes ?? c.kib * 1024 * c.ranksPerNode * c.nodes, dtype: "fp32", ...(reduces ? { reduce: "sum" } : {}) }],
   });
 }
 
@@ -120,6 +122,15 @@ describe("folding alike pods", () => {
   it("the bench's shape (hierarchical: kangaring, inter-node RDH, kangaring) folds, exactly", () => {
     const out = both({ instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 4, algorithm: "hier", op: "all-reduce", kib: 512 });
     expect(out?.folded).toBe(out?.full);
+  });
+
+  it("a hierarchical all-reduce of a size that does not split into whole blocks (padded to them) folds, exactly", () => {
+    // The odd size, scaled: 128 ranks on 4 nodes would run minutes unfolded.
+    for (const bytes of [8_648_471, 5_000_003]) {
+      const out = both({ instance: "trn1", ranksPerNode: 16, rpd: 1, nodes: 4, algorithm: "hier", op: "all-reduce", kib: 0, bytes: bytes - (bytes % 4) });
+      expect(out?.folded).toBeDefined();
+      expect(out?.folded).toBe(out?.full);
+    }
   });
 
   it("two UltraServers (pods of 4 nodes joined by the network) fold, exactly", () => {

@@ -53,6 +53,31 @@ describe("hierarchical on two trn1 nodes", () => {
     );
   });
 
+  it("an all-reduce of any size runs: one that does not split into whole blocks per rank and per node runs padded to them", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(1, 2),
+        fc.constantFrom(2, 4, 8),
+        fc.constantFrom(1, 2, 3),
+        anyDtype,
+        fc.integer({ min: 1, max: 700 }),
+        fc.constantFrom("ring", "kangaring", "mesh", "intra-rdh") as fc.Arbitrary<HierChoice["intra"]>,
+        fc.constantFrom("ring", "single-cycle-ring") as fc.Arbitrary<HierChoice["inter"]>,
+        (rpd, perNode, slices, dtype, elems, intra, inter) => {
+          const ranks = 2 * perNode;
+          if (intra === "intra-rdh" && perNode < 4) return;
+          if (slices > 1 && (intra === "mesh" || intra === "intra-rdh")) return;
+          const esize = dtypeSize(dtype);
+          const scn = scenario({ ranks, ranksPerDevice: rpd, nodes: 2, channels: 1, chunkBytes: 2048, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra, inter, slices }, ops: [{ op: "all-reduce", bytes: elems * esize, dtype, reduce: "sum" }] });
+          expectRunChecks(scn, trn1);
+          const block = slices * ranks;
+          expect(compileProgram(scn, trn1, [0]).layout.ops[0]!.padBytes ?? 0).toBe((Math.ceil(elems / block) * block - elems) * esize);
+        },
+      ),
+      { numRuns: 24, seed: 21 },
+    );
+  });
+
   it("all-reduce works in any group order; the stages and the runtime's selection line are recorded", () => {
     const scn = scenario({ ranks: 16, nodes: 2, channels: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
     expectRunChecks(scn, trn1);
