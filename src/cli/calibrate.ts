@@ -53,7 +53,8 @@ usage: npm run calibrate -- [--json] [--max-bytes SIZE] [--series ID]... [--fit]
 Without --from: the published tables of calibration/published.json (calibration/logs/, verbatim),
 each run exactly as typed (npm run nccom with its command line) on the preset as it ships: per
 point published and simulated time, their ratio and the algorithm; then per preset the points
-within ±10 % and ±25 % and the geometric-mean error factor exp(mean |ln(simulated / published)|).
+within ±10 % and ±25 % (a factor of 1.1 or 1.25 either way: ±25 % is 0.8 to 1.25 of the published
+time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
   --max-bytes SIZE   skip larger points
   --series ID        only this series (a log's file name without .log); repeatable
   --fit              fit each preset's free parameters on its series from the shipped preset and

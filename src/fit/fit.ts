@@ -351,7 +351,11 @@ function fixedFields(spec: DeviceSpec): string[] {
   return ["topsp.launchPs", "host.syncPs", "host.nodeSyncPs", "host.iterationPs", "host.countsPs", ...Object.keys(spec.host.algorithmPs).map((a) => `host.algorithmPs.${a}`)];
 }
 
-/** exp(mean |ln(simulated / published)|) and the count within ±10 % and ±25 %. */
+/**
+ * exp(mean |ln(simulated / published)|) and the count within ±10 % and ±25 %, each a factor either
+ * way on the same log scale (within ±25 %: 0.8 to 1.25 of the published time), as
+ * ../shared/tools/published.mjs counts them.
+ */
 export interface ErrorSummary {
   readonly points: number;
   readonly failed: number;
@@ -365,7 +369,7 @@ export interface ErrorSummary {
 export function summarize(ev: readonly Evaluated[]): ErrorSummary {
   const ran = ev.filter((e) => e.run);
   const ratios = ran.map((e) => e.run!.timeUs / e.publishedUs);
-  const within = (f: number) => ratios.filter((r) => Math.abs(r - 1) <= f).length;
+  const within = (f: number) => ratios.filter((r) => Math.abs(Math.log(r)) <= Math.log(1 + f) + 1e-12).length;
   return {
     points: ev.length,
     failed: ev.length - ran.length,
