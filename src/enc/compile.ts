@@ -53,7 +53,7 @@ export interface OpLayout {
   /** A hierarchical op's stages (empty for a flat op), and the runtime's selection line for them. */
   readonly stages: readonly StageRecord[];
   readonly selections?: string;
-  /** Bytes a hierarchical all-reduce runs padded by (to whole blocks per rank; `hierBytes`). */
+  /** Bytes a hierarchical all-reduce runs padded by (to whole blocks per rank and per node; `hierBytes`). */
   readonly padBytes?: number;
 }
 

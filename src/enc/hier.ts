@@ -24,7 +24,7 @@ function hierLevels(ctx: CompileContext, op: OpSpec, hierGroups: readonly (reado
 
 /**
  * The bytes a hierarchical op's buffers need on every rank beyond its own size: an all-reduce that
- * does not split into whole blocks per rank of a node runs padded to them (`hierBytes`).
+ * does not split into whole blocks per rank of a node and per node runs padded to them (`hierBytes`).
  */
 export function hierPadding(ctx: CompileContext, op: OpSpec, opType: EncOpType, hierGroups: readonly (readonly number[])[]): number {
   const { intra, inter } = hierLevels(ctx, op, hierGroups);
