@@ -41,6 +41,20 @@ describe("the published logs", () => {
       expect(sm.geomeanErrorFactor).toBeLessThanOrEqual(r.geomeanErrorFactor + 0.001);
     }
   });
+
+  it("the older runtime's bandwidth points on trn1-legacy: 8 MiB to 64 MiB and the two-rank 1 GiB within ±15 % (the two-node table's step at 16 MiB is its flat-ring window)", () => {
+    const M = 2 ** 20;
+    // (The two-node rows from 128 MiB up take seconds each: published.mjs holds them.)
+    const big = series
+      .filter((s) => s.instance === "trn1-legacy")
+      .map((s) => ({ ...s, points: s.points.filter((p) => p.bytes >= 8 * M && (p.bytes <= 64 * M || !s.id.includes("N2"))) }));
+    const ev = new Evaluator(big).run(loadDevice("trn1-legacy"));
+    expect(ev.map((e) => e.bytes)).toEqual([16 * M, 64 * M, 256 * M, 1024 * M, 32 * M, 8 * M, 16 * M, 32 * M, 64 * M]);
+    for (const e of ev) expect(Math.abs(Math.log(e.run!.timeUs / e.publishedUs)), `${e.series} ${e.bytes} B`).toBeLessThanOrEqual(Math.log(1.15));
+    // Below the window the two-node op is hierarchical, from it the flat ring (the table's step).
+    const n2 = ev.filter((e) => e.series.includes("N2"));
+    expect(n2.map((e) => e.run!.algorithm.split("(")[0])).toEqual(["hier", "ring", "ring", "ring"]);
+  });
 });
 
 describe("the fixed-cost solver", () => {
