@@ -116,7 +116,7 @@ describe("composer errors", () => {
     ["CMP1203", () => dispatch(EncOpType.PERMUTE_REDUCE, EncAlgType.BW_OPT_MESH, 8, "ops[0].op")],
     ["CMP1307", refusal("kangaring", scenario({ ranks: 16, ranksPerDevice: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.KANGARING], replicaGroups: [[0, 2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]], ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
     ["CMP1301", compile({ instance: "ideal", ranks: 4, nodes: 2, ops: op }, ideal)],
-    // Hierarchical: 4 ranks on 2 nodes; 4100 B of fp32 does not split in 2; all-gather needs position-major order.
+    // Hierarchical (an all-reduce of any size runs, padded): all-gather needs position-major order, pipelining all-reduce.
     // Neither node by node nor position by position.
     ["CMP1309", refusal("hierarchical", scenario({ ranks: 8, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring" }, replicaGroups: [[0, 1, 4, 5, 2, 3, 6, 7]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
     ["CMP1309", refusal("hierarchical", scenario({ ranks: 4, nodes: 2, algorithm: "hier", allowedAlgorithms: [EncAlgType.HIER], hierarchical: { intra: "ring", inter: "ring", slices: 2 }, replicaGroups: [[0, 2, 1, 3]], ops: [{ op: "all-gather", bytes: 4096, dtype: "fp32", reduce: "sum" }] }))],
