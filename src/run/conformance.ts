@@ -46,6 +46,9 @@ export interface GenerateOptions {
   readonly knobs?: boolean;
   /** Also vary the preset's ring channels, receive slots, chunk and folds (a separate random stream as well). */
   readonly varyPresets?: boolean;
+  /** Rank counts drawn from [minRanks, maxRanks] (defaults 1 and CASE_RANKS_MAX); presets that hold fewer than minRanks are not drawn. */
+  readonly minRanks?: number;
+  readonly maxRanks?: number;
 }
 
 const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"];
@@ -69,7 +72,13 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
   const rng = seedrandom(`conformance/${seed}`);
   const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)]!;
-  const presets = opts.presets ?? CONFORMANCE_PRESETS;
+  const minRanks = opts.minRanks ?? 1;
+  const most = (p: string) => {
+    const spec = specs.get(p)!;
+    const podNodes = spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
+    return spec.devices * Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize) * maxNodes(spec, podNodes);
+  };
+  const presets = (opts.presets ?? CONFORMANCE_PRESETS).filter((p) => minRanks <= 1 || most(p) >= minRanks);
   const cases: ConformanceCase[] = [];
   for (let id = 0; id < count; id++) {
     const instance = pick(presets);
@@ -77,12 +86,13 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const rpdMax = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);
     const podNodes = spec.topology.kind === "table" ? (spec.topology.podNodes ?? 1) : 1;
     const nodesMax = maxNodes(spec, podNodes);
-    const rankMax = Math.min(CASE_RANKS_MAX, spec.devices * rpdMax * nodesMax);
-    // Ranks first (every count up to the preset's most, primes included), then a placement of them.
-    // Mostly counts some placement holds; one in five drawn from every count.
+    const rankMax = Math.min(opts.maxRanks ?? CASE_RANKS_MAX, most(instance));
+    // Ranks first (every count in the range up to the preset's most, primes included), then a
+    // placement of them. Mostly counts some placement holds; one in five drawn from every count.
     const placeable = (n: number) => placementsOf(n, spec.devices, rpdMax, nodesMax, podNodes).length > 0;
-    const counts = Array.from({ length: rankMax }, (_, i) => i + 1);
-    const ranks = rng() < 0.2 ? int(1, rankMax) : pick(counts.filter(placeable));
+    const counts = Array.from({ length: rankMax - minRanks + 1 }, (_, i) => minRanks + i);
+    const fits = counts.filter(placeable);
+    const ranks = rng() < 0.2 || fits.length === 0 ? int(minRanks, rankMax) : pick(fits);
     const placements = placementsOf(ranks, spec.devices, rpdMax, nodesMax, podNodes);
     // A count no placement holds is still generated: the runtime must refuse it.
     const { nodes, rpd } = placements.length > 0 ? pick(placements) : { nodes: 1, rpd: 1 };

@@ -6,10 +6,10 @@ import { generateCases, runCase, REFUSAL_CODES, CONFORMANCE_PRESETS } from "../.
 import { SCENARIO_OP_NAMES } from "../../src/ir/spec.ts";
 import { main } from "../../src/cli/conformance.ts";
 
-import { CASES, SEED, firstHalf, specs } from "./conformance-cases.ts";
+import { CASES, MATRIX, SEED, firstHalf, specs } from "./conformance-cases.ts";
 
 describe("conformance matrix", () => {
-  const cases = generateCases(SEED, CASES, { maxBytes: 1 << 20, maxCheckedPayload: 64 << 20 }, specs);
+  const cases = generateCases(SEED, CASES, MATRIX, specs);
 
   it("covers every preset, all 13 ops and all-gather-v, auto and named algorithms, several group shapes", () => {
     const field = (k: string) => new Set(cases.map((c) => JSON.stringify(k === "op" ? (c.scenario["ops"] as { op: string }[])[0]!.op : c.scenario[k])));
@@ -28,7 +28,7 @@ describe("conformance matrix", () => {
   });
 
   it("the same seed gives the same cases", () => {
-    expect(generateCases(SEED, 20, { maxBytes: 1 << 20, maxCheckedPayload: 64 << 20 }, specs)).toEqual(cases.slice(0, 20));
+    expect(generateCases(SEED, 20, MATRIX, specs)).toEqual(cases.slice(0, 20));
   });
 });
 
