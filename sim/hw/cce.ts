@@ -96,19 +96,9 @@ export function f32ToMini(x: number, f: MiniFloat): number {
   return sign | ((ve + f.bias) << f.mantBits) | m;
 }
 
-type Combine = (a: number, b: number) => number;
-
-function combiner(op: number): Combine {
-  switch (op) {
-    case SdmaCceType.ADD:
-      return (a, b) => a + b;
-    case SdmaCceType.MAX:
-      return (a, b) => (a >= b ? a : b);
-    case SdmaCceType.MIN:
-      return (a, b) => (a <= b ? a : b);
-    default:
-      throw new SimError("SIM1101", `unsupported op! (${op})`, { value: op });
-  }
+/** The ops the CCE runs: ADD, MAX, MIN. */
+function checkOp(op: number): void {
+  if (op !== SdmaCceType.ADD && op !== SdmaCceType.MAX && op !== SdmaCceType.MIN) throw new SimError("SIM1101", `unsupported op! (${op})`, { value: op });
 }
 
 /** SDMA dtype code -> element size and raw get/set on a DataView. */
@@ -132,18 +122,33 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   if (!el) throw new SimError("SIM1102", `unsupported CCE data type ${sdmaDtype}`, { value: sdmaDtype });
   const first = srcs[0]!;
   if (first.length % el.size !== 0) throw new SimError("SIM1103", `CCE length ${first.length} is not whole elements of ${el.size} bytes`, { value: first.length });
-  const combine = combiner(op);
+  checkOp(op);
   const isFloat = sdmaDtype === 10 || sdmaDtype === 6 || sdmaDtype === 7 || sdmaDtype === 14 || sdmaDtype === 15;
+  // Source by source: each decoded whole, then folded into the running result (in fp32 for
+  // floats: rounded after every step), each loop of one type and one op.
+  const n = first.length / el.size;
+  const acc = new Float64Array(n);
+  const next = new Float64Array(n);
+  decodeInto(el, first, acc);
+  for (let i = 1; i < srcs.length; i++) {
+    decodeInto(el, srcs[i]!, next);
+    if (op === SdmaCceType.ADD) for (let k = 0; k < n; k++) acc[k] = acc[k]! + next[k]!;
+    else if (op === SdmaCceType.MAX) for (let k = 0; k < n; k++) acc[k] = acc[k]! >= next[k]! ? acc[k]! : next[k]!;
+    else for (let k = 0; k < n; k++) acc[k] = acc[k]! <= next[k]! ? acc[k]! : next[k]!;
+    if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]!);
+  }
   const out = new Uint8Array(first.length);
   const ov = new DataView(out.buffer);
-  const views = srcs.map((s) => new DataView(s.buffer, s.byteOffset, s.length));
-  for (let o = 0; o < out.length; o += el.size) {
-    let acc = el.get(views[0]!, o);
-    for (let i = 1; i < views.length; i++) {
-      acc = combine(acc, el.get(views[i]!, o));
-      if (isFloat) acc = Math.fround(acc);
-    }
-    el.set(ov, o, acc);
-  }
+  const set = el.set;
+  const size = el.size;
+  for (let k = 0; k < n; k++) set(ov, k * size, acc[k]!);
   return out;
+}
+
+/** The elements of `src` as numbers into `into`. */
+function decodeInto(el: (typeof ELEMENTS)[number], src: Uint8Array, into: Float64Array): void {
+  const v = new DataView(src.buffer, src.byteOffset, src.length);
+  const get = el.get;
+  const size = el.size;
+  for (let k = 0; k < into.length; k++) into[k] = get(v, k * size);
 }

@@ -2,6 +2,8 @@
 // loads (the constants semaphore writes copy) and nothing else: the data its DMA moves is never
 // read back, so neither kept nor computed.
 const PAGE = 65536;
+/** The most pages one allocation holds (4 MiB). */
+const SLAB_PAGES = 64;
 
 export class DeviceMemory {
   private readonly pages = new Map<number, Uint8Array>();
@@ -55,20 +57,58 @@ export class DeviceMemory {
   write(off: number, bytes: Uint8Array): void {
     if (this.dropped(off, bytes.length)) return;
     this.keptWrites++;
+    // Within one page (most writes): no view made.
+    const p0 = Math.floor(off / PAGE);
+    const po0 = off - p0 * PAGE;
+    if (po0 + bytes.length <= PAGE) {
+      this.page(p0).set(bytes, po0);
+      return;
+    }
     let done = 0;
     while (done < bytes.length) {
       const a = off + done;
       const p = Math.floor(a / PAGE);
       const po = a - p * PAGE;
       const n = Math.min(bytes.length - done, PAGE - po);
-      let page = this.pages.get(p);
-      if (!page) {
-        page = new Uint8Array(PAGE);
-        this.pages.set(p, page);
-      }
-      page.set(bytes.subarray(done, done + n), po);
+      this.page(p).set(bytes.subarray(done, done + n), po);
       done += n;
     }
+  }
+
+  /** Zeroed pages not yet used: the rest of the last slab taken. */
+  private slab: Uint8Array = new Uint8Array(0);
+  private slabPages = 0;
+
+  /**
+   * A zeroed page, cut from a slab: slabs of one page, then twice as many each time up to
+   * SLAB_PAGES (one allocation a page made each a garbage collector's concern: a tenth of a run
+   * of thousands of devices; a device that writes a few pages takes a few).
+   */
+  private fresh(): Uint8Array {
+    if (this.slab.length === 0) {
+      this.slabPages = Math.min(SLAB_PAGES, Math.max(1, 2 * this.slabPages));
+      this.slab = new Uint8Array(this.slabPages * PAGE);
+    }
+    const page = this.slab.subarray(0, PAGE);
+    this.slab = this.slab.subarray(PAGE);
+    return page;
+  }
+
+  /** The page written last, and its number (writes come in runs to one page). */
+  private lastPage: Uint8Array | undefined;
+  private lastP = -1;
+
+  /** Page `p`, made (zeros) at its first write. */
+  private page(p: number): Uint8Array {
+    if (p === this.lastP) return this.lastPage!;
+    let page = this.pages.get(p);
+    if (!page) {
+      page = this.fresh();
+      this.pages.set(p, page);
+    }
+    this.lastP = p;
+    this.lastPage = page;
+    return page;
   }
 }
 
