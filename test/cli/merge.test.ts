@@ -74,7 +74,7 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
 
 describe("conformance sharded over a Kubernetes Indexed Job, merged", () => {
   it("prints the whole run's counts; only the wall-clock time on its first line differs", () => {
-    const cmd = ["--cases", "16", "--seed", "7", "-j", "1"];
+    const cmd = ["--cases", "16", "--seed", "7", "--max-bytes", "64K", "-j", "1"];
     const files = [0, 1].map((k) => join(dir, `k8s-${k}.json`));
     files.forEach((f, k) => {
       const r = npmRun("conformance", [...cmd, "--shard", "auto", "--out", f], { JOB_COMPLETION_INDEX: String(k), CCSIM_SHARDS: "2" });
