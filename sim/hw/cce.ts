@@ -53,8 +53,36 @@ export function f32ToF16(x: number): number {
   return sign | h;
 }
 
-/** An 8-bit float's value. */
+/** Per 8-bit format: each code's value, and the code of every finite non-zero value one has (what `f32ToMini` gives it). */
+const MINI = new Map<MiniFloat, { readonly values: Float64Array; readonly codes: Map<number, number> }>();
+function miniTables(f: MiniFloat): { readonly values: Float64Array; readonly codes: Map<number, number> } {
+  let t = MINI.get(f);
+  if (!t) {
+    const values = new Float64Array(256);
+    const codes = new Map<number, number>();
+    for (let h = 0; h < 256; h++) values[h] = miniValue(h, f);
+    for (let h = 0; h < 256; h++) if (Number.isFinite(values[h]!) && values[h] !== 0) codes.set(values[h]!, roundToMini(values[h]!, f));
+    t = { values, codes };
+    MINI.set(f, t);
+  }
+  return t;
+}
+
+/** An 8-bit float's value (a code's, looked up). */
 export function miniToF32(h: number, f: MiniFloat): number {
+  return miniTables(f).values[h & 0xff]!;
+}
+
+/** The nearest 8-bit float (ties to even); E4M3 saturates to its largest finite, E5M2 overflows to infinity. A value that is a code's own (most sums of them) is looked up. */
+export function f32ToMini(x: number, f: MiniFloat): number {
+  if (x !== 0) {
+    const c = miniTables(f).codes.get(x);
+    if (c !== undefined) return c;
+  }
+  return roundToMini(x, f);
+}
+
+function miniValue(h: number, f: MiniFloat): number {
   const s = h & 0x80 ? -1 : 1;
   const e = (h >>> f.mantBits) & ((1 << f.expBits) - 1);
   const m = h & ((1 << f.mantBits) - 1);
@@ -65,8 +93,7 @@ export function miniToF32(h: number, f: MiniFloat): number {
   return s * (1 + m / (1 << f.mantBits)) * 2 ** (e - f.bias);
 }
 
-/** The nearest 8-bit float (ties to even); E4M3 saturates to its largest finite, E5M2 overflows to infinity. */
-export function f32ToMini(x: number, f: MiniFloat): number {
+function roundToMini(x: number, f: MiniFloat): number {
   const top = (1 << f.expBits) - 1;
   const mantMax = (1 << f.mantBits) - 1;
   if (Number.isNaN(x)) return 0x7f;
@@ -74,7 +101,7 @@ export function f32ToMini(x: number, f: MiniFloat): number {
   const a = Math.abs(x);
   // The largest finite: E5M2 below its infinity exponent, E4M3 one mantissa step below NaN.
   const maxCode = f.ieee ? ((top - 1) << f.mantBits) | mantMax : (top << f.mantBits) | (mantMax - 1);
-  const maxVal = miniToF32(maxCode, f);
+  const maxVal = miniValue(maxCode, f);
   if (a === Infinity) return f.ieee ? sign | (top << f.mantBits) : sign | maxCode;
   // Quantum at a's binade (subnormals share the smallest normal's).
   const minExp = 1 - f.bias;

@@ -65,3 +65,41 @@ describe("CCE reduce", () => {
     );
   });
 });
+
+describe("8-bit floats", () => {
+  // A code's value from its bits: sign, exponent (bias, subnormals at the lowest), mantissa.
+  const valueOf = (h: number, f: (typeof FP8)[keyof typeof FP8]): number => {
+    const s = h & 0x80 ? -1 : 1;
+    const e = (h >> f.mantBits) & ((1 << f.expBits) - 1);
+    const m = h & ((1 << f.mantBits) - 1);
+    const top = (1 << f.expBits) - 1;
+    if (f.ieee && e === top) return m ? Number.NaN : s * Infinity;
+    if (!f.ieee && e === top && m === (1 << f.mantBits) - 1) return Number.NaN;
+    return e === 0 ? (s * m) / 2 ** (f.bias + f.mantBits - 1) : s * (1 + m / 2 ** f.mantBits) * 2 ** (e - f.bias);
+  };
+  it.each(["fp8e4", "fp8e5"] as const)("%s: every code's value, and the nearest code (ties to even) of values in range", (name) => {
+    const f = FP8[name];
+    const codes = Array.from({ length: 256 }, (_, h) => h);
+    for (const h of codes) expect(Object.is(miniToF32(h, f), valueOf(h, f)) || (Number.isNaN(miniToF32(h, f)) && Number.isNaN(valueOf(h, f)))).toBe(true);
+    const finite = codes.filter((h) => Number.isFinite(valueOf(h, f)));
+    const max = Math.max(...finite.map((h) => valueOf(h, f)));
+    // The values, and the points halfway between neighbours (ties).
+    const values = [...new Set(finite.map((h) => valueOf(h, f)))].sort((a, b) => a - b);
+    const ties = values.slice(1).map((v, k) => (v + values[k]!) / 2);
+    fc.assert(
+      fc.property(fc.oneof(fc.double({ min: -max, max, noNaN: true }), fc.constantFrom(...values), fc.constantFrom(...ties)), (x0) => {
+        const x = Math.fround(x0);
+        if (Math.abs(x) > max) return;
+        let best = -1;
+        for (const h of finite) {
+          if ((h & 0x80 ? -1 : 1) !== (x < 0 || Object.is(x, -0) ? -1 : 1)) continue;
+          const d = Math.abs(valueOf(h, f) - x);
+          const b = best < 0 ? Infinity : Math.abs(valueOf(best, f) - x);
+          if (d < b || (d === b && (h & 1) === 0)) best = h;
+        }
+        expect(f32ToMini(x, f)).toBe(best);
+      }),
+      { numRuns: 3000, seed: 9 },
+    );
+  });
+});
