@@ -152,13 +152,18 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   checkOp(op);
   const isFloat = sdmaDtype === 10 || sdmaDtype === 6 || sdmaDtype === 7 || sdmaDtype === 14 || sdmaDtype === 15;
   // Source by source: each decoded whole, then folded into the running result (in fp32 for
-  // floats: rounded after every step), each loop of one type and one op.
+  // floats: rounded after every step), each loop of one type and one op, in scratch arrays kept
+  // from call to call (a packet's reduce allocates its result only).
   const n = first.length / el.size;
-  const acc = new Float64Array(n);
-  const next = new Float64Array(n);
-  decodeInto(el, first, acc);
+  if (ACC.length < n) {
+    ACC = new Float64Array(Math.max(n, 2 * ACC.length));
+    NEXT = new Float64Array(ACC.length);
+  }
+  const acc = ACC;
+  const next = NEXT;
+  decodeInto(el, first, acc, n);
   for (let i = 1; i < srcs.length; i++) {
-    decodeInto(el, srcs[i]!, next);
+    decodeInto(el, srcs[i]!, next, n);
     if (op === SdmaCceType.ADD) for (let k = 0; k < n; k++) acc[k] = acc[k]! + next[k]!;
     else if (op === SdmaCceType.MAX) for (let k = 0; k < n; k++) acc[k] = acc[k]! >= next[k]! ? acc[k]! : next[k]!;
     else for (let k = 0; k < n; k++) acc[k] = acc[k]! <= next[k]! ? acc[k]! : next[k]!;
@@ -172,10 +177,14 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   return out;
 }
 
-/** The elements of `src` as numbers into `into`. */
-function decodeInto(el: (typeof ELEMENTS)[number], src: Uint8Array, into: Float64Array): void {
+/** cceReduce's running result and the source being folded in. */
+let ACC = new Float64Array(0);
+let NEXT = new Float64Array(0);
+
+/** The `n` elements of `src` as numbers into `into`. */
+function decodeInto(el: (typeof ELEMENTS)[number], src: Uint8Array, into: Float64Array, n: number): void {
   const v = new DataView(src.buffer, src.byteOffset, src.length);
   const get = el.get;
   const size = el.size;
-  for (let k = 0; k < into.length; k++) into[k] = get(v, k * size);
+  for (let k = 0; k < n; k++) into[k] = get(v, k * size);
 }
