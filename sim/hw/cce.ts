@@ -19,7 +19,20 @@ export function f32ToBf16(x: number): number {
   return ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
+/** Every fp16 code's value (made at the first use). */
+let F16: Float64Array | undefined;
+
 export function f16ToF32(h: number): number {
+  return (F16 ??= f16Table())[h & 0xffff]!;
+}
+
+function f16Table(): Float64Array {
+  const t = new Float64Array(65536);
+  for (let h = 0; h < 65536; h++) t[h] = f16Value(h);
+  return t;
+}
+
+function f16Value(h: number): number {
   const s = h & 0x8000 ? -1 : 1;
   const e = (h >>> 10) & 0x1f;
   const m = h & 0x3ff;

@@ -103,3 +103,16 @@ describe("8-bit floats", () => {
     );
   });
 });
+
+describe("fp16", () => {
+  it("every code's value: sign, five exponent bits (bias 15, subnormals at 0), ten mantissa bits; infinities and NaNs", () => {
+    for (let h = 0; h < 65536; h++) {
+      const s = h & 0x8000 ? -1 : 1;
+      const e = (h >> 10) & 31;
+      const m = h & 1023;
+      const want = e === 31 ? (m ? Number.NaN : s * Infinity) : e === 0 ? (s * m) / 2 ** 24 : s * (1 + m / 1024) * 2 ** (e - 15);
+      const got = f16ToF32(h);
+      if (!(Object.is(got, want) || (Number.isNaN(got) && Number.isNaN(want)))) expect.fail(`code 0x${h.toString(16)}: ${got}, not ${want}`);
+    }
+  });
+});
