@@ -52,6 +52,8 @@ export interface DmaHost {
 export interface LocalMemory {
   /** A copy of the bytes at `offset` (the caller's to keep). */
   read(offset: number, len: number): Uint8Array;
+  /** The bytes at `offset`, read at once (valid until the next write: a view where they lie in one page). */
+  peek(offset: number, len: number): Uint8Array;
   /** Writes that have kept bytes so far (a read's bytes are unchanged while it stands still). */
   readonly keptWrites: number;
   /** True when these bytes are not kept (timing-only payload). */
@@ -577,7 +579,8 @@ export class DmaEngine {
 
   /** The sources' bytes (a payload run's reduce). */
   private readSources(mem: LocalMemory, p: Packet): Uint8Array[] {
-    return this.sources(p).map((s) => mem.read(s.off, s.len));
+    // (Reduced at once: views will do.)
+    return this.sources(p).map((s) => mem.peek(s.off, s.len));
   }
 
   /** Busy spans of links, for a trace. */

@@ -54,6 +54,17 @@ export class DeviceMemory {
     return out;
   }
 
+  /** The bytes at `off`, to read at once: a view of its page where they lie in one (valid until the next write), else a copy. */
+  peek(off: number, len: number): Uint8Array {
+    const p0 = Math.floor(off / PAGE);
+    const po = off - p0 * PAGE;
+    if (len > 0 && po + len <= PAGE && !this.dropped(off, len)) {
+      const page = this.pages.get(p0);
+      if (page) return page.subarray(po, po + len);
+    }
+    return this.read(off, len);
+  }
+
   write(off: number, bytes: Uint8Array): void {
     if (this.dropped(off, bytes.length)) return;
     this.keptWrites++;
