@@ -1,0 +1,27 @@
+// The scenarios the suite runs end to end, split over two test files (the suite's workers run
+// them side by side; one file of them all was the suite's longest by far).
+import { readdirSync } from "node:fs";
+import { expect } from "vitest";
+import { main } from "../../src/cli/sim.ts";
+
+export const SCENARIO_FILES = readdirSync("scenarios")
+  .filter((f) => f.endsWith(".json") && !f.endsWith(".schema.json"))
+  .sort();
+
+/** Every other scenario, from the first (`half` 0) or the second (1): the two halves are all of them. */
+export const scenarioHalf = (half: 0 | 1): string[] => SCENARIO_FILES.filter((_, k) => k % 2 === half);
+
+/** Run `scenarios/<f>` as a user would (its JSON report): it exits 0 and every row passes. */
+export function runsAndPasses(f: string): void {
+  let out = "";
+  let err = "";
+  const code = main([`scenarios/${f}`, "--json"], (s) => (out += s), (s) => (err += s));
+  expect(err).toBe("");
+  expect(code).toBe(0);
+  const j = JSON.parse(out);
+  expect(j.results.length).toBeGreaterThan(0);
+  for (const r of j.results) {
+    expect(r.check).toBe("pass");
+    expect(r.timeUs).toBeGreaterThan(0);
+  }
+}
