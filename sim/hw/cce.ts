@@ -3,6 +3,7 @@
 import { SdmaCceType } from "../../src/ir/enums.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { FP8, type MiniFloat } from "../../src/ir/dtypes.ts";
+import { LITTLE_ENDIAN } from "../../src/encd/bits.ts";
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -174,14 +175,15 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   }
   const acc = ACC;
   const next = NEXT;
-  decodeInto(el, first, acc, n);
+  decodeInto(el, sdmaDtype, first, acc, n);
   for (let i = 1; i < srcs.length; i++) {
-    decodeInto(el, srcs[i]!, next, n);
+    decodeInto(el, sdmaDtype, srcs[i]!, next, n);
     if (op === SdmaCceType.ADD) for (let k = 0; k < n; k++) acc[k] = acc[k]! + next[k]!;
     else if (op === SdmaCceType.MAX) for (let k = 0; k < n; k++) acc[k] = acc[k]! >= next[k]! ? acc[k]! : next[k]!;
     else for (let k = 0; k < n; k++) acc[k] = acc[k]! <= next[k]! ? acc[k]! : next[k]!;
     if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]!);
   }
+  if (LITTLE_ENDIAN && encodeInto(sdmaDtype, acc, n)) return SCRATCH.u8.slice(0, first.length);
   const out = new Uint8Array(first.length);
   const ov = new DataView(out.buffer);
   const set = el.set;
@@ -190,14 +192,115 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   return out;
 }
 
+/**
+ * The `n` results into the scratch as elements of the type (a typed array's conversion is the
+ * DataView setter's: integers wrap, fp32 rounds); false for a type encoded element by element.
+ */
+function encodeInto(sdmaDtype: number, acc: Float64Array, n: number): boolean {
+  const w = SCRATCH;
+  switch (sdmaDtype) {
+    case 3:
+      for (let k = 0; k < n; k++) w.u8[k] = acc[k]!;
+      return true;
+    case 2:
+      for (let k = 0; k < n; k++) w.i8[k] = acc[k]!;
+      return true;
+    case 5:
+      for (let k = 0; k < n; k++) w.u16[k] = acc[k]!;
+      return true;
+    case 4:
+      for (let k = 0; k < n; k++) w.i16[k] = acc[k]!;
+      return true;
+    case 9:
+      for (let k = 0; k < n; k++) w.u32[k] = acc[k]!;
+      return true;
+    case 8:
+      for (let k = 0; k < n; k++) w.i32[k] = acc[k]!;
+      return true;
+    case 10:
+      for (let k = 0; k < n; k++) w.f32[k] = acc[k]!;
+      return true;
+    case 6:
+      for (let k = 0; k < n; k++) w.u16[k] = f32ToBf16(acc[k]!);
+      return true;
+    default:
+      return false;
+  }
+}
+
 /** cceReduce's running result and the source being folded in. */
 let ACC = new Float64Array(0);
 let NEXT = new Float64Array(0);
 
 /** The `n` elements of `src` as numbers into `into`. */
-function decodeInto(el: (typeof ELEMENTS)[number], src: Uint8Array, into: Float64Array, n: number): void {
+function decodeInto(el: (typeof ELEMENTS)[number], sdmaDtype: number, src: Uint8Array, into: Float64Array, n: number): void {
+  if (LITTLE_ENDIAN) {
+    // The bytes copied into the scratch, read through its view of the type (aligned there): one
+    // loop per type, each reading one kind of array.
+    const w = scratch(src.length);
+    w.u8.set(src);
+    switch (sdmaDtype) {
+      case 3:
+        for (let k = 0; k < n; k++) into[k] = w.u8[k]!;
+        return;
+      case 2:
+        for (let k = 0; k < n; k++) into[k] = w.i8[k]!;
+        return;
+      case 5:
+        for (let k = 0; k < n; k++) into[k] = w.u16[k]!;
+        return;
+      case 4:
+        for (let k = 0; k < n; k++) into[k] = w.i16[k]!;
+        return;
+      case 9:
+        for (let k = 0; k < n; k++) into[k] = w.u32[k]!;
+        return;
+      case 8:
+        for (let k = 0; k < n; k++) into[k] = w.i32[k]!;
+        return;
+      case 10:
+        for (let k = 0; k < n; k++) into[k] = w.f32[k]!;
+        return;
+      case 6: {
+        // bf16 is fp32's top half: widened into the wide scratch's words, read as floats.
+        const wide = wideScratch(n);
+        for (let k = 0; k < n; k++) wide.u32[k] = w.u16[k]! << 16;
+        for (let k = 0; k < n; k++) into[k] = wide.f32[k]!;
+        return;
+      }
+    }
+  }
   const v = new DataView(src.buffer, src.byteOffset, src.length);
   const get = el.get;
   const size = el.size;
   for (let k = 0; k < n; k++) into[k] = get(v, k * size);
+}
+
+/** One buffer seen as each element type. */
+interface Views {
+  readonly u8: Uint8Array;
+  readonly i8: Int8Array;
+  readonly u16: Uint16Array;
+  readonly i16: Int16Array;
+  readonly u32: Uint32Array;
+  readonly i32: Int32Array;
+  readonly f32: Float32Array;
+}
+
+function views(bytes: number): Views {
+  const b = new ArrayBuffer(bytes);
+  return { u8: new Uint8Array(b), i8: new Int8Array(b), u16: new Uint16Array(b), i16: new Int16Array(b), u32: new Uint32Array(b), i32: new Int32Array(b), f32: new Float32Array(b) };
+}
+
+let SCRATCH = views(0);
+let WIDE = views(0);
+/** The decode scratch, at least `bytes` long (a multiple of 4). */
+function scratch(bytes: number): Views {
+  if (SCRATCH.u8.length < bytes) SCRATCH = views(Math.max(4 * Math.ceil(bytes / 4), 2 * SCRATCH.u8.length));
+  return SCRATCH;
+}
+/** The bf16 widening scratch, at least `n` words. */
+function wideScratch(n: number): Views {
+  if (WIDE.u32.length < n) WIDE = views(4 * Math.max(n, 2 * WIDE.u32.length));
+  return WIDE;
 }
