@@ -87,7 +87,7 @@ describe("calibrate --from", () => {
       logs.push(log);
     }
     const outFile = join(dir, "fitted.json");
-    const r = run(["--from", ...logs, "--instance", "trn1", "--out", outFile, "--params", "dma.engineBytesPerSecond"]);
+    const r = run(["--from", ...logs, "--instance", "trn1", "--out", outFile, "--params", "dma.engineBytesPerSecond", "-j", "1"]);
     expect(r.code, r.err).toBe(0);
     const after = /after: {2}14 points, 14 within ±10 %.* worst ([\d.]+) %/.exec(r.out);
     expect(after, r.out).not.toBeNull();
