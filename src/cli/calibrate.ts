@@ -68,6 +68,10 @@ time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
                      fixed costs only, from the device parameters of the preset or the fit)
   -j, --jobs N       threads a trial's points run on (default: this machine's cores)
   --params F,F       with --fit or --from: search only these device parameters (e.g. ring.defaultChannels)
+  --keep-programs SIZE  with --fit or --from: keep up to SIZE of compiled programs' descriptor rings
+                     (default 1G; 0: none) to run the trials without recompiling: the composer reads
+                     no rate, latency or cost, so a trial that moves only those runs the points'
+                     programs again (a program not kept compiles each trial)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
                      table) and the README's "How accurate are the estimates" section
   --shard I/N|auto --out F  run shard I of N of the points (with or without --cross-validate; not --fit,
@@ -103,13 +107,18 @@ interface Opts {
   write: boolean;
   jobs: number;
   params: string[] | undefined;
+  /** --keep-programs SIZE: descriptor rings a fit keeps to run its trials without recompiling. */
+  keepPrograms: number;
   /** --shard I/N | auto (--shards N): run one shard of the points, write them to --out. */
   shard: ShardSpec | "auto" | undefined;
   shards: number | undefined;
 }
 
+/** Descriptor rings a fit keeps by default (`--keep-programs`): the published points' are 1.25 GiB in all, the 1 GiB two-node point's 570 MiB of it. */
+const KEEP_PROGRAMS = 2 ** 30;
+
 function parse(argv: readonly string[]): Opts | "help" {
-  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, cvRounds: 0, write: false, jobs: defaultJobs(), params: undefined, shard: undefined, shards: undefined };
+  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, cvRounds: 0, write: false, jobs: defaultJobs(), params: undefined, keepPrograms: KEEP_PROGRAMS, shard: undefined, shards: undefined };
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = (): string => {
@@ -130,6 +139,7 @@ function parse(argv: readonly string[]): Opts | "help" {
     }
     else if (t === "--params") o.params = value().split(",");
     else if (t === "--max-bytes") o.maxBytes = parseSize(value(), t);
+    else if (t === "--keep-programs") o.keepPrograms = value() === "0" ? 0 : parseSize(argv[i]!, t);
     else if (t === "--series") o.only.push(value());
     else if (t === "--command") o.command = value();
     else if (t === "--instance") o.instance = value();
@@ -229,7 +239,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     for (const inst of instances) {
       const mine = series.filter((s) => s.instance === inst);
       const spec = specs.get(inst)!;
-      const ev = new Evaluator(mine, o.maxBytes, o.jobs, undefined, preload);
+      // (A fit's trials, and held-out refits that search, run the points again: their programs are kept.)
+      const ev = new Evaluator(mine, o.maxBytes, o.jobs, undefined, preload, o.fit || o.cvRounds > 0 ? o.keepPrograms : 0);
       const shipped = ev.run(spec);
       lines.push(...pointLines(mine, shipped));
       const sm = summarize(shipped);
@@ -337,7 +348,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   if (eras.size > 1) throw new LogError(o.from.join(", "), 0, "logs of both runtime eras (integer time(us) and time:avg(us)): one preset models one runtime; fit each era on its own");
   if (series.every((s) => s.points.every((p) => p.bytes > o.maxBytes))) throw new LogError(o.from.join(", "), 0, `no point is at most --max-bytes ${o.maxBytes} B: nothing to fit`);
   const t0 = Date.now();
-  const ev = new Evaluator(series, o.maxBytes, o.jobs);
+  const ev = new Evaluator(series, o.maxBytes, o.jobs, undefined, undefined, o.keepPrograms);
   // Logs may come from another runtime than the seed's: its selection windows are free too.
   const all = deviceParams(start, series, { windows: true });
   const params = o.params ? all.filter((p) => o.params!.includes(p.field)) : all;

@@ -13,6 +13,7 @@ import { explainScenario } from "../enc/compile.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { revive } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
+import { ProgramCache, programKey } from "../run/program-cache.ts";
 import type { OpOutcome } from "../run/pipeline.ts";
 import { busFactor } from "../report/table.ts";
 import { fixedCostOf, fixedCostValue } from "../run/fixed-cost.ts";
@@ -123,14 +124,20 @@ function pointRun(o: OpOutcome): PointRun {
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
  */
-function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number): ({ run: PointRun } | { error: string })[] {
+function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
+  const keys: string[] = [];
   points.forEach((p, k) => {
     try {
-      inputs.push({ scenario: pointScenario(p.s, p.bytes), spec, logLevel: "silent", unfolded: false });
+      const scenario = pointScenario(p.s, p.bytes);
+      // A program compiled for an earlier trial runs again; one not yet kept comes back to be.
+      const key = programs ? programKey(scenario, spec, true) : "";
+      const program = programs?.get(key);
+      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(program ? { program } : programs?.open ? { keepProgram: true } : {}) });
       at.push(k);
+      keys.push(key);
     } catch (e) {
       if (!(e instanceof CcsimError)) throw e;
       out[k] = { error: e.render() };
@@ -139,6 +146,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
   const results = runTasks(inputs, jobs);
   results.forEach((r, i) => {
     const k = at[i]!;
+    if (r.kind === "done" && r.program) programs!.offer(keys[i]!, r.program);
     if (r.kind === "done") out[k] = { run: pointRun(r.outcome) };
     else if (r.kind === "hang") out[k] = { error: `${points[k]!.s.id} hung at ${points[k]!.bytes} B` };
     else out[k] = { error: (revive(r.error) as CcsimError).render() };
@@ -288,9 +296,14 @@ export class Evaluator {
     readonly onTrial?: () => void,
     /** Points already run (a merge of sharded runs: each shard's primed points). */
     preload?: ReadonlyMap<string, PointResult>,
+    /** Keep compiled programs to run again under other timing (a fit's trials): up to this many bytes of descriptor rings (0: none). */
+    reuseBytes = 0,
   ) {
     this.cache = new Map(preload ?? []);
+    this.programs = reuseBytes > 0 ? new ProgramCache(reuseBytes) : undefined;
   }
+  /** Programs kept for the next trials (trials without recompiling). */
+  readonly programs: ProgramCache | undefined;
 
   /** The points of `only` up to maxBytes on `spec`, in order, each with its cache key. */
   private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: { s: Series; p: Series["points"][number]; bytes: number }[]; keys: string[] } {
@@ -316,7 +329,7 @@ export class Evaluator {
     if (missing.length === 0) return;
     this.trials++;
     this.pointsRun += missing.length;
-    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs);
+    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs);
     missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
     this.onTrial?.();
   }

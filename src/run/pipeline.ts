@@ -8,7 +8,8 @@ import { threadFeed } from "./feed-thread.ts";
 import { heapFull, memoryAgents, racesFit, racesLeftOut, valuesCheckFit } from "./budgets.ts";
 import { loadInputs, referenceOutputs, symbolicReference } from "./reference.ts";
 import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
-import { compileProgram, compileStreamed, algorithmLabel, type Folding } from "../enc/compile.ts";
+import { compileProgram, compileStreamed, algorithmLabel, type CompiledProgram, type Folding } from "../enc/compile.ts";
+import { materialize } from "./program-cache.ts";
 import type { Explanation } from "../enc/post.ts";
 import { compare, type Mismatch } from "../check/values.ts";
 import { compareSymbolic, type SymbolicMismatch } from "../check/symbolic.ts";
@@ -88,6 +89,13 @@ export interface PipelineHooks {
    * `minDescriptors` (default THREAD_MIN_DESCRIPTORS) composes in the run's thread.
    */
   readonly composeThread?: { readonly minDescriptors?: number };
+  /**
+   * Trials without recompiling (a timing-only run of one op): run this program, compiled before
+   * under a preset that differs at most in its timing fields (src/run/program-cache.ts), instead
+   * of compiling; or, without one, hand the program compiled here, drained whole, to `keepProgram`.
+   */
+  readonly program?: CompiledProgram;
+  readonly keepProgram?: (p: CompiledProgram) => void;
   /** A trace sink for the run of op `op` (labelled for the trace). */
   readonly trace?: (label: string) => TraceSink;
   /** How far a long run is, about once a second (`label` names the op). */
@@ -107,7 +115,15 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // Descriptor rings stream into the run (it holds what is in flight), unless a test edits the image's rings.
     // A timing-only run of alike pods simulates pod 0 alone (src/encd/fold.ts says when and why it is the same).
     const fold = mode === "none" && !hooks.unfolded && !(scn.faults && scn.faults.length > 0);
-    const { image, layout, explain: why, warnings, folding } = hooks.mutateImage ? compileProgram(scn, spec, [i]) : compileStreamed(scn, spec, [i], { fold, ...(hooks.composeThread ? { runner: threadFeed(hooks.composeThread.minDescriptors) } : {}) });
+    const reuse = mode === "none" && !hooks.mutateImage && scn.ops.length === 1 && (hooks.program !== undefined || hooks.keepProgram !== undefined);
+    const compile = (): CompiledProgram => (hooks.mutateImage ? compileProgram(scn, spec, [i]) : compileStreamed(scn, spec, [i], { fold, ...(hooks.composeThread && !reuse ? { runner: threadFeed(hooks.composeThread.minDescriptors) } : {}) }));
+    let compiled: CompiledProgram;
+    if (reuse && hooks.program) compiled = hooks.program;
+    else if (reuse) {
+      compiled = materialize(compile());
+      hooks.keepProgram!(compiled);
+    } else compiled = compile();
+    const { image, layout, explain: why, warnings, folding } = compiled;
     if (folding) log.info({ op: i, ...folding }, folding.folded ? "folded: pod 0 stands for every pod" : "not folded");
     // Race detection whose shadow memory and clocks would not fit is left out (the run would die of it).
     if (races && mode !== "none") {

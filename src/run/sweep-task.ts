@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
+import type { CompiledProgram } from "../enc/compile.ts";
 import type { HangReport } from "../../sim/index.ts";
 import { runScenario, type ConcurrentOutcome, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
@@ -17,17 +18,22 @@ export interface SweepTask {
   readonly logLevel: string;
   /** Simulate every pod (--no-fold). */
   readonly unfolded: boolean;
+  /** Trials without recompiling (src/run/program-cache.ts): the point's program, compiled before; or, without one, whether to hand back the one compiled. */
+  readonly program?: CompiledProgram;
+  readonly keepProgram?: boolean;
 }
 
 export type SweepTaskResult =
-  | { readonly kind: "done"; readonly outcome: OpOutcome; readonly explain: readonly Explanation[]; readonly streams?: readonly ResultRow[] }
+  | { readonly kind: "done"; readonly outcome: OpOutcome; readonly explain: readonly Explanation[]; readonly streams?: readonly ResultRow[]; readonly program?: CompiledProgram }
   | { readonly kind: "hang"; readonly hang: HangReport }
   | { readonly kind: "error"; readonly error: { readonly name: string; readonly code: string; readonly message: string; readonly path: string; readonly value: unknown; readonly file?: string } };
 
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
-  return runPoint(t.scenario, t.spec, log, t.unfolded ? { unfolded: true } : {});
+  let kept: CompiledProgram | undefined;
+  const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.program ? { program: t.program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p) } : {}) });
+  return kept && r.kind === "done" ? { ...r, program: kept } : r;
 }
 
 /** Run one point's scenario; a CcsimError comes back as data (it crosses threads), the sweep goes on. */

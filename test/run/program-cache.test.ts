@@ -1,0 +1,122 @@
+// Trials without recompiling: the composer reads no timing field of the preset, and a program kept
+// from one run runs again under other timing exactly as a program compiled for that timing does.
+import { describe, expect, it } from "vitest";
+import pino from "pino";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { CcsimError } from "../../src/ir/errors.ts";
+import type { DeviceSpec, Scenario } from "../../src/ir/spec.ts";
+import { generateCases, loadPresets } from "../../src/run/conformance.ts";
+import { materialize, ProgramCache, programKey, ringBytes } from "../../src/run/program-cache.ts";
+import { runPoint } from "../../src/run/sweep-task.ts";
+import { parseScenario } from "../../src/scenario/index.ts";
+import { loadDevice } from "../../src/run/load.ts";
+import { compileStreamed } from "../../src/enc/compile.ts";
+import { Evaluator } from "../../src/fit/fit.ts";
+import { publishedSeries } from "../../src/fit/files.ts";
+
+const silent = pino({ level: "silent" });
+
+/** `spec` with every timing field (…Ps, …PerSecond) moved, and its host costs. */
+function retimed(spec: DeviceSpec, k: number): DeviceSpec {
+  const out: Record<string, unknown> = {};
+  for (const [section, value] of Object.entries(spec)) {
+    out[section] =
+      value !== null && typeof value === "object" && !Array.isArray(value) && section !== "sources"
+        ? Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([f, v]) => [f, /(Ps|PerSecond)$/.test(f) && typeof v === "number" ? Math.round(v * k) + 1000 : v]))
+        : value;
+  }
+  return out as unknown as DeviceSpec;
+}
+
+/** Every byte of an image, and the rest of it as JSON. */
+function imageText(p: ReturnType<typeof compileProgram>): string {
+  return JSON.stringify(p.image, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
+}
+
+const specs = loadPresets();
+const cases = generateCases(31, 24, { maxBytes: 256 << 10, maxCheckedPayload: 0, maxRanks: 32 }, specs);
+
+describe("the composer reads no timing field", () => {
+  it.each(cases.map((c) => [c.id, c.label, c] as const))("case %i: %s compiles to the same bytes with every rate, latency and cost moved", (_id, _label, c) => {
+    const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
+    const spec = specs.get(scn.instance)!;
+    let a: ReturnType<typeof compileProgram>;
+    try {
+      a = compileProgram(scn, spec, scn.ops.map((_, i) => i));
+    } catch (e) {
+      if (e instanceof CcsimError) return;
+      throw e;
+    }
+    const other = retimed(spec, 3);
+    expect(imageText(compileProgram(scn, other, scn.ops.map((_, i) => i)))).toBe(imageText(a));
+    expect(programKey(scn, other, true)).toBe(programKey(scn, spec, true));
+  });
+
+  it("keys apart presets that differ in a field the composer reads", () => {
+    const scn = parseScenario("a.json", { name: "a", instance: "trn1", ranks: 8, ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
+    const spec = loadDevice("trn1");
+    expect(programKey(scn, { ...spec, ring: { ...spec.ring, defaultChannels: spec.ring.defaultChannels + 1 } }, true)).not.toBe(programKey(scn, spec, true));
+    expect(programKey(scn, spec, false)).not.toBe(programKey(scn, spec, true));
+  });
+});
+
+describe("a kept program runs again", () => {
+  const points: [string, Record<string, unknown>][] = [
+    ["ring8", { instance: "trn1", ranks: 8, ops: [{ op: "all-reduce", bytes: 3 << 20, dtype: "fp32", reduce: "sum" }] }],
+    ["two nodes, folded", { instance: "trn1", ranks: 64, ranksPerDevice: 2, nodes: 2, algorithm: "ring", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] }],
+    ["hierarchical, four nodes", { instance: "trn1", ranks: 128, ranksPerDevice: 2, nodes: 4, ops: [{ op: "all-reduce", bytes: 864846, dtype: "bf16", reduce: "sum" }] }],
+    ["mesh on trn2", { instance: "trn2", ranks: 16, ops: [{ op: "reduce-scatter", bytes: 48 << 10, dtype: "bf16", reduce: "max" }] }],
+  ];
+  it.each(points)("%s: under other timing, the same outcome as a program compiled for it", (name, json) => {
+    const scn: Scenario = parseScenario(`${name}.json`, { name: name.replace(/\W+/g, "-"), check: "none", ...json });
+    const spec = loadDevice(scn.instance);
+    let kept: ReturnType<typeof materialize> | undefined;
+    const first = runPoint(scn, spec, silent, { keepProgram: (p) => (kept = p) });
+    expect(first.kind).toBe("done");
+    expect(kept).toBeDefined();
+    expect(kept!.image.feed).toBeUndefined();
+    expect(ringBytes(kept!)).toBeGreaterThan(0);
+    for (const k of [1, 0.5, 3]) {
+      const other = retimed(spec, k);
+      const again = runPoint(scn, other, silent, { program: kept! });
+      const fresh = runPoint(scn, other, silent);
+      // (Everything but the wall-clock time of the run.)
+      const noWall = (r: typeof again) => (r.kind === "done" ? { ...r, outcome: { ...r.outcome, wallMs: 0 } } : r);
+      expect(noWall(again)).toEqual(noWall(fresh));
+    }
+  });
+
+  it("the kept rings are the streamed program's bytes, whole", () => {
+    const scn = parseScenario("r.json", { name: "r", instance: "trn1", ranks: 8, check: "none", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
+    const spec = loadDevice("trn1");
+    const whole = compileProgram(scn, spec, [0]);
+    const kept = materialize(compileStreamed(scn, spec, [0], { fold: true }));
+    const rings = (p: typeof whole) => p.image.devices.flatMap((d) => d.queues.map((q) => Buffer.concat([q.tx, q.rx]).toString("base64")));
+    expect(rings(kept)).toEqual(rings(whole));
+  });
+
+  it("a cache keeps what fits in its budget, first come", () => {
+    const c = new ProgramCache(100);
+    const p = (n: number) => ({ image: { devices: [{ queues: [{ tx: new Uint8Array(n), rx: new Uint8Array(0) }] }] } }) as unknown as ReturnType<typeof materialize>;
+    c.offer("a", p(60));
+    c.offer("b", p(60));
+    c.offer("c", p(40));
+    expect([c.get("a"), c.get("b"), c.get("c")].map((x) => x !== undefined)).toEqual([true, false, true]);
+    expect(c.size).toEqual({ programs: 2, bytes: 100 });
+    expect(c.open).toBe(false);
+  });
+});
+
+describe("a fit's evaluator with programs kept", () => {
+  it("gives every trial the times of one that compiles each, and compiles each point once", () => {
+    const series = publishedSeries().filter((s) => s.instance === "trn1").slice(0, 3);
+    const spec = loadDevice("trn1");
+    const reuse = new Evaluator(series, 4 << 20, 1, undefined, undefined, 1 << 30);
+    for (const k of [1, 0.7, 1.6]) {
+      const other = retimed(spec, k);
+      const plain = new Evaluator(series, 4 << 20, 1).run(other);
+      expect(reuse.run(other)).toEqual(plain);
+    }
+    expect(reuse.programs!.size.programs).toBeGreaterThan(3);
+  });
+});
