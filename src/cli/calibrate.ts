@@ -269,6 +269,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
         (report[inst] as Record<string, unknown>)["heldOut"] = held.map((h: HeldOut) => ({ series: h.series, summary: h.summary }));
         acc[inst] = { series: mine.map((s) => s.id), inSample: sm, heldOut: summarize(allHeld), perSeries: held.map((h) => ({ series: h.series, inSample: summarize(shipped.filter((e) => e.series === h.series)), heldOut: h.summary })) };
       }
+      ev.close();
     }
     const allEv = Object.values(report).flatMap((r) => (r as { points: Evaluated[] }).points);
     lines.push(`all: ${fmtSummary(summarize(allEv))}`);
@@ -362,6 +363,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
     lines.push(`  held out: ${fmtSummary(summarize(held.flatMap((h) => h.evaluated)))}`);
     for (const h of held) lines.push(`    ${h.series}: ${fmtSummary(h.summary)}`);
   }
+  ev.close();
   const note = `npm run calibrate -- --from ${o.from.map((f) => basename(f)).join(" ")} --instance ${where.instance} (least squares on log time over ${r.after.points} points)`;
   const text = presetJson(startFile, r, name, note);
   if (existsSync(outFile) && resolve(outFile) === startFile) throw new LogError(outFile, 0, "--out is the preset the fit starts from: write the fitted one elsewhere");

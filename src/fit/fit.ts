@@ -11,7 +11,7 @@ import { CcsimError } from "../ir/errors.ts";
 import { EncAlgType } from "../ir/enums.ts";
 import { explainScenario } from "../enc/compile.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
-import { revive } from "../run/parallel.ts";
+import { revive, WorkerPool } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
 import { ProgramCache, programKey } from "../run/program-cache.ts";
 import type { OpOutcome } from "../run/pipeline.ts";
@@ -124,7 +124,7 @@ function pointRun(o: OpOutcome): PointRun {
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
  */
-function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache): ({ run: PointRun } | { error: string })[] {
+function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
@@ -143,7 +143,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
       out[k] = { error: e.render() };
     }
   });
-  const results = runTasks(inputs, jobs);
+  const results = runTasks(inputs, jobs, pool);
   results.forEach((r, i) => {
     const k = at[i]!;
     if (r.kind === "done" && r.program) programs!.offer(keys[i]!, r.program);
@@ -304,6 +304,13 @@ export class Evaluator {
   }
   /** Programs kept for the next trials (trials without recompiling). */
   readonly programs: ProgramCache | undefined;
+  private pool: WorkerPool | undefined;
+
+  /** Stop the worker threads kept for the trials (the programs stay). */
+  close(): void {
+    this.pool?.close();
+    this.pool = undefined;
+  }
 
   /** The points of `only` up to maxBytes on `spec`, in order, each with its cache key. */
   private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: { s: Series; p: Series["points"][number]; bytes: number }[]; keys: string[] } {
@@ -329,7 +336,9 @@ export class Evaluator {
     if (missing.length === 0) return;
     this.trials++;
     this.pointsRun += missing.length;
-    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs);
+    // (Trials that keep programs keep their worker threads too: started once, not each trial.)
+    if (this.programs && this.jobs > 1) this.pool ??= new WorkerPool();
+    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool);
     missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
     this.onTrial?.();
   }

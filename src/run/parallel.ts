@@ -46,6 +46,40 @@ export interface ParallelOptions<T, R> {
   readonly startWhen?: (progress: StartProgress) => boolean;
   /** Called when the workers start, with how many. */
   readonly onStart?: (workers: number) => void;
+  /**
+   * Workers kept from call to call (a fit's trials): they start once, at the first call, and keep
+   * what their task module keeps between tasks; the call neither waits for them to start nor stops them.
+   */
+  readonly pool?: WorkerPool;
+}
+
+/**
+ * Worker threads that outlive a `runParallel` call: each loads the task module once and serves
+ * one batch of tasks after another. A worker that stopped (out of memory) breaks the pool: the
+ * call says so, and the next call starts the pool's workers anew.
+ */
+export class WorkerPool {
+  private readonly live: { readonly worker: Worker; readonly port: MessagePort }[] = [];
+  private moduleUrl: string | undefined;
+
+  /** At least `n` workers of `moduleUrl`'s tasks (started now where missing), with their ports. */
+  take(moduleUrl: string, n: number): readonly { readonly worker: Worker; readonly port: MessagePort }[] {
+    if (this.moduleUrl !== undefined && this.moduleUrl !== moduleUrl) throw new RangeError("a worker pool serves one task module");
+    this.moduleUrl = moduleUrl;
+    while (this.live.length < n) {
+      const ch = new MessageChannel();
+      const worker = moduleWorker(SELF, "servePool", { moduleUrl, port: ch.port2 }, [ch.port2]);
+      worker.on("error", () => {});
+      this.live.push({ worker, port: ch.port1 });
+    }
+    return this.live.slice(0, n);
+  }
+
+  /** Stop every worker (the next call starts them anew). */
+  close(): void {
+    for (const w of this.live) void w.worker.terminate();
+    this.live.length = 0;
+  }
 }
 
 /** What `ParallelOptions.startWhen` is asked with: ms since the call, tasks the caller has run, tasks left to take. */
@@ -85,19 +119,27 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const ports: MessagePort[] = [];
   const workers: Worker[] = [];
   const start = (): void => {
-    for (let w = 0; w < nWorkers; w++) {
-      const ch = new MessageChannel();
-      const worker = moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, slot: w, inputs, order }, [ch.port2]);
-      // (A worker that fails says so through its task's result or `checkLiveness`; its exit event,
-      // once the caller's thread runs events again, must not end the process.)
-      worker.on("error", () => {});
-      workers.push(worker);
-      ports.push(ch.port1);
+    if (opts.pool) {
+      // Kept workers: the batch goes to each on its port.
+      opts.pool.take(moduleUrl, nWorkers).forEach(({ port }, w) => {
+        port.postMessage({ ctrl, slot: w, inputs, order });
+        ports.push(port);
+      });
+    } else {
+      for (let w = 0; w < nWorkers; w++) {
+        const ch = new MessageChannel();
+        const worker = moduleWorker(SELF, "serveTasks", { moduleUrl, port: ch.port2, ctrl, slot: w, inputs, order }, [ch.port2]);
+        // (A worker that fails says so through its task's result or `checkLiveness`; its exit event,
+        // once the caller's thread runs events again, must not end the process.)
+        worker.on("error", () => {});
+        workers.push(worker);
+        ports.push(ch.port1);
+      }
     }
     opts.onStart?.(nWorkers);
   };
-  // (Without a task of its own the caller waits: the workers start at once.)
-  const startWhen = opts.local ? opts.startWhen : undefined;
+  // (Without a task of its own the caller waits: the workers start at once; kept ones have started.)
+  const startWhen = opts.local && !opts.pool ? opts.startWhen : undefined;
   const t0 = performance.now();
   let ran = 0;
   let started = nWorkers === 0;
@@ -140,6 +182,10 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
       }
       if (Atomics.wait(ctrl, POSTED, seen, LIVENESS_MS) === "timed-out") checkLiveness(ctrl, nWorkers, drain, results, opts.label);
     }
+  } catch (e) {
+    // (A kept worker that stopped, or one left in a task: the pool starts anew next time.)
+    opts.pool?.close();
+    throw e;
   } finally {
     // (Workers end when no task is left; one still running after an error is stopped.)
     for (const w of workers) void w.terminate();
@@ -227,6 +273,27 @@ export async function serveTasks(data: { moduleUrl: string; port: MessagePort; c
     Atomics.notify(ctrl, POSTED);
   }
   port.close();
+}
+
+/**
+ * @public (a worker thread calls it by name)
+ * A kept worker's loop (`WorkerPool`): it loads the task module once, then serves each batch that
+ * comes on its port as `serveTasks` does, and waits for the next.
+ */
+export async function servePool(data: { moduleUrl: string; port: MessagePort }): Promise<void> {
+  const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
+  const tid = osThreadId();
+  data.port.on("message", (batch: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }) => {
+    const { ctrl, slot, inputs, order } = batch;
+    Atomics.store(ctrl, tidWord(slot), tid);
+    for (let k = Atomics.add(ctrl, NEXT, 1); k < order.length; k = Atomics.add(ctrl, NEXT, 1)) {
+      Atomics.store(ctrl, taskWord(slot), order[k]! + 1);
+      data.port.postMessage(runTask(mod.task, order[k]!, inputs[order[k]!]));
+      Atomics.store(ctrl, taskWord(slot), 0);
+      Atomics.add(ctrl, POSTED, 1);
+      Atomics.notify(ctrl, POSTED);
+    }
+  });
 }
 
 /** An error as data that crosses threads (`revive` makes it an error again). */

@@ -9,7 +9,7 @@ import type { CompiledProgram } from "../enc/compile.ts";
 import type { HangReport } from "../../sim/index.ts";
 import { runScenario, type ConcurrentOutcome, type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
-import { runParallel, type StartProgress } from "./parallel.ts";
+import { runParallel, type StartProgress, type WorkerPool } from "./parallel.ts";
 
 export interface SweepTask {
   readonly scenario: Scenario;
@@ -75,12 +75,12 @@ const SELF = import.meta.url;
 
 /**
  * Every task, in order: on this thread and up to `jobs` - 1 worker threads, biggest first (bytes
- * x ranks), the workers started as `startWorkers` says.
+ * x ranks), the workers started as `startWorkers` says (or kept in `pool`, started once).
  */
-export function runTasks(inputs: readonly SweepTask[], jobs: number): SweepTaskResult[] {
+export function runTasks(inputs: readonly SweepTask[], jobs: number, pool?: WorkerPool): SweepTaskResult[] {
   const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
   if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
-  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work) });
+  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool } : {}) });
 }
 
 /**

@@ -1,6 +1,7 @@
 // Runs on worker threads (and the caller's): results in input order, whichever thread took a task.
 import { describe, expect, it } from "vitest";
-import { runParallel } from "../../src/run/parallel.ts";
+import { runParallel, WorkerPool } from "../../src/run/parallel.ts";
+import { InternalError } from "../../src/ir/errors.ts";
 import { biggestFirst, startWorkers } from "../../src/run/sweep-task.ts";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -48,6 +49,34 @@ describe("runParallel", () => {
     const child = spawnSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8", timeout: 60_000 });
     expect(child.signal).toBeNull();
     expect(child.stdout.trim()).toBe("InternalError: internal error: worker thread 1 stopped while running task 2 of 3 (x = 99), without a result (out of memory?)");
+  });
+
+  it("a pool's workers serve call after call: the same threads, their module's state kept", () => {
+    const pool = new WorkerPool();
+    try {
+      const first = runParallel<Input, Out>(MODULE, [1, 2, 3, 4].map((x) => ({ x })), 2, { pool });
+      const second = runParallel<Input, Out>(MODULE, [5, 6, 7, 8].map((x) => ({ x })), 2, { pool });
+      expect(second.map((o) => o.square)).toEqual([25, 36, 49, 64]);
+      expect(new Set(second.map((o) => o.thread))).toEqual(new Set(first.map((o) => o.thread)));
+      // Two workers ran eight tasks between them: the counts go on past the first call's.
+      expect(Math.max(...second.map((o) => o.calls))).toBeGreaterThan(Math.max(...first.map((o) => o.calls)));
+      expect(() => runParallel<Input, Out>(MODULE, [1, 13].map((x) => ({ x })), 2, { pool })).toThrow(/thirteen/);
+      // A task's error is that call's: the workers serve the next one.
+      expect(runParallel<Input, Out>(MODULE, [2, 3].map((x) => ({ x })), 2, { pool }).map((o) => o.square)).toEqual([4, 9]);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it("a pool whose worker stops says so, and starts anew at the next call", () => {
+    if (!existsSync("/proc/thread-self")) return;
+    const pool = new WorkerPool();
+    try {
+      expect(() => runParallel<Input, Out>(MODULE, [2, 99, 3].map((x) => ({ x })), 1, { pool })).toThrow(InternalError);
+      expect(runParallel<Input, Out>(MODULE, [2, 3].map((x) => ({ x })), 1, { pool }).map((o) => o.square)).toEqual([4, 9]);
+    } finally {
+      pool.close();
+    }
   });
 
   it("refuses an order that does not list every input once", () => {
