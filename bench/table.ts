@@ -4,7 +4,9 @@
 //
 //   npm run bench:table [-- --skip-slow]   (--skip-slow leaves out the rows over a minute)
 import { spawnSync } from "node:child_process";
-import { cpus, totalmem } from "node:os";
+import { readdirSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
 
 interface Row {
   readonly label: string;
@@ -13,6 +15,12 @@ interface Row {
 }
 
 const TSX = ["--import", "tsx"];
+/** The older runtime's logs (what --from reads), and where the fit row writes its preset. */
+const OLDER_LOGS = readdirSync("calibration/logs")
+  .filter((f) => f.startsWith("older-") && f.endsWith(".log"))
+  .sort()
+  .map((f) => `calibration/logs/${f}`);
+const FIT_OUT = join(tmpdir(), "ccsim-bench-fit.json");
 const ROWS: readonly Row[] = [
   { label: "process start: npm run sim -- --help", argv: [...TSX, "src/cli/sim.ts", "--help"] },
   { label: "npm run sim -- scenarios/ring8.json -b 1G -e 1G --op all-reduce", argv: [...TSX, "src/cli/sim.ts", "scenarios/ring8.json", "-b", "1G", "-e", "1G", "--op", "all-reduce"] },
@@ -22,6 +30,8 @@ const ROWS: readonly Row[] = [
   { label: "npm run nccom -- allr -r 4096 -N 128 -b 1G -e 1G -d fp32 --check none", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "4096", "-N", "128", "-b", "1G", "-e", "1G", "-d", "fp32", "--check", "none"], slow: true },
   { label: "npm run conformance -- --cases 200", argv: [...TSX, "src/cli/conformance.ts", "--cases", "200"] },
   { label: "npm run calibrate (every published point, one parameter set)", argv: [...TSX, "src/cli/calibrate.ts"] },
+  // A fit's trials (the first compiles; the six after it run the kept programs): 38 points each.
+  { label: "npm run calibrate -- --from calibration/logs/older-*.log --instance trn1-legacy --params dma.engineBytesPerSecond,link.latencyPs --rounds 1 --max-bytes 64M (7 trials)", argv: [...TSX, "src/cli/calibrate.ts", "--from", ...OLDER_LOGS, "--instance", "trn1-legacy", "--params", "dma.engineBytesPerSecond,link.latencyPs", "--rounds", "1", "--max-bytes", "64M", "--out", FIT_OUT] },
   { label: "npm run replay -- test/fixtures/hlo/tp8-dp2-layer.hlo.txt --instance trn1,trn2", argv: [...TSX, "src/cli/replay.ts", "test/fixtures/hlo/tp8-dp2-layer.hlo.txt", "--instance", "trn1,trn2"] },
 ];
 
