@@ -134,4 +134,13 @@ describe("calibrate --from", () => {
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/no published point is at most --max-bytes 1 B/);
   });
+
+  it("--keep-programs takes a size (0: none), and says so otherwise", () => {
+    for (const [v, msg] of [["foo", /--keep-programs: "foo" is not a size/], ["-1", /--keep-programs: "-1" is not a size/]] as const) {
+      const r = run(["--fit", "--keep-programs", v]);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(msg);
+    }
+    expect(run(["--fit", "--keep-programs"]).err).toMatch(/--keep-programs needs a value/);
+  });
 });
