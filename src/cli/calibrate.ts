@@ -68,8 +68,8 @@ time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
                      fixed costs only, from the device parameters of the preset or the fit)
   -j, --jobs N       threads a trial's points run on (default: this machine's cores)
   --params F,F       with --fit or --from: search only these device parameters (e.g. ring.defaultChannels)
-  --keep-programs SIZE  with --fit or --from: keep up to SIZE of compiled programs' descriptor rings
-                     (default 1G; 0: none) to run the trials without recompiling: the composer reads
+  --keep-programs SIZE  with --fit, --from or --cv-rounds N: keep up to SIZE of compiled programs'
+                     descriptor rings (default 1G; 0: none) to run the trials without recompiling: the composer reads
                      no rate, latency or cost, so a trial that moves only those runs the points'
                      programs again (a program not kept compiles each trial)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
