@@ -1,4 +1,4 @@
-// The other half of scenarios/, end to end (scenarios.test.ts runs the first).
+// The other half of scenarios/ of up to 256 ranks, end to end (scenarios.test.ts runs the first).
 import { describe, it } from "vitest";
 import { runsAndPasses, scenarioHalf } from "./scenario-files.ts";
 
