@@ -234,7 +234,7 @@ let NEXT = new Float64Array(0);
 
 /** The `n` elements of `src` as numbers into `into`. */
 function decodeInto(el: (typeof ELEMENTS)[number], sdmaDtype: number, src: Uint8Array, into: Float64Array, n: number): void {
-  if (LITTLE_ENDIAN) {
+  if (LITTLE_ENDIAN && VIEWED.has(sdmaDtype)) {
     // The bytes copied into the scratch, read through its view of the type (aligned there): one
     // loop per type, each reading one kind of array.
     const w = scratch(src.length);
@@ -275,6 +275,9 @@ function decodeInto(el: (typeof ELEMENTS)[number], sdmaDtype: number, src: Uint8
   const size = el.size;
   for (let k = 0; k < n; k++) into[k] = get(v, k * size);
 }
+
+/** The types `decodeInto` reads through a scratch's view (the others element by element). */
+const VIEWED = new Set([3, 2, 5, 4, 9, 8, 10, 6]);
 
 /** One buffer seen as each element type. */
 interface Views {

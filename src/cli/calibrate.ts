@@ -139,7 +139,10 @@ function parse(argv: readonly string[]): Opts | "help" {
     }
     else if (t === "--params") o.params = value().split(",");
     else if (t === "--max-bytes") o.maxBytes = parseSize(value(), t);
-    else if (t === "--keep-programs") o.keepPrograms = value() === "0" ? 0 : parseSize(argv[i]!, t);
+    else if (t === "--keep-programs") {
+      const v = value();
+      o.keepPrograms = v === "0" ? 0 : parseSize(v, t);
+    }
     else if (t === "--series") o.only.push(value());
     else if (t === "--command") o.command = value();
     else if (t === "--instance") o.instance = value();

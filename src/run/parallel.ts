@@ -262,37 +262,35 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
  * back on the port.
  */
 export async function serveTasks(data: { moduleUrl: string; port: MessagePort; ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): Promise<void> {
-  const { port, ctrl, slot, inputs, order } = data;
-  Atomics.store(ctrl, tidWord(slot), osThreadId());
+  Atomics.store(data.ctrl, tidWord(data.slot), osThreadId());
   const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
+  serveBatch(mod.task, data.port, data);
+  data.port.close();
+}
+
+/** One batch on a worker: the next task in `order` (a shared counter) until none is left, each result posted on `port`. */
+function serveBatch(task: (input: unknown) => unknown, port: MessagePort, batch: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): void {
+  const { ctrl, slot, inputs, order } = batch;
   for (let k = Atomics.add(ctrl, NEXT, 1); k < order.length; k = Atomics.add(ctrl, NEXT, 1)) {
     Atomics.store(ctrl, taskWord(slot), order[k]! + 1);
-    port.postMessage(runTask(mod.task, order[k]!, inputs[order[k]!]));
+    port.postMessage(runTask(task, order[k]!, inputs[order[k]!]));
     Atomics.store(ctrl, taskWord(slot), 0);
     Atomics.add(ctrl, POSTED, 1);
     Atomics.notify(ctrl, POSTED);
   }
-  port.close();
 }
 
 /**
  * @public (a worker thread calls it by name)
  * A kept worker's loop (`WorkerPool`): it loads the task module once, then serves each batch that
- * comes on its port as `serveTasks` does, and waits for the next.
+ * comes on its port (`serveBatch`, as `serveTasks` serves its one), and waits for the next.
  */
 export async function servePool(data: { moduleUrl: string; port: MessagePort }): Promise<void> {
   const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
   const tid = osThreadId();
   data.port.on("message", (batch: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }) => {
-    const { ctrl, slot, inputs, order } = batch;
-    Atomics.store(ctrl, tidWord(slot), tid);
-    for (let k = Atomics.add(ctrl, NEXT, 1); k < order.length; k = Atomics.add(ctrl, NEXT, 1)) {
-      Atomics.store(ctrl, taskWord(slot), order[k]! + 1);
-      data.port.postMessage(runTask(mod.task, order[k]!, inputs[order[k]!]));
-      Atomics.store(ctrl, taskWord(slot), 0);
-      Atomics.add(ctrl, POSTED, 1);
-      Atomics.notify(ctrl, POSTED);
-    }
+    Atomics.store(batch.ctrl, tidWord(batch.slot), tid);
+    serveBatch(mod.task, data.port, batch);
   });
 }
 

@@ -5,6 +5,8 @@
 // worker thread that runs it again reads the same bytes, not a copy), its feed gone.
 import type { CompiledProgram } from "../enc/compile.ts";
 import type { QueueImage } from "../encd/image.ts";
+import type { DescPages } from "../encd/pages.ts";
+import { DESC_BYTES } from "../encd/udma.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 
 /**
@@ -35,12 +37,19 @@ export function materialize(p: CompiledProgram): CompiledProgram {
     while (feed.pull());
     feed.close?.();
   }
-  const shared = (bytes: Uint8Array): Uint8Array => {
-    const out = new Uint8Array(new SharedArrayBuffer(bytes.length));
+  const shared = (n: number): Uint8Array => new Uint8Array(new SharedArrayBuffer(n));
+  // (A streamed ring's pages straight into shared memory: no whole copy made on the way.)
+  const fromPages = (pages: DescPages, count: number): Uint8Array => {
+    const out = shared(count * DESC_BYTES);
+    pages.copyOut(0, count, out, 0);
+    return out;
+  };
+  const copied = (bytes: Uint8Array): Uint8Array => {
+    const out = shared(bytes.length);
     out.set(bytes);
     return out;
   };
-  const whole = (q: QueueImage): QueueImage => (q.streamed ? { engine: q.engine, queue: q.queue, tx: shared(q.streamed.tx.flat(true)), rx: shared(q.streamed.rx.flat(true)) } : { ...q, tx: shared(q.tx), rx: shared(q.rx) });
+  const whole = (q: QueueImage): QueueImage => (q.streamed ? { engine: q.engine, queue: q.queue, tx: fromPages(q.streamed.tx, q.streamed.txCount), rx: fromPages(q.streamed.rx, q.streamed.rxCount) } : { ...q, tx: copied(q.tx), rx: copied(q.rx) });
   const { feed: _feed, ...image } = p.image;
   return { ...p, image: { ...image, devices: image.devices.map((d) => ({ ...d, queues: d.queues.map(whole) })) } };
 }
