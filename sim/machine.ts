@@ -9,7 +9,8 @@ import { addressFields, decodeAddress, describeAddress, ENGINES_PER_SENG, readAd
 import { get32 } from "../src/encd/bits.ts";
 import type { ProgramImage } from "../src/encd/image.ts";
 import { DESC_BYTES } from "../src/encd/udma.ts";
-import { Kernel, Prio } from "./kernel/kernel.ts";
+import { DEFAULT_MAX_EVENTS, Kernel, Prio } from "./kernel/kernel.ts";
+import type { SteadyVisitor } from "./kernel/steady.ts";
 import type { DmaEngine, DmaHost } from "./hw/dma.ts";
 import { Fabric } from "./hw/fabric.ts";
 import { DeviceMemory, regionAt, type Region } from "./hw/memory.ts";
@@ -22,6 +23,7 @@ import { checkBalance, hangReport, stat, VIOLATIONS_KEPT, type SimResult, type V
 import { ProxyQueue } from "./hw/proxy.ts";
 import { RaceDetector, type Clock } from "./verify/races.ts";
 import { SymbolicMemory } from "./verify/symbolic-memory.ts";
+import { SteadyState } from "./steady-state.ts";
 
 export interface SimOptions {
   /** Keep payload bytes (needed to check values); false = timing only. */
@@ -43,6 +45,13 @@ export interface SimOptions {
   /** Called about once a second of wall time (every `progressMs`) while the run goes on: how far it is. */
   readonly progress?: (p: RunProgress) => void;
   readonly progressMs?: number;
+  /**
+   * Skip whole periods of a timing-only run once its state repeats (sim/steady-state.ts): the same
+   * picoseconds, events and counters as running them. Default on; false runs every event.
+   */
+  readonly fastForward?: boolean;
+  /** Tests: skip every repeat found of at least this many events (the default skips those worth the looking). */
+  readonly fastForwardMinSkip?: number;
 }
 
 /** How far a run is: descriptors run of those the rings hold (so far handed over), events, simulated time. */
@@ -106,10 +115,13 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
       b = new SemaphoreBlock(kernel, spec.topsp.semaphores, spec.topsp.semaWakePs);
       if (trace) b.onChange = (sema, value) => trace.sema(d, ts, sema, value, kernel.now);
       m.semas.set(ts, b);
+      steady?.addBlock(b);
     }
     return b;
   };
 
+  /** The steady-state search (timing-only runs), once the machine is loaded. */
+  let steady: SteadyState | undefined;
   const homeOf = (a: DecodedAddress): DecodedAddress => (a.device === home(a.device) ? a : { ...a, device: home(a.device) });
   const trace = opts.trace;
   const violations: Violation[] = [];
@@ -220,14 +232,28 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   const proxies: ProxyQueue[] = [];
   for (const di of image.devices) {
     for (const q of di.proxyQueues ?? []) {
-      proxies.push(new ProxyQueue({ kernel, fabric, network: spec.network!, payload: (d, off, len) => (dev(d).memory.dropped(off, len) ? undefined : dev(d).memory.read(off, len)), home, land: dmaHost.land, trace, races, symbolic }, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
+      const quiet = (addr: number, from: number, len: number): boolean => {
+        const a = decodeAddress(addr, from);
+        if (a.kind !== "hbm" || a.device >= deviceCount) return false;
+        const r = dmaHost.quietRegions(a.device);
+        return r !== undefined && regionAt(r, a.offset, len) !== undefined;
+      };
+      const host = { kernel, fabric, network: spec.network!, payload: (d: number, off: number, len: number) => (dev(d).memory.dropped(off, len) ? undefined : dev(d).memory.read(off, len)), home, land: dmaHost.land, trace, races, symbolic, quiet, dropped: (d: number, off: number, len: number) => dev(d).memory.dropped(off, len) };
+      proxies.push(new ProxyQueue(host, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
     }
   }
   for (const p of proxies) p.start();
+  const maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
+  steady = opts.fastForward !== false && !opts.storePayload && !races && !symbolic && !trace && faults.length === 0 ? steadyState(kernel, fabric, devices, proxies, maxEvents, opts.fastForwardMinSkip, (v) => {
+    v.same(opEnd.length);
+    for (const t of opEnd) v.same(t ?? -1);
+    v.same(violations.length);
+    v.same(faultNotes.length);
+  }) : undefined;
   // The runtime's launch reaches every TopSP at once, launchPs after the run starts.
   const launch = spec.topsp.launchPs;
   for (const m of devices.values()) for (const t of m.topsps.values()) launch > 0 ? kernel.at(launch, Prio.ISSUE, () => t.start()) : t.start();
-  const summary = kernel.run(opts.maxEvents, opts.progress ? progressTick(kernel, devices, image, opts.progress, opts.progressMs ?? PROGRESS_MS) : undefined);
+  const summary = kernel.run(maxEvents, opts.progress ? progressTick(kernel, devices, image, opts.progress, opts.progressMs ?? PROGRESS_MS) : undefined);
 
   const hang = hangReport(devices, proxies, summary.endPs, faultNotes);
   if (!hang) checkBalance(image, devices, violation, seen, violations);
@@ -242,6 +268,7 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     engines: [...devices.values()].flatMap((m) => [...m.engines.values()].map((e) => stat(e.res))),
     hbm: [...devices.keys()].sort((a, b) => a - b).map((d) => stat(fabric.hbm[d]!)),
     violations,
+    ...(steady ? { steady: steady.report } : {}),
     read(addr, len, from = 0) {
       const a = decodeAddress(addr, from);
       if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr, from)}, which is not HBM`, { value: addr });
@@ -253,6 +280,16 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
       symbolic.visit(a.device, a.offset, len, fn);
     },
   };
+}
+
+/** The steady-state search over the machine, marked by the steps of the first TopSP's first channel. */
+function steadyState(kernel: Kernel, fabric: Fabric, devices: ReadonlyMap<number, DeviceModel>, proxies: readonly ProxyQueue[], maxEvents: number, minSkip: number | undefined, rest: (v: SteadyVisitor) => void): SteadyState | undefined {
+  const models = [...devices.keys()].sort((a, b) => a - b).map((d) => devices.get(d)!);
+  const first = models.flatMap((m) => [...m.topsps.values()].sort((a, b) => a.index - b.index))[0];
+  if (!first) return undefined;
+  first.marks = true;
+  const blocks = models.flatMap((m) => [...m.semas.keys()].sort((a, b) => a - b).map((ts) => m.semas.get(ts)!));
+  return new SteadyState({ kernel, blocks, resources: [...fabric.links.values(), ...fabric.hbm, ...fabric.nicTx, ...fabric.nicRx], devices: models, proxies, rest, maxEvents, ...(minSkip !== undefined ? { minSkip } : {}) });
 }
 
 function ringDoorbell(engines: ReadonlyMap<number, DmaEngine>, d: number, e: number, queue: number, dir: "m2s" | "s2m", value: number, clock: Clock | undefined): void {

@@ -5,6 +5,7 @@ import type { ProgramImage } from "../src/encd/image.ts";
 import type { ProxyQueue } from "./hw/proxy.ts";
 import type { Term } from "./verify/symbolic-memory.ts";
 import type { DeviceModel } from "./image-loader.ts";
+import type { SteadyReport } from "./steady-state.ts";
 
 export interface HangWait {
   readonly device: number;
@@ -37,6 +38,8 @@ export type LinkStat = ResourceStat;
 export interface SimResult {
   readonly endPs: Tick;
   readonly events: number;
+  /** Periods skipped once the run's state repeated (timing-only runs; sim/steady-state.ts). */
+  readonly steady?: SteadyReport;
   /** Completion time of each op (the last reporter to finish it). */
   readonly opEndPs: readonly Tick[];
   readonly hang: HangReport | undefined;

@@ -4,12 +4,13 @@ import { InternalError, SimError } from "../../src/ir/errors.ts";
 import { WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { addressFields, describeAddress, HBM_LIMIT, hbmAddr, readAddress } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
-import { DESC_BYTES, descFields, readRxWords, readTxWords } from "../../src/encd/udma.ts";
+import { DESC_BYTES, decodeLength, descFields, LEN_CTRL, readRxWords, readTxWords } from "../../src/encd/udma.ts";
 import { wordsOf } from "../../src/encd/bits.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
 import { PAGE_DESCS, type DescPages } from "../../src/encd/pages.ts";
 import type { DescriptorFeed } from "../../src/encd/image.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
+import { Mode, steadyStable, type SteadyInput, type SteadyVisitor } from "../kernel/steady.ts";
 import { cceReduce } from "./cce.ts";
 import { regionAt, type Region } from "./memory.ts";
 import { PacketClock, type Fabric } from "./fabric.ts";
@@ -58,40 +59,33 @@ export interface LocalMemory {
   readonly keptWrites: number;
   /** True when these bytes are not kept (timing-only payload). */
   dropped(offset: number, len: number): boolean;
+  /** The widest range around `offset` that is all dropped; undefined where `offset` is kept. */
+  droppedAround(offset: number): Region | undefined;
+}
+
+/** What a ring side reads its descriptors from: the whole ring, or a streamed one's pages and feed. */
+interface RingData {
+  readonly count: number;
+  readonly whole: Uint8Array | undefined;
+  readonly pages: DescPages | undefined;
+  readonly feed: DescriptorFeed | undefined;
 }
 
 /**
- * One side of a queue's ring: the whole ring as emitted, or a streamed one whose descriptors arrive
- * (from the program's feed) when the engine reaches them and whose run pages are dropped.
+ * A reader of a ring's descriptors: the words of the last descriptor's page (or of the whole ring)
+ * looked up, descriptor `base` at word 0, descriptors [lo, hi) held then.
  */
-export class RingSide {
-  /** Descriptors in the ring (over the whole program). */
-  readonly count: number;
-  private readonly whole: Uint8Array | undefined;
-  private readonly pages: DescPages | undefined;
-  private readonly feed: DescriptorFeed | undefined;
-  private constructor(count: number, whole: Uint8Array | undefined, pages: DescPages | undefined, feed: DescriptorFeed | undefined) {
-    this.count = count;
-    this.whole = whole;
-    this.pages = pages;
-    this.feed = feed;
-  }
-  static whole(bytes: Uint8Array): RingSide {
-    return new RingSide(bytes.length / DESC_BYTES, bytes, undefined, undefined);
-  }
-  static streamed(pages: DescPages, count: number, feed: DescriptorFeed | undefined): RingSide {
-    return new RingSide(count, undefined, pages, feed);
-  }
-  /**
-   * The words of the last descriptor's page (or of the whole ring) looked up: descriptor `base`
-   * at word 0, descriptors [lo, hi) held then (indices only grow).
-   */
+class RingCursor {
+  protected readonly data: RingData;
   private cur: Uint32Array | undefined;
   private base = 0;
   private lo = 0;
   private hi = 0;
   /** Where `words` found its descriptor: its first word's index. */
   at = 0;
+  constructor(data: RingData) {
+    this.data = data;
+  }
 
   /** The little-endian words holding descriptor `i` (it starts at word `at`), fed first if it has not arrived. */
   words(i: number): Uint32Array {
@@ -103,15 +97,16 @@ export class RingSide {
   }
 
   private load(i: number): Uint32Array {
-    if (this.whole) {
-      this.cur = wordsOf(this.whole);
+    const d = this.data;
+    if (d.whole) {
+      this.cur = wordsOf(d.whole);
       this.base = 0;
       this.lo = 0;
-      this.hi = this.count;
+      this.hi = d.count;
     } else {
-      const pages = this.pages!;
+      const pages = d.pages!;
       while (i >= pages.count) {
-        if (!this.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${this.count} never arrived: its feed ended at ${pages.count}`, { value: i });
+        if (!d.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${d.count} never arrived: its feed ended at ${pages.count}`, { value: i });
       }
       // The rest of its page that has arrived (a page is never dropped before the engine passes it).
       this.cur = wordsOf(pages.page(i));
@@ -122,9 +117,59 @@ export class RingSide {
     this.at = (i - this.base) << 2;
     return this.cur;
   }
+}
+
+/** Descriptors `x` and `y` of a ring side act alike when run: same words, but for addresses the judge finds alike. */
+type AddressJudge = (a: number, b: number, len: number) => boolean;
+
+/**
+ * One side of a queue's ring: the whole ring as emitted, or a streamed one whose descriptors arrive
+ * (from the program's feed) when the engine reaches them and whose run pages are dropped.
+ */
+export class RingSide extends RingCursor {
+  /** Descriptors in the ring (over the whole program). */
+  readonly count: number;
+  /** Steady state: descriptors from here on are kept (compared with later ones), even once run. */
+  private keep = Number.POSITIVE_INFINITY;
+  private released = 0;
+  private constructor(data: RingData) {
+    super(data);
+    this.count = data.count;
+  }
+  static whole(bytes: Uint8Array): RingSide {
+    return new RingSide({ count: bytes.length / DESC_BYTES, whole: bytes, pages: undefined, feed: undefined });
+  }
+  static streamed(pages: DescPages, count: number, feed: DescriptorFeed | undefined): RingSide {
+    return new RingSide({ count, whole: undefined, pages, feed });
+  }
   /** The engine has run every descriptor below `upTo`. */
   release(upTo: number): void {
-    this.pages?.release(upTo);
+    this.released = upTo;
+    this.data.pages?.release(Math.min(upTo, this.keep));
+  }
+
+  /** Steady state: this side as an input, its descriptors' addresses judged alike by `judge`. */
+  steadyInput(judge: AddressJudge): SteadyInput {
+    const a = new RingCursor(this.data);
+    const b = new RingCursor(this.data);
+    return {
+      count: this.count,
+      alike: (x, y) => {
+        const wa = a.words(x);
+        const i = a.at;
+        const wb = b.words(y);
+        const j = b.at;
+        if (wa[i] !== wb[j] || wa[i + 1] !== wb[j + 1]) return false;
+        if (wa[i + 2] === wb[j + 2] && wa[i + 3] === wb[j + 3]) return true;
+        // A META descriptor's words 2 and 3 are its op's: they must be the same.
+        if ((wa[i]! & LEN_CTRL.META) !== 0) return false;
+        return judge(wa[i + 2]! + wa[i + 3]! * 2 ** 32, wb[j + 2]! + wb[j + 3]! * 2 ** 32, decodeLength(wa[i]!));
+      },
+      keepFrom: (x) => {
+        this.keep = x;
+        this.data.pages?.release(Math.min(this.released, x));
+      },
+    };
   }
 }
 
@@ -163,6 +208,18 @@ export class Landings {
     l.sym = sym;
   }
 
+  /** Steady state: the writes on their way, oldest first. */
+  steady(v: SteadyVisitor): void {
+    v.same(this.size);
+    for (let i = 0; i < this.size; i++) {
+      const l = this.ring[(this.head + i) % this.ring.length]!;
+      if (l.acc || l.sym) v.opaque = true;
+      v.same(l.addr);
+      v.same(l.len);
+      v.bytes(l.piece);
+    }
+  }
+
   /** The oldest (valid until the next push). */
   shift(): Landing {
     if (this.size === 0) throw new InternalError("a semaphore landing fired with none scheduled");
@@ -195,6 +252,22 @@ export class DmaQueue {
   }
   get txCount(): number {
     return this.tx.count;
+  }
+  /** Steady state: the rings as inputs (made at the first look). */
+  steadyTx: SteadyInput | undefined;
+  steadyRx: SteadyInput | undefined;
+
+  /** Steady state: where the engine is in each ring (it reads descriptors from the head to the tail), and the writes on their way. */
+  steady(v: SteadyVisitor, tx: SteadyInput, rx: SteadyInput): void {
+    v.same(this.id);
+    this.txHead = v.position(this.txHead, tx);
+    this.txTail = v.position(this.txTail, tx);
+    this.rxHead = v.position(this.rxHead, rx);
+    this.rxTail = v.position(this.rxTail, rx);
+    v.same(this.txTail - this.txHead);
+    v.same(this.rxTail - this.rxHead);
+    this.lastLand = v.time(this.lastLand);
+    this.landings.steady(v);
   }
   get rxCount(): number {
     return this.rx.count;
@@ -282,10 +355,10 @@ export class DmaEngine {
   }
 
   addQueue(q: DmaQueue): void {
-    q.landNext = () => {
+    q.landNext = steadyStable(() => {
       const l = q.landings.shift();
       this.host.land(l.addr, this.device, l.piece, l.len, l.acc, l.sym);
-    };
+    });
     this.queues.set(q.id, q);
     this.order = [...this.queues.values()].sort((a, b) => a.id - b.id);
   }
@@ -596,10 +669,74 @@ export class DmaEngine {
   }
 
   /** The engine's packet is off its hands: take the next one. */
-  private readonly freed = (): void => {
+  private readonly freed = steadyStable((): void => {
     this.busy = false;
     this.kick();
+  });
+
+  /** Steady state: the engine (its packet in progress, its round-robin turn, its counters) and its queues. */
+  steady(v: SteadyVisitor): void {
+    if (this.stalls.length > 0) v.opaque = true;
+    v.same(this.busy ? 1 : 0);
+    v.same(this.stuck ? 1 : 0);
+    v.same(this.rr);
+    this.packets = v.count(this.packets);
+    this.res.steady(v);
+    for (const q of this.order) {
+      q.steadyTx ??= q.tx.steadyInput(this.srcAlike);
+      q.steadyRx ??= q.rx.steadyInput(this.dstAlike);
+      q.steady(v, q.steadyTx, q.steadyRx);
+    }
+  }
+
+  /** The last address ranges found all read alike (its own HBM, bytes dropped), and all written alike (a quiet region). */
+  private readonly srcSpan = { lo: 0, hi: 0 };
+  private readonly dstSpan = { lo: 0, hi: 0, device: -1 };
+  private readonly alikeAddr = addressFields();
+
+  /**
+   * Two sources a run reads alike: its own HBM, where bytes are not kept (a timing-only run reads
+   * nothing from either). A kept source (a constant) must be the same address.
+   */
+  private readonly srcAlike = (a: number, b: number, len: number): boolean => this.unread(a, len) && this.unread(b, len);
+
+  /** [addr, addr + len) is its own HBM, all of it dropped. */
+  private unread(addr: number, len: number): boolean {
+    const s = this.srcSpan;
+    if (addr >= s.lo && addr + len <= s.hi) return true;
+    const off = addr - this.own;
+    if (!(off >= 0 && off < HBM_LIMIT)) return false;
+    const r = (this.mem ??= this.host.memory(this.device)).droppedAround(off);
+    if (!r) return false;
+    s.lo = this.own + r.start;
+    s.hi = this.own + Math.min(r.end, HBM_LIMIT);
+    return addr + len <= s.hi;
+  }
+
+  /**
+   * Two destinations a run writes alike: one device's HBM (the same route), each in a region where
+   * a payload-less write lands unseen (`DmaHost.quietRegions`). A semaphore must be the same address.
+   */
+  private readonly dstAlike = (a: number, b: number, len: number): boolean => {
+    const d = this.quietDevice(a, len);
+    return d >= 0 && this.quietDevice(b, len) === d;
   };
+
+  /** The device whose quiet HBM region holds [addr, addr + len); -1 where none does. */
+  private quietDevice(addr: number, len: number): number {
+    const s = this.dstSpan;
+    if (addr >= s.lo && addr + len <= s.hi) return s.device;
+    const d = readAddress(addr, this.device, this.alikeAddr);
+    if (d.kind !== "hbm") return -1;
+    const quiet = this.host.quietRegions(d.device);
+    const r = quiet && regionAt(quiet, d.offset, len);
+    if (!r) return -1;
+    const base = addr - d.offset;
+    s.lo = base + r.start;
+    s.hi = base + r.end;
+    s.device = d.device;
+    return d.device;
+  }
 
   /** Descriptors handed to the engine but not yet taken (for hang reports). */
   pending(): { queue: number; tx: number; rx: number }[] {

@@ -1,6 +1,8 @@
 // Device HBM as sparse 64 KiB pages. A timing-only run keeps the bytes of the ranges the image
 // loads (the constants semaphore writes copy) and nothing else: the data its DMA moves is never
 // read back, so neither kept nor computed.
+import type { SteadyVisitor } from "../kernel/steady.ts";
+
 const PAGE = 65536;
 /** The most pages one allocation holds (4 MiB). */
 const SLAB_PAGES = 64;
@@ -18,6 +20,11 @@ export class DeviceMemory {
     this.storePayload = storePayload;
   }
 
+  /** Steady state: a period must keep no bytes (a timing-only run's kept bytes are its constants). */
+  steady(v: SteadyVisitor): void {
+    this.keptWrites = v.level(this.keptWrites, false);
+  }
+
   /** The image's initial bytes at `off`. */
   load(off: number, bytes: Uint8Array): void {
     if (!this.storePayload) this.loaded.push({ start: off, end: off + bytes.length });
@@ -29,6 +36,22 @@ export class DeviceMemory {
     if (this.storePayload) return false;
     for (const r of this.loaded) if (off >= r.start && off + len <= r.end) return false;
     return true;
+  }
+
+  /**
+   * The widest range around `off` whose bytes are all dropped (it meets no loaded range): undefined
+   * where `off` itself is kept. (Steady state: descriptors reading there read alike.)
+   */
+  droppedAround(off: number): Region | undefined {
+    if (this.storePayload) return undefined;
+    let start = 0;
+    let end = Number.MAX_SAFE_INTEGER;
+    for (const r of this.loaded) {
+      if (off >= r.start && off < r.end) return undefined;
+      if (r.end <= off) start = Math.max(start, r.end);
+      else end = Math.min(end, r.start);
+    }
+    return { start, end };
   }
 
   read(off: number, len: number): Uint8Array {

@@ -13,6 +13,7 @@ import type { TraceSink } from "../trace.ts";
 import { ThreadClock, type Access, type RaceDetector } from "../verify/races.ts";
 import type { SymbolicMemory, SymStream } from "../verify/symbolic-memory.ts";
 import type { SymPiece } from "./dma.ts";
+import { steadyStable, steadyTag, type SteadyInput, type SteadyVisitor } from "../kernel/steady.ts";
 
 export interface ProxyHost {
   readonly kernel: Kernel;
@@ -26,6 +27,10 @@ export interface ProxyHost {
   readonly trace: TraceSink | undefined;
   readonly races: RaceDetector | undefined;
   readonly symbolic: SymbolicMemory | undefined;
+  /** Steady state: a payload-less write of `len` bytes at `addr` (as `from` addresses it) lands unseen (in a declared region). */
+  quiet(addr: number, from: number, len: number): boolean;
+  /** Steady state: the bytes at `offset` of `device`'s HBM are not kept (a timing-only run reads nothing there). */
+  dropped(device: number, offset: number, len: number): boolean;
 }
 
 const ONE = new Uint8Array([1, 0, 0, 0]);
@@ -34,6 +39,9 @@ export class ProxyQueue {
   private k = 0;
   private target = 0;
   private lastLand: Tick = 0;
+  /** Trigger semaphores entry k still waits for, and entries sent whose writes have not landed. */
+  private pending = 0;
+  private inflight = 0;
   private readonly n: number;
   /** Race detection: the proxy as a memory agent (its id, its epochs, what its triggers acquired). */
   private readonly agent: number;
@@ -51,7 +59,16 @@ export class ProxyQueue {
   ) {
     this.n = fifo.length / PROXY_ENTRY_BYTES;
     this.agent = host.races ? host.races.agent(`proxy of dev${device} topsp${topsp}`, "entry") : -1;
+    for (let f = 0; f < folds; f++) semas.proxyWaited.add(sema + f);
   }
+
+  /** Entry k's last trigger has counted: run it, and go on. */
+  private readonly triggered = steadyStable((): void => {
+    if (--this.pending > 0) return;
+    const k = this.k;
+    this.fire(k, decodeProxyEntry(this.fifo, k));
+    this.next();
+  });
 
   start(): void {
     this.next();
@@ -70,14 +87,8 @@ export class ProxyQueue {
       let pending = 0;
       for (let f = 0; f < this.folds; f++) if (this.semas.values[this.sema + f]! < target) pending++;
       if (pending > 0) {
-        for (let f = 0; f < this.folds; f++) {
-          if (this.semas.values[this.sema + f]! >= target) continue;
-          this.semas.waitGe(this.sema + f, target, () => {
-            if (--pending > 0) return;
-            this.fire(k, e);
-            this.next();
-          });
-        }
+        this.pending = pending;
+        for (let f = 0; f < this.folds; f++) if (this.semas.values[this.sema + f]! < target) this.semas.waitGe(this.sema + f, target, this.triggered);
         return;
       }
       this.fire(k, e);
@@ -120,10 +131,54 @@ export class ProxyQueue {
     const land = Math.max(t.land, this.lastLand);
     this.lastLand = land;
     const wacc = races ? acc(land) : undefined;
-    kern.at(land, Prio.LAND, () => {
+    this.inflight++;
+    const landing = (): void => {
+      this.inflight--;
       if (e.bytes > 0) host.land(e.dst, remote, data, e.bytes, wacc, stream && { stream, at: 0 });
       for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, remote, ONE, 4, wacc);
+    };
+    // (Its effect is its entry's, k entries back: entries alike land alike.)
+    kern.at(land, Prio.LAND, steadyTag(landing, { steady: (v) => this.steadyLanding(v, k, data !== undefined || wacc !== undefined || stream !== undefined) }));
+  }
+
+  /** Steady state: the entries as an input (entries alike trigger, send and land alike). */
+  private input: SteadyInput | undefined;
+
+  private steadyInput(): SteadyInput {
+    const host = this.host;
+    return (this.input ??= {
+      count: this.n,
+      alike: (x, y) => {
+        const a = decodeProxyEntry(this.fifo, x);
+        const b = decodeProxyEntry(this.fifo, y);
+        if (a.trigger !== b.trigger || a.bytes !== b.bytes || a.semaN !== b.semaN || a.sema !== b.sema || a.block !== b.block) return false;
+        if (a.bytes === 0) return true;
+        const remote = a.block * ADDRESS_BLOCK;
+        const sa = decodeAddress(a.src, this.device);
+        const sb = decodeAddress(b.src, this.device);
+        const srcAlike = a.src === b.src || (sa.kind === "hbm" && sb.kind === "hbm" && sa.device === this.device && sb.device === this.device && host.dropped(this.device, sa.offset, a.bytes) && host.dropped(this.device, sb.offset, a.bytes));
+        return srcAlike && (a.dst === b.dst || (host.quiet(a.dst, remote, a.bytes) && host.quiet(b.dst, remote, b.bytes)));
+      },
     });
+  }
+
+  /** Steady state: where the queue is in its entries, its trigger count (from the semaphores' values), and its writes on their way. */
+  steady(v: SteadyVisitor): void {
+    v.same(this.device);
+    v.same(this.topsp);
+    this.k = v.position(this.k, this.steadyInput(), this.inflight + 1, 1);
+    for (let f = 0; f < this.folds; f++) v.same(this.target - this.semas.values[this.sema + f]!);
+    this.target = this.semas.drift(v, this.sema, this.target);
+    v.same(this.pending);
+    v.same(this.inflight);
+    this.lastLand = v.time(this.lastLand);
+  }
+
+  private steadyLanding(v: SteadyVisitor, k: number, carries: boolean): void {
+    if (carries) v.opaque = true;
+    v.same(this.device);
+    v.same(this.topsp);
+    v.same(this.k - k);
   }
 
   /** What the queue still waits for, for hang reports. */

@@ -2,10 +2,12 @@
 import type { Kernel } from "../kernel/kernel.ts";
 import { Prio } from "../kernel/kernel.ts";
 import { SemaClock, type Clock } from "../verify/races.ts";
+import { steadyTag, type SteadyVisitor } from "../kernel/steady.ts";
 
 export interface Waiter {
   readonly sema: number;
-  readonly target: number;
+  /** (A steady-state jump shifts the target of a count that drifts.) */
+  target: number;
   readonly release: () => void;
 }
 
@@ -16,6 +18,21 @@ export class SemaphoreBlock {
   private readonly wakePs: number;
   /** Called on every value change (for traces and tests). */
   onChange: ((sema: number, value: number) => void) | undefined;
+  /**
+   * Steady state: counts that may grow period after period — semaphores a host proxy waits on, a
+   * channel's DMA completion counts (each wait's target is the count so far plus one) — and
+   * semaphores a channel waits on for fixed values (they must come back), and where the values'
+   * levels start.
+   */
+  readonly proxyWaited = new Set<number>();
+  readonly countWaited = new Set<number>();
+  readonly coreWaited = new Set<number>();
+  levelBase = 0;
+  steadyId = 0;
+  /** Steady state: semaphores written since the run started (`tracking` on): the others hold what the image loaded. */
+  private written: Uint8Array | undefined;
+  private writtenList: number[] = [];
+  tracking = false;
   /** Race detection: per semaphore, the join of the clocks of every write that released it. */
   private clocks: (SemaClock | undefined)[] | undefined;
 
@@ -26,6 +43,7 @@ export class SemaphoreBlock {
   }
 
   write(sema: number, window: "set" | "inc" | "dec", v: number): void {
+    if (this.tracking) this.track(sema);
     const old = this.values[sema]!;
     this.values[sema] = window === "set" ? v : window === "inc" ? old + v : old - v;
     this.onChange?.(sema, this.values[sema]!);
@@ -62,10 +80,61 @@ export class SemaphoreBlock {
     let kept = 0;
     for (let i = 0; i < list.length; i++) {
       const w = list[i]!;
-      if (value >= w.target) this.kernel.after(this.wakePs, Prio.WAKE, () => this.waitGe(w.sema, w.target, w.release));
+      if (value >= w.target) this.kernel.after(this.wakePs, Prio.WAKE, steadyTag(() => this.waitGe(w.sema, w.target, w.release), { steady: (v) => this.steadyWaiter(v, w) }));
       else list[kept++] = w;
     }
     list.length = kept;
+  }
+
+  private track(sema: number): void {
+    const w = (this.written ??= new Uint8Array(this.values.length));
+    if (w[sema]) return;
+    w[sema] = 1;
+    this.writtenList.push(sema);
+    this.writtenList.sort((a, b) => a - b);
+  }
+
+  /** The level index of `sema` in the last steady-state visit (`steady`): undefined for one never written in the run. */
+  levelOf(sema: number): number | undefined {
+    const i = this.writtenList.indexOf(sema);
+    return i < 0 ? undefined : this.levelBase + i;
+  }
+
+  /**
+   * Steady state: the values written in the run (in semaphore order), and the waiters in order. A count only a proxy waits on may drift
+   * by a fixed step a period (its waits' targets drift with it: they are said from the value).
+   */
+  steady(v: SteadyVisitor): void {
+    this.levelBase = v.levelIndex;
+    const values = this.values;
+    v.same(this.writtenList.length);
+    for (const s of this.writtenList) {
+      v.same(s);
+      values[s] = v.level(values[s]!, (this.proxyWaited.has(s) || this.countWaited.has(s)) && !this.coreWaited.has(s));
+    }
+    const semas = [...this.waiters.keys()].filter((s) => this.waiters.get(s)!.length > 0).sort((a, b) => a - b);
+    v.same(semas.length);
+    for (const s of semas) {
+      const list = this.waiters.get(s)!;
+      v.same(s);
+      v.same(list.length);
+      for (const w of list) this.steadyWaiter(v, w);
+    }
+  }
+
+  /** Steady state: `x`, a threshold on semaphore `sema`, shifted with its value (one never written does not move). */
+  drift(v: SteadyVisitor, sema: number, x: number): number {
+    const i = this.levelOf(sema);
+    return i === undefined ? x : v.drift(i, x);
+  }
+
+  /** Steady state: a waiter (in a list, or woken and on its way). */
+  private steadyWaiter(v: SteadyVisitor, w: Waiter): void {
+    v.same(this.steadyId);
+    v.same(w.sema);
+    v.same(w.target - this.values[w.sema]!);
+    w.target = this.drift(v, w.sema, w.target);
+    v.fn(w.release);
   }
 
   pendingWaiters(): Waiter[] {

@@ -15,6 +15,7 @@ import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
 import { ThreadClock, type Clock } from "../verify/races.ts";
+import { Mode, steadyStable, type SteadyInput, type SteadyVisitor } from "../kernel/steady.ts";
 
 export interface TopspHost {
   readonly kernel: Kernel;
@@ -72,6 +73,70 @@ class ChannelRun {
     this.recv = recv;
     this.send = send;
     this.compl = compl;
+  }
+}
+
+/**
+ * Steady state: a slot stream as the steps it runs, each entry's repeats written out (step x is
+ * entry `entryOf(x)`'s); steps act alike when their entries are the same but for the repeat count
+ * and both are, or both are not, their entry's last.
+ */
+class SlotSteps implements SteadyInput {
+  private readonly spad: Uint8Array;
+  /** starts[i]: the first step of entry i; starts[n] = count. */
+  private readonly starts: number[] = [0];
+  readonly count: number;
+  private last = 0;
+  constructor(spad: Uint8Array) {
+    this.spad = spad;
+    const n = Math.floor(spad.length / SLOT_ENTRY_BYTES);
+    for (let i = 0; i < n; i++) {
+      const repeat = spad[i * SLOT_ENTRY_BYTES + 4]! | (spad[i * SLOT_ENTRY_BYTES + 5]! << 8);
+      // (A step with repeat 0 is an error where it is read: no step of it or after it is alike.)
+      if (repeat === 0) break;
+      this.starts.push(this.starts[i]! + repeat);
+    }
+    this.count = this.starts[this.starts.length - 1]!;
+  }
+
+  /** The entry step `x` belongs to. */
+  entryOf(x: number): number {
+    const s = this.starts;
+    if (!(x >= s[this.last]! && x < s[this.last + 1]!)) {
+      let lo = 0;
+      let hi = s.length - 2;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (s[mid]! <= x) lo = mid;
+        else hi = mid - 1;
+      }
+      this.last = lo;
+    }
+    return this.last;
+  }
+
+  /** The step after entry i's last. */
+  end(i: number): number {
+    return this.starts[i + 1]!;
+  }
+
+  /** Steps rung by a channel whose cursor is past entry `cursor / 8 - 1` with `repeatLeft` of its steps to go. */
+  rung(cursor: number, repeatLeft: number): number {
+    const held = cursor / SLOT_ENTRY_BYTES - 1;
+    if (held < 0) return 0;
+    if (held + 1 >= this.starts.length) return -1;
+    return this.starts[held + 1]! - repeatLeft;
+  }
+
+  alike(x: number, y: number): boolean {
+    const i = this.entryOf(x);
+    const xLast = x === this.starts[i + 1]! - 1;
+    const j = this.entryOf(y);
+    if (xLast !== (y === this.starts[j + 1]! - 1)) return false;
+    const a = i * SLOT_ENTRY_BYTES;
+    const b = j * SLOT_ENTRY_BYTES;
+    for (let k = 0; k < SLOT_ENTRY_BYTES; k++) if (k !== 4 && k !== 5 && this.spad[a + k] !== this.spad[b + k]) return false;
+    return true;
   }
 }
 
@@ -192,8 +257,12 @@ export class Topsp {
         if (!this.image.slotSpad[cfg.spadSlotIdx]) throw new SimError("SIM1408", `${this.name} channel ${c}: no slot scratchpad ${cfg.spadSlotIdx}`, { value: cfg.spadSlotIdx });
         run = new ChannelRun(cfg, this.localSema(cfg.recvSema, "recv_sema"), this.localSema(cfg.sendSema, "send_sema"), this.localSema(cfg.dmaComplSema, "dma_compl_sema"));
         const r = run;
-        r.resume = () => this.waited(r);
-        r.issued = () => this.rang(r);
+        r.resume = steadyStable(() => this.waited(r));
+        r.issued = steadyStable(() => this.rang(r));
+        this.firstRun ??= r;
+        for (let f = 0; f < cfg.prev.foldN; f++) this.semas.coreWaited.add(r.recv + f);
+        for (let f = 0; f < cfg.next.foldN; f++) this.semas.coreWaited.add(r.send + f);
+        for (let f = 0; f < cfg.foldN; f++) this.semas.countWaited.add(r.compl + f);
         this.channels.set(c, run);
       }
       this.step(run);
@@ -288,6 +357,7 @@ export class Topsp {
     if (e.m2s > 0) this.host.mmio(this.device, run.cfg.bcastM2sTail, e.m2s, run.cfg.bcastMask, this.clock?.snapshot());
     run.repeatLeft--;
     run.steps++;
+    if (run === this.firstRun && this.marks) this.host.kernel.marked = true;
     if (e.flags & StepFlag.LAST_SYNC) {
       if (run.repeatLeft !== 0) throw new SimError("SIM1411", `${this.name} channel ${run.cfg.channelId}: LAST_SYNC step with repeat ${e.repeat}`, { value: e.repeat });
       run.complTarget += 1;
@@ -407,6 +477,67 @@ export class Topsp {
       if (now > since) this.host.trace?.wait(this.device, this.index, -2, sema, role, w.target, since, now);
       this.barrierWait(waits, i + 1, role, then);
     });
+  }
+
+  /** Steady state: the first channel's steps mark the moments the machine's state is compared (sim/steady-state.ts). */
+  marks = false;
+  private firstRun: ChannelRun | undefined;
+  /** Steady state: each slot stream as an input of steps, its repeated entries written out. */
+  private readonly slotInputs = new Map<number, SlotSteps>();
+
+  private slotInput(slot: number): SlotSteps {
+    let input = this.slotInputs.get(slot);
+    if (!input) {
+      input = new SlotSteps(this.image.slotSpad[slot]!);
+      this.slotInputs.set(slot, input);
+    }
+    return input;
+  }
+
+  /**
+   * Steady state: the entry being run, the core's bookings, and each channel (its place in its slot
+   * stream, the step it holds, its wait). A mesh tape's or barrier's progress is said as is: their
+   * callbacks are not stated, so a run in one of them is never found periodic.
+   */
+  steady(v: SteadyVisitor): void {
+    v.same(this.current);
+    v.same(this.activeChannels);
+    v.same(this.eventIndex);
+    v.same(this.meshCursor);
+    v.same(this.meshRepeatLeft);
+    v.same(this.meshWaiting ? 1 : 0);
+    v.same(this.barrierWaiting ? 1 : 0);
+    v.same(this.reported);
+    this.entryStart = v.time(this.entryStart);
+    this.core.steady(v);
+    v.same(this.channels.size);
+    for (const [c, run] of this.channels) {
+      v.same(c);
+      // Where the channel is in its steps, repeats written out: the steps rung so far (the entry
+      // held and its repeats left follow from it), and whether the entry held is used up.
+      const input = this.slotInput(run.cfg.spadSlotIdx);
+      if (v.mode === Mode.SAVE && run.steps !== input.rung(run.cursor, run.repeatLeft)) v.opaque = true;
+      v.same(run.repeatLeft === 0 ? 1 : 0);
+      run.steps = v.position(run.steps, input, 1, 1);
+      if (v.mode === Mode.JUMP) {
+        const i = input.entryOf(run.steps);
+        run.cursor = (run.repeatLeft === 0 ? i : i + 1) * SLOT_ENTRY_BYTES;
+        if (run.repeatLeft !== 0) run.repeatLeft = input.end(i) - run.steps;
+      }
+      // The completion count grows op after op and chunk after chunk: said from its semaphores, it drifts with them.
+      for (let f = 0; f < run.cfg.foldN; f++) v.same(run.complTarget - this.semas.values[run.compl + f]!);
+      run.complTarget = this.semas.drift(v, run.compl, run.complTarget);
+      v.same(run.waiting ? 1 : 0);
+      v.same(run.wait.sema);
+      v.same(run.wait.target);
+      v.same(run.base);
+      v.same(run.n);
+      v.same(run.dec);
+      v.same(run.f);
+      v.same(run.next);
+      run.since = v.time(run.since);
+      if (v.mode === Mode.JUMP && run.entry && run.cursor >= SLOT_ENTRY_BYTES) run.entry = decodeSlotEntry(this.image.slotSpad[run.cfg.spadSlotIdx]!, run.cursor - SLOT_ENTRY_BYTES);
+    }
   }
 
   /** Channels still waiting, for the hang report. */

@@ -1,6 +1,7 @@
 // The discrete-event kernel: events ordered by (time, priority, sequence), time in integer picoseconds.
 import { transferPs, WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { SimError } from "../../src/ir/errors.ts";
+import { Mode, type SteadyVisitor } from "./steady.ts";
 
 /** Priorities at equal time: data landing first, then cores waking, then issue, then engines. */
 export const Prio = { LAND: 0, WAKE: 1, ISSUE: 2, ENGINE: 3 } as const;
@@ -27,6 +28,12 @@ export class Kernel {
   private times = new Float64Array(1024);
   private keys = new Float64Array(1024);
   private fns: (() => void)[] = [];
+  /**
+   * A component marks the moment a step pattern begins (steady-state detection): `onMark` runs
+   * after the event that set it, between events.
+   */
+  marked = false;
+  onMark: (() => void) | undefined = undefined;
 
   /** Schedule `fn` at absolute time `t` (not before now). */
   at(t: Tick, prio: Prio, fn: () => void): void {
@@ -124,17 +131,38 @@ export class Kernel {
    * Run until no event is pending (or `maxEvents` have run, which is an error: a runaway model).
    * `tick`, when given, is called every TICK_EVENTS events (a progress report's chance to look).
    */
-  run(maxEvents = 2_000_000_000, tick?: () => void): RunSummary {
+  run(maxEvents = DEFAULT_MAX_EVENTS, tick?: () => void): RunSummary {
     for (;;) {
       const fn = this.pop();
       if (!fn) break;
       fn();
+      if (this.marked) {
+        this.marked = false;
+        this.onMark?.();
+      }
       if (++this.executed > maxEvents) throw new SimError("SIM1003", `more than ${maxEvents} events: the model does not converge`, { value: maxEvents });
       if (tick && (this.executed & (TICK_EVENTS - 1)) === 0) tick();
     }
     return { events: this.executed, endPs: this.now };
   }
+
+  /** Steady state: the clock, the events run, and every pending event (in the order they will run). */
+  steady(v: SteadyVisitor): void {
+    const order = Array.from({ length: this.size }, (_, i) => i).sort((a, b) => this.times[a]! - this.times[b]! || this.keys[a]! - this.keys[b]!);
+    v.same(this.size);
+    for (const i of order) {
+      this.times[i] = v.time(this.times[i]!);
+      v.same(Math.floor(this.keys[i]! / PRIO_SCALE));
+      v.fn(this.fns[i]!);
+    }
+    // (The event that marked is counted after the mark: the count read here is one short, alike each time.)
+    this.executed = v.count(this.executed);
+    if (v.mode === Mode.JUMP) this.now = v.time(this.now);
+  }
 }
+
+/** Events a run may take before it is called a runaway model. */
+export const DEFAULT_MAX_EVENTS = 2_000_000_000;
 
 /** Events between two calls of a run's tick (a power of two). */
 const TICK_EVENTS = 1 << 16;
@@ -242,6 +270,34 @@ export class Resource {
     this.len = n;
     if (end > this.freeAt) this.freeAt = end;
     return start;
+  }
+
+  /** Steady state: the bookings still ahead (from now, touching ones as one), `freeAt`, and the counters. */
+  steady(v: SteadyVisitor): void {
+    const b = this.booked;
+    if (v.mode === Mode.SAVE) {
+      const now = v.now;
+      const at = v.vals.length;
+      v.same(0);
+      let n = 0;
+      let lastEnd = Number.NaN;
+      for (let i = this.head; i < this.len; i += 2) {
+        const s = Math.max(b[i]!, now);
+        const e = b[i + 1]!;
+        if (e <= now) continue;
+        if (s === lastEnd) v.vals[v.vals.length - 1] = e - now;
+        else {
+          v.same(s - now);
+          v.same(e - now);
+          n++;
+        }
+        lastEnd = e;
+      }
+      v.vals[at] = n;
+    } else for (let i = this.head; i < this.len; i++) b[i] = v.time(b[i]!);
+    this.freeAt = v.time(this.freeAt);
+    this.busyPs = v.count(this.busyPs);
+    this.bytes = v.count(this.bytes);
   }
 
   private grow(): Float64Array {

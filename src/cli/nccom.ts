@@ -59,7 +59,7 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
   a flag that takes a value may be given once (-r 8 -r 16 is refused)
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
-  --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold,
+  --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold, --no-fastforward,
   --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop),
   --shard I/N|auto --out F (run shard I of N of the sizes, write a partial; auto: Slurm job array or
   Kubernetes Indexed Job, with --shards N; npm run merge -- F... prints the whole run)

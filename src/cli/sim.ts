@@ -5,7 +5,7 @@ import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { describeFolding, explainScenario } from "../enc/compile.ts";
 import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
-import { formatHang, type RunProgress, type Violation } from "../../sim/index.ts";
+import { formatHang, type RunProgress, type SteadyReport, type Violation } from "../../sim/index.ts";
 import { parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
@@ -67,6 +67,11 @@ options:
                        nodes — pods on UltraServers — whose pods run alike programs simulates pod 0
                        alone, the same times; --explain says which ran and why; --stats then
                        lists pod 0's links, engines and HBM, which stand for every pod's)
+  --no-fastforward     run every event of a timing-only run (by default, once the whole machine's
+                       state repeats — every pending event, booking, queue, core and semaphore,
+                       times from now — and the program's bytes ahead repeat with it, whole
+                       periods are skipped: the same picoseconds, events and counters; --explain
+                       says how many)
   --log-level LEVEL    pino log level on stderr: fatal, error, warn (default), info, debug, trace, silent
   -h, --help           this text
 
@@ -210,7 +215,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector(args.traceLimit) : undefined;
     const progress = style.progress ? runProgress(err) : { report: undefined, done: () => {} };
-    const runHooks: PipelineHooks = { ...(progress.report ? { progress: progress.report } : {}), ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold ? { unfolded: true } : {}), ...(args.jobs > 1 ? { composeThread: {} } : {}) };
+    const runHooks: PipelineHooks = { ...(progress.report ? { progress: progress.report } : {}), ...hooks, ...(tracer ? { trace: (label: string) => tracer.sink(label) } : {}), ...(args.noFold ? { unfolded: true } : {}), ...(args.noFastForward ? { noFastForward: true } : {}), ...(args.jobs > 1 ? { composeThread: {} } : {}) };
     let text: string;
     let failed: { row: { op: string; bytes: number; dtype: string }; mismatch: CheckMismatch }[];
     let statsText = "";
@@ -340,9 +345,18 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
 
 asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progress: true }));
 
-/** --explain: for each op of several pods, whether one pod stood for all and why (see src/encd/fold.ts). */
+/**
+ * --explain: for each op of several pods, whether one pod stood for all and why (see
+ * src/encd/fold.ts); and for each timing-only op, whether whole periods were skipped.
+ */
 function foldLines(ops: readonly OpOutcome[]): string {
-  return ops.map((o, i) => (o.folding ? `op ${i}: ${describeFolding(o.folding)}\n` : "")).join("");
+  return ops.map((o, i) => (o.folding ? `op ${i}: ${describeFolding(o.folding)}\n` : "") + (o.steady ? `op ${i}: ${describeSteady(o.steady)}\n` : "")).join("");
+}
+
+/** What skipping periods did in a run, in a line. */
+function describeSteady(s: SteadyReport): string {
+  if (s.periods === 0) return "no period skipped (the machine's state never came back whole with the program's bytes repeating; --no-fastforward runs the same)";
+  return `steady state: ${s.periods} periods skipped in ${s.jumps} jump${s.jumps === 1 ? "" : "s"} (${(s.skippedPs / 1e6).toFixed(3)} us of simulated time, ${s.skippedEvents} events), the same picoseconds as running them (--no-fastforward runs every event)`;
 }
 
 /** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */

@@ -47,6 +47,8 @@ export interface Args {
   instance?: string | undefined;
   /** --no-fold: simulate every pod of a timing-only run even when the pods' programs are alike. */
   noFold: boolean;
+  /** --no-fastforward: run every event of a timing-only run, no period skipped once its state repeats. */
+  noFastForward: boolean;
   /** --shard I/N or auto: run one shard of the sweep's sizes and write a partial (--out). */
   shard?: ShardSpec | "auto" | undefined;
   /** --shards N: the shard count under a Kubernetes Indexed Job (--shard auto). */
@@ -121,6 +123,9 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
       return 0;
     case "--no-fold":
       a.noFold = true;
+      return 0;
+    case "--no-fastforward":
+      a.noFastForward = true;
       return 0;
     case "--show-algorithm":
       a.showAlgorithm = true;
@@ -211,7 +216,7 @@ export function sweepOf(range: RangeFlags): SweepArgs {
 
 /** Every flag unset: what a run does by default. */
 export function defaultArgs(): Args {
-  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, traceLimit: undefined, stats: false, jobs: defaultJobs(), launchPs: undefined, noFold: false };
+  return { scenario: "", json: false, explain: false, check: undefined, races: undefined, seed: undefined, devices: DEFAULT_DEVICES_DIR, logLevel: "warn", sweep: undefined, op: undefined, dtype: undefined, ranks: undefined, showAlgorithm: false, reportJson: undefined, plot: undefined, trace: undefined, traceLimit: undefined, stats: false, jobs: defaultJobs(), launchPs: undefined, noFold: false, noFastForward: false };
 }
 
 export function parseArgs(argv: readonly string[]): Args | "help" {

@@ -15,7 +15,7 @@ import { compare, type Mismatch } from "../check/values.ts";
 import { compareSymbolic, type SymbolicMismatch } from "../check/symbolic.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import type { ProgramImage } from "../encd/program.ts";
-import { simulate, type HangReport, type ResourceStat, type RunProgress, type TraceSink, type Violation } from "../../sim/index.ts";
+import { simulate, type HangReport, type ResourceStat, type RunProgress, type SteadyReport, type TraceSink, type Violation } from "../../sim/index.ts";
 
 /** What one op did to the machine's resources (for --stats). */
 export interface OpStats {
@@ -48,6 +48,8 @@ export interface OpOutcome {
   readonly stats: OpStats;
   /** A timing-only run of several pods: whether pod 0 stood for all, or why not. */
   readonly folding?: Folding;
+  /** Periods of the run skipped once its state repeated (timing-only runs). */
+  readonly steady?: SteadyReport;
   /** The op's fixed cost beyond the device's work (the launch and the preset's host costs), in its time. */
   readonly fixedCost: FixedCost;
 }
@@ -83,6 +85,10 @@ export interface PipelineHooks {
   readonly symbolicFull?: () => string | undefined;
   /** Simulate every pod even when a timing-only run's pods are alike (--no-fold). */
   readonly unfolded?: boolean;
+  /** Run every event of a timing-only run: no period skipped once its state repeats (--no-fastforward; sim/steady-state.ts). */
+  readonly noFastForward?: boolean;
+  /** Tests: skip every repeat found of at least this many events. */
+  readonly fastForwardMinSkip?: number;
   /**
    * Compose a big program's descriptor rings on a second thread while it runs (src/run/feed-thread.ts):
    * the same bytes, in the same order, so the same results. A program of fewer descriptors than
@@ -153,7 +159,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // Every rank's input starts as its own contributions (seed = rank).
     const seeds = symbolic ? ol.ranks.map((rl) => ({ addr: rl.input.addr, bytes: rl.input.bytes, id: rl.rank, device: rl.device })) : undefined;
     const cost = fixedCost(spec, opShape(scn, i, ol.operation.groupAlgs));
-    const res = runImage(opSpec(spec, cost), image, { storePayload: values, races: mode !== "none" && races, ...(seeds ? { symbolic: seeds, symbolicFull: hooks.symbolicFull ?? heapFull } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}), ...(hooks.progress ? { progress: (p: RunProgress) => hooks.progress!(`op ${i} (${op.op} ${op.bytes} B)`, p) } : {}) });
+    const res = runImage(opSpec(spec, cost), image, { storePayload: values, fastForward: !hooks.noFastForward, ...(hooks.fastForwardMinSkip !== undefined ? { fastForwardMinSkip: hooks.fastForwardMinSkip } : {}), races: mode !== "none" && races, ...(seeds ? { symbolic: seeds, symbolicFull: hooks.symbolicFull ?? heapFull } : {}), ...(trace ? { trace } : {}), ...(scn.faults ? { faults: scn.faults } : {}), ...(hooks.progress ? { progress: (p: RunProgress) => hooks.progress!(`op ${i} (${op.op} ${op.bytes} B)`, p) } : {}) });
     log.info({ op: i, events: res.events, endPs: res.endPs, packets: res.packets }, "simulated");
     if (res.hang) return { kind: "hang", op: i, hang: res.hang, done };
     // The first rank whose output differs from the reference, by values or by contributions.
@@ -195,7 +201,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
       ...throughput(op.bytes, timePs, busFactor(op.op, n)),
       check: res.violations.length > 0 || mismatch ? "fail" : mode === "none" ? "skipped" : "pass",
     };
-    done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}), fixedCost: cost });
+    done.push({ row, mismatch, checked: mode, violations: res.violations, events: res.events, wallMs: performance.now() - t0, stats: { timePs, links: res.links, engines: res.engines, hbm: res.hbm }, ...(folding ? { folding } : {}), ...(res.steady ? { steady: res.steady } : {}), fixedCost: cost });
     return undefined;
   };
   // An op of a concurrent scenario that repeats an earlier one on its stream (nccom-test's
@@ -277,7 +283,7 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: Pipe
   // The streams start together, after the largest of their ops' fixed costs.
   const costs = layout.ops.map((ol, k) => fixedCost(spec, opShape(scn, k, ol.operation.groupAlgs)));
   const cost = costs.reduce((a, c) => (c.totalPs > a.totalPs ? c : a));
-  const res = runImage(opSpec(spec, cost), image, { storePayload: values, races, ...(scn.faults ? { faults: scn.faults } : {}) });
+  const res = runImage(opSpec(spec, cost), image, { storePayload: values, fastForward: !hooks.noFastForward, ...(hooks.fastForwardMinSkip !== undefined ? { fastForwardMinSkip: hooks.fastForwardMinSkip } : {}), races, ...(scn.faults ? { faults: scn.faults } : {}) });
   log.info({ events: res.events, endPs: res.endPs, opEndPs: res.opEndPs }, "simulated the ops concurrently");
   if (res.hang) return { kind: "hang", op: -1, hang: res.hang };
   let mismatch: ConcurrentOutcome["mismatch"];

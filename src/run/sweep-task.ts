@@ -18,6 +18,8 @@ export interface SweepTask {
   readonly logLevel: string;
   /** Simulate every pod (--no-fold). */
   readonly unfolded: boolean;
+  /** Run every event (--no-fastforward). */
+  readonly noFastForward?: boolean;
   /** Trials without recompiling (src/run/program-cache.ts): the point's program, compiled before; or, without one, whether to hand back the one compiled. */
   readonly program?: CompiledProgram;
   readonly keepProgram?: boolean;
@@ -32,7 +34,7 @@ export type SweepTaskResult =
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
   let kept: CompiledProgram | undefined;
-  const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.program ? { program: t.program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p) } : {}) });
+  const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.noFastForward ? { noFastForward: true } : {}), ...(t.program ? { program: t.program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p) } : {}) });
   return kept && r.kind === "done" ? { ...r, program: kept } : r;
 }
 

@@ -206,7 +206,7 @@ function* pointResults(scenarios: readonly Scenario[], spec: DeviceSpec, args: S
  * the workers started as startWorkers says; results in input order.
  */
 function inParallel(scenarios: readonly Scenario[], spec: DeviceSpec, args: SweepRequest, hooks: PipelineHooks, onResult: (r: SweepTaskResult) => void): SweepTaskResult[] {
-  const inputs = scenarios.map((scenario): SweepTask => ({ scenario, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true }));
+  const inputs = scenarios.map((scenario): SweepTask => ({ scenario, spec, logLevel: args.logLevel, unfolded: hooks.unfolded === true, ...(hooks.noFastForward ? { noFastForward: true } : {}) }));
   const work = scenarios.map((t) => t.ops[0]!.bytes * t.ranks);
   const label = (k: number) => `${scenarios[k]!.ops[0]!.op} ${scenarios[k]!.ops[0]!.bytes} B`;
   return runParallel<SweepTask, SweepTaskResult>(SWEEP_TASK, inputs, args.jobs ?? 1, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), label, onResult: (_k, r) => onResult(r) });

@@ -25,6 +25,8 @@ function send(len: number, payload: (device: number, offset: number, len: number
     trace: undefined,
     races: undefined,
     symbolic: undefined,
+    quiet: () => true,
+    dropped: (d, off, n) => payload(d, off, n) === undefined,
   };
   const fifo = packProxyEntries([{ src: hbmAddr(0, 0x1000), dst: hbmAddr(16, 0x2000), bytes: len, trigger: 0, semaN: 1, sema: semaAddr(16, 0, 5, "inc"), block: 0 }]);
   new ProxyQueue(host, 0, new SemaphoreBlock(kernel, 256, 0), 0, 0, fifo).start();
