@@ -43,15 +43,15 @@ export interface SteadyParts {
  * Marks compared back: as many as hold this many values in all (a ring of N ranks comes back to
  * the same state after N chunks: ring8 1 GiB's period is 264 marks of 1,100 values).
  */
-const HISTORY_VALUES = 1 << 23;
+const HISTORY_VALUES = 1 << 22;
 /** Units of an input the history keeps from being dropped (a streamed ring's descriptors), at most: 1 MiB of descriptors a ring side. */
 const PIN_UNITS = 1 << 16;
 /** Units of an input compared ahead before a jump (bounds what a streamed ring holds at once). */
 const ROUND_UNITS = 1 << 20;
 /** Numbers of state read per event run, at most, before marks are looked at less often (up to every MAX_EVERY-th). */
-const READ_PER_EVENT = 4;
+const READ_PER_EVENT = 2;
 /** Events run after which a run that has skipped fewer than it ran stops looking. */
-const GIVE_UP_EVENTS = 1 << 21;
+const GIVE_UP_EVENTS = 1 << 20;
 /** Marks looked at without comparing, at most, after fruitless comparisons. */
 const MAX_BACKOFF = 64;
 const MAX_EVERY = 1024;
@@ -152,7 +152,10 @@ export class SteadyState {
     this.visit(v);
     this.read += v.vals.length + v.levels.length + v.pos.length;
     if (v.opaque) return;
-    const snap: Snapshot = { now, hash: hashOf(v.vals), vals: Float64Array.from(v.vals), pos: Float64Array.from(v.pos), inputs: v.inputs, lo: v.lo, hi: v.hi, counts: Float64Array.from(v.counts), levels: Float64Array.from(v.levels), free: v.free, size: v.vals.length + v.pos.length + v.counts.length + v.levels.length };
+    // (What says the state's shape — inputs, read extents, which levels drift — is the last mark's
+    // most of the time: shared, not kept again.)
+    const shape = this.shapeOf(v);
+    const snap: Snapshot = { now, hash: hashOf(v.vals), vals: Float64Array.from(v.vals), pos: Float64Array.from(v.pos), ...shape, counts: Float64Array.from(v.counts), levels: Float64Array.from(v.levels), size: v.vals.length + v.pos.length + v.counts.length + v.levels.length };
     // Of the earlier marks the state is the same as, the one whose period repeats over the most
     // events ahead; skipped if that is worth it (a short stretch of repeats is left to run, so the
     // marks go on and a longer period can be found).
@@ -207,6 +210,14 @@ export class SteadyState {
       n = p.verify(limit);
     }
     this.jumps++;
+  }
+
+  private shape: Pick<Snapshot, "inputs" | "lo" | "hi" | "free"> | undefined;
+
+  private shapeOf(v: SteadyVisitor): Pick<Snapshot, "inputs" | "lo" | "hi" | "free"> {
+    const s = this.shape;
+    if (s && sameList(s.inputs, v.inputs) && sameList(s.lo, v.lo) && sameList(s.hi, v.hi) && sameList(s.free, v.free)) return s;
+    return (this.shape = { inputs: v.inputs, lo: v.lo, hi: v.hi, free: v.free });
   }
 
   private remember(s: Snapshot): void {
@@ -304,7 +315,8 @@ class Period {
     const inputs = new Map<SteadyInput, Stride>();
     for (let i = 0; i < pos.length; i++) {
       const input = b.inputs[i]!;
-      const lo = a.pos[i]! - a.lo[i]!;
+      // (No unit comes before the first.)
+      const lo = Math.max(0, a.pos[i]! - a.lo[i]!);
       const hi = b.pos[i]! + b.hi[i]!;
       const seen = inputs.get(input);
       if (!seen) inputs.set(input, { input, d: pos[i]!, lo, hi, known: { from: lo, upTo: lo, failed: false } });
@@ -363,6 +375,12 @@ function pins(oldest: Snapshot, latest: Snapshot): number {
   let most = 0;
   for (let i = 0; i < latest.pos.length; i++) most = Math.max(most, latest.pos[i]! - oldest.pos[i]! + oldest.lo[i]!);
   return most;
+}
+
+function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function sameValues(a: Float64Array, b: Float64Array): boolean {

@@ -7,6 +7,7 @@ import { parseScenario } from "../../src/scenario/scenario.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { runScenario, type RunOutcome } from "../../src/run/pipeline.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
+import type { DeviceSpec, Scenario } from "../../src/ir/spec.ts";
 
 const silent = pino({ level: "silent" });
 const specs = loadPresets();
@@ -23,7 +24,26 @@ function skipped(out: RunOutcome): number {
   return out.kind === "done" ? out.ops.reduce((n, o) => n + (o.steady?.periods ?? 0), 0) : 0;
 }
 
+/** Runs `scn` on `spec` twice, every event and skipping every repeat found; their outcomes, and the periods skipped. */
+function both(scn: Scenario, spec: DeviceSpec): { full: string; fast: string; periods: number } {
+  const full = runScenario(scn, spec, silent, { noFastForward: true });
+  const fast = runScenario(scn, spec, silent, { fastForwardMinSkip: 0 });
+  return { full: comparable(full), fast: comparable(fast), periods: skipped(fast) };
+}
+
 describe("skipping periods once the state repeats", () => {
+  it("gives a two-node all-reduce (network proxies, hierarchical and flat) the same times, size by size", () => {
+    // The published legacy series' shape (the two-node points of a fit): 64 ranks on two trn1 nodes.
+    let periods = 0;
+    for (const bytes of [1 << 20, 8 << 20, (8 << 20) + 12, 64 << 20]) {
+      const scn = parseScenario("two-node.json", { name: "two-node", instance: "trn1-legacy", ranks: 64, ranksPerDevice: 2, nodes: 2, algorithm: "auto", check: "none", ops: [{ op: "all-reduce", bytes, dtype: "fp32", reduce: "sum" }] });
+      const r = both(scn, loadDevice("trn1-legacy"));
+      expect(r.fast, `${bytes} B`).toBe(r.full);
+      periods += r.periods;
+    }
+    expect(periods).toBeGreaterThan(0);
+  }, 120_000);
+
   it(`gives every generated configuration the same times, events and counters as the full run (${CASES} cases, odd and round sizes, every preset)`, () => {
     // Ops big enough to repeat many times (64 MiB to 256 MiB, odd sizes among them), groups small
     // enough to run twice in a fraction of a second; channels, priorities and a second stream varied.
