@@ -78,9 +78,9 @@ interface RingData {
 class RingCursor {
   protected readonly data: RingData;
   private cur: Uint32Array | undefined;
-  private base = 0;
-  private lo = 0;
-  private hi = 0;
+  protected base = 0;
+  protected lo = 0;
+  protected hi = 0;
   /** Where `words` found its descriptor: its first word's index. */
   at = 0;
   constructor(data: RingData) {
@@ -119,6 +119,18 @@ class RingCursor {
   }
 }
 
+/**
+ * A reader that goes back and forth (steady state's comparisons): the page it read last may have
+ * been dropped since, and handed out again, so it looks again when its page is no longer held.
+ */
+class RereadingCursor extends RingCursor {
+  override words(i: number): Uint32Array {
+    const pages = this.data.pages;
+    if (pages && !pages.holds(this.base)) this.lo = this.hi = 0;
+    return super.words(i);
+  }
+}
+
 /** Descriptors `x` and `y` of a ring side act alike when run: same words, but for addresses the judge finds alike. */
 type AddressJudge = (a: number, b: number, len: number) => boolean;
 
@@ -150,8 +162,8 @@ export class RingSide extends RingCursor {
 
   /** Steady state: this side as an input, its descriptors' addresses judged alike by `judge`. */
   steadyInput(judge: AddressJudge): SteadyInput {
-    const a = new RingCursor(this.data);
-    const b = new RingCursor(this.data);
+    const a = new RereadingCursor(this.data);
+    const b = new RereadingCursor(this.data);
     return {
       count: this.count,
       alike: (x, y) => {

@@ -123,7 +123,7 @@ export class SteadyVisitor {
       this.hi.push(hi);
       return x;
     }
-    return x + this.shift!.periods * this.shift!.pos[this.ip++]!;
+    return moved(x, this.shift!.periods, this.shift!.pos[this.ip++]!);
   }
 
   /** A counter (events, packets, busy time): grows by what a period adds. */
@@ -132,7 +132,7 @@ export class SteadyVisitor {
       this.counts.push(c);
       return c;
     }
-    return c + this.shift!.periods * this.shift!.counts[this.ic++]!;
+    return moved(c, this.shift!.periods, this.shift!.counts[this.ic++]!);
   }
 
   /** A level that must come back each period, or, `free`, may drift by a fixed step (its index is returned). */
@@ -142,7 +142,7 @@ export class SteadyVisitor {
       this.free.push(free);
       return x;
     }
-    return x + this.shift!.periods * this.shift!.levels[this.il++]!;
+    return moved(x, this.shift!.periods, this.shift!.levels[this.il++]!);
   }
 
   /** The index the next `level` call takes. */
@@ -152,7 +152,7 @@ export class SteadyVisitor {
 
   /** `x`, a threshold on level `i`, shifted with it (jump); nothing to save (the caller saves it relative). */
   drift(i: number, x: number): number {
-    return this.mode === Mode.SAVE ? x : x + this.shift!.periods * this.shift!.levels[i]!;
+    return this.mode === Mode.SAVE ? x : moved(x, this.shift!.periods, this.shift!.levels[i]!);
   }
 
   /** A callback: a declared one by its id, a tagged one by what its tag says, any other makes the state opaque. */
@@ -175,4 +175,9 @@ export class SteadyVisitor {
     this.vals.push(b.length);
     for (let i = 0; i < b.length; i++) this.vals.push(b[i]!);
   }
+}
+
+/** `x` moved by `n` steps of `d`; unchanged when a step is nothing (a counter at -0, a time's wide zero, stays -0: the same value, printed alike). */
+function moved(x: number, n: number, d: number): number {
+  return d === 0 ? x : x + n * d;
 }

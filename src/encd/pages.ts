@@ -116,6 +116,11 @@ export class DescPages implements DescSlot {
     }
   }
 
+  /** Descriptor `i`'s page is still held (not dropped: a dropped page is handed out again). */
+  holds(i: number): boolean {
+    return !this.scratch && i >>> PAGE_SHIFT >= this.first && i < this.count;
+  }
+
   /** Drop the pages wholly below descriptor `upTo` (they have been run). */
   release(upTo: number): void {
     const drop = (upTo >>> PAGE_SHIFT) - this.first;

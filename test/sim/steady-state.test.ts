@@ -14,10 +14,11 @@ const specs = loadPresets();
 /** Cases compared (CCSIM_STEADY_CASES=500 for the figure). */
 const CASES = Number(process.env.CCSIM_STEADY_CASES ?? 40);
 
-/** What a run reports, but for wall-clock time and what skipping did. */
+/** What a run reports, but for wall-clock time and what skipping did (a -0 told from a 0, as toEqual does). */
 function comparable(out: RunOutcome): string {
-  if (out.kind === "hang") return JSON.stringify({ hang: out.hang, op: out.op });
-  return JSON.stringify({ ops: out.ops.map(({ wallMs: _w, steady: _s, ...o }) => o), concurrent: out.concurrent });
+  const signed = (_k: string, v: unknown) => (Object.is(v, -0) ? "-0" : v);
+  if (out.kind === "hang") return JSON.stringify({ hang: out.hang, op: out.op }, signed);
+  return JSON.stringify({ ops: out.ops.map(({ wallMs: _w, steady: _s, ...o }) => o), concurrent: out.concurrent }, signed);
 }
 
 function skipped(out: RunOutcome): number {
