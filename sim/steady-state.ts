@@ -43,15 +43,22 @@ export interface SteadyParts {
  * Marks compared back: as many as hold this many values in all (a ring of N ranks comes back to
  * the same state after N chunks: ring8 1 GiB's period is 264 marks of 1,100 values).
  */
-const HISTORY_VALUES = 1 << 22;
-/** Units of an input the history keeps from being dropped (a streamed ring's descriptors), at most: 1 MiB of descriptors a ring side. */
-const PIN_UNITS = 1 << 16;
-/** Units of an input compared ahead before a jump (bounds what a streamed ring holds at once). */
-const ROUND_UNITS = 1 << 20;
+const HISTORY_VALUES = 1 << 21;
+/**
+ * Units the history keeps from being dropped (a streamed ring's descriptors, counted from each of
+ * a side's head and tail): at most 2 Mi, 32 MiB of descriptors (ring8 1 GiB's period keeps 0.75 Mi).
+ */
+const PIN_UNITS = 1 << 21;
+/**
+ * Units of an input compared ahead before a jump, then the next round: a streamed program is
+ * composed as far as the comparisons read, so this bounds what it holds (ring8 1 GiB compared
+ * whole before its one jump held its 130 MB of descriptors at once).
+ */
+const ROUND_UNITS = 1 << 13;
 /** Numbers of state read per event run, at most, before marks are looked at less often (up to every MAX_EVERY-th). */
 const READ_PER_EVENT = 2;
 /** Events run after which a run that has skipped fewer than it ran stops looking. */
-const GIVE_UP_EVENTS = 1 << 20;
+const GIVE_UP_EVENTS = 1 << 19;
 /** Marks looked at without comparing, at most, after fruitless comparisons. */
 const MAX_BACKOFF = 64;
 const MAX_EVERY = 1024;
@@ -369,12 +376,12 @@ class Period {
   }
 }
 
-/** The most units of one input that remembering marks from `oldest` to `latest` keeps. */
+/** Units of streamed inputs that remembering marks from `oldest` to `latest` keeps (from each position). */
 function pins(oldest: Snapshot, latest: Snapshot): number {
   if (oldest.pos.length !== latest.pos.length) return 0;
-  let most = 0;
-  for (let i = 0; i < latest.pos.length; i++) most = Math.max(most, latest.pos[i]! - oldest.pos[i]! + oldest.lo[i]!);
-  return most;
+  let n = 0;
+  for (let i = 0; i < latest.pos.length; i++) if (latest.inputs[i]!.keepFrom) n += Math.max(0, latest.pos[i]! - oldest.pos[i]! + oldest.lo[i]!);
+  return n;
 }
 
 function sameList<T>(a: readonly T[], b: readonly T[]): boolean {

@@ -278,6 +278,11 @@ export class DmaQueue {
     this.rxTail = v.position(this.rxTail, rx);
     v.same(this.txTail - this.txHead);
     v.same(this.rxTail - this.rxHead);
+    // (A jump's skipped descriptors are run: their pages go.)
+    if (v.mode === Mode.JUMP) {
+      this.tx.release(this.txHead);
+      this.rx.release(this.rxHead);
+    }
     this.lastLand = v.time(this.lastLand);
     this.landings.steady(v);
   }
