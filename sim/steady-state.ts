@@ -43,7 +43,7 @@ export interface SteadyParts {
  * Marks compared back: as many as hold this many values in all (a ring of N ranks comes back to
  * the same state after N chunks: ring8 1 GiB's period is 264 marks of 1,100 values).
  */
-const HISTORY_VALUES = 1 << 21;
+const HISTORY_VALUES = 1 << 22;
 /**
  * Units the history keeps from being dropped (a streamed ring's descriptors, counted from each of
  * a side's head and tail): at most 2 Mi, 32 MiB of descriptors (ring8 1 GiB's period keeps 0.75 Mi).
@@ -56,9 +56,9 @@ const PIN_UNITS = 1 << 21;
  */
 const ROUND_UNITS = 1 << 13;
 /** Numbers of state read per event run, at most, before marks are looked at less often (up to every MAX_EVERY-th). */
-const READ_PER_EVENT = 2;
+const READ_PER_EVENT = 4;
 /** Events run after which a run that has skipped fewer than it ran stops looking. */
-const GIVE_UP_EVENTS = 1 << 19;
+const GIVE_UP_EVENTS = 1 << 20;
 /** Marks looked at without comparing, at most, after fruitless comparisons. */
 const MAX_BACKOFF = 64;
 const MAX_EVERY = 1024;

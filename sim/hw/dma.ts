@@ -63,29 +63,41 @@ export interface LocalMemory {
   droppedAround(offset: number): Region | undefined;
 }
 
-/** What a ring side reads its descriptors from: the whole ring, or a streamed one's pages and feed. */
-interface RingData {
-  readonly count: number;
-  readonly whole: Uint8Array | undefined;
-  readonly pages: DescPages | undefined;
-  readonly feed: DescriptorFeed | undefined;
-}
-
 /**
- * A reader of a ring's descriptors: the words of the last descriptor's page (or of the whole ring)
- * looked up, descriptor `base` at word 0, descriptors [lo, hi) held then.
+ * One side of a queue's ring: the whole ring as emitted, or a streamed one whose descriptors arrive
+ * (from the program's feed) when the engine reaches them and whose run pages are dropped.
  */
-class RingCursor {
-  protected readonly data: RingData;
+export class RingSide {
+  /** Descriptors in the ring (over the whole program). */
+  readonly count: number;
+  private readonly whole: Uint8Array | undefined;
+  private readonly pages: DescPages | undefined;
+  private readonly feed: DescriptorFeed | undefined;
+  /** Steady state: descriptors from here on are kept (compared with later ones), even once run. */
+  private keep = Number.POSITIVE_INFINITY;
+  private released = 0;
+  private constructor(count: number, whole: Uint8Array | undefined, pages: DescPages | undefined, feed: DescriptorFeed | undefined) {
+    this.count = count;
+    this.whole = whole;
+    this.pages = pages;
+    this.feed = feed;
+  }
+  static whole(bytes: Uint8Array): RingSide {
+    return new RingSide(bytes.length / DESC_BYTES, bytes, undefined, undefined);
+  }
+  static streamed(pages: DescPages, count: number, feed: DescriptorFeed | undefined): RingSide {
+    return new RingSide(count, undefined, pages, feed);
+  }
+  /**
+   * The words of the last descriptor's page (or of the whole ring) looked up: descriptor `base`
+   * at word 0, descriptors [lo, hi) held then (indices only grow).
+   */
   private cur: Uint32Array | undefined;
-  protected base = 0;
-  protected lo = 0;
-  protected hi = 0;
+  private base = 0;
+  private lo = 0;
+  private hi = 0;
   /** Where `words` found its descriptor: its first word's index. */
   at = 0;
-  constructor(data: RingData) {
-    this.data = data;
-  }
 
   /** The little-endian words holding descriptor `i` (it starts at word `at`), fed first if it has not arrived. */
   words(i: number): Uint32Array {
@@ -97,73 +109,42 @@ class RingCursor {
   }
 
   private load(i: number): Uint32Array {
-    const d = this.data;
-    if (d.whole) {
-      this.cur = wordsOf(d.whole);
-      this.base = 0;
-      this.lo = 0;
-      this.hi = d.count;
-    } else {
-      const pages = d.pages!;
-      while (i >= pages.count) {
-        if (!d.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${d.count} never arrived: its feed ended at ${pages.count}`, { value: i });
-      }
-      // The rest of its page that has arrived (a page is never dropped before the engine passes it).
-      this.cur = wordsOf(pages.page(i));
-      this.base = i - (i % PAGE_DESCS);
-      this.lo = i;
-      this.hi = Math.min(pages.count, this.base + PAGE_DESCS);
-    }
+    const page = this.pageOf(i);
+    this.cur = page.words;
+    this.base = page.base;
+    this.lo = i;
+    this.hi = page.hi;
     this.at = (i - this.base) << 2;
     return this.cur;
   }
-}
 
-/**
- * A reader that goes back and forth (steady state's comparisons): the page it read last may have
- * been dropped since, and handed out again, so it looks again when its page is no longer held.
- */
-class RereadingCursor extends RingCursor {
-  override words(i: number): Uint32Array {
-    const pages = this.data.pages;
-    if (pages && !pages.holds(this.base)) this.lo = this.hi = 0;
-    return super.words(i);
+  /** The words of the page (or whole ring) holding descriptor `i`: descriptors [base, hi) in it, `i` fed first if it has not arrived. */
+  pageOf(i: number): { readonly words: Uint32Array; readonly base: number; readonly hi: number } {
+    if (this.whole) return { words: wordsOf(this.whole), base: 0, hi: this.count };
+    const pages = this.pages!;
+    while (i >= pages.count) {
+      if (!this.feed?.pull()) throw new SimError("SIM1312", `descriptor ${i} of a streamed ring of ${this.count} never arrived: its feed ended at ${pages.count}`, { value: i });
+    }
+    // The rest of its page that has arrived (a page is never dropped before the engine passes it).
+    const base = i - (i % PAGE_DESCS);
+    return { words: wordsOf(pages.page(i)), base, hi: Math.min(pages.count, base + PAGE_DESCS) };
   }
-}
 
-/** Descriptors `x` and `y` of a ring side act alike when run: same words, but for addresses the judge finds alike. */
-type AddressJudge = (a: number, b: number, len: number) => boolean;
-
-/**
- * One side of a queue's ring: the whole ring as emitted, or a streamed one whose descriptors arrive
- * (from the program's feed) when the engine reaches them and whose run pages are dropped.
- */
-export class RingSide extends RingCursor {
-  /** Descriptors in the ring (over the whole program). */
-  readonly count: number;
-  /** Steady state: descriptors from here on are kept (compared with later ones), even once run. */
-  private keep = Number.POSITIVE_INFINITY;
-  private released = 0;
-  private constructor(data: RingData) {
-    super(data);
-    this.count = data.count;
-  }
-  static whole(bytes: Uint8Array): RingSide {
-    return new RingSide({ count: bytes.length / DESC_BYTES, whole: bytes, pages: undefined, feed: undefined });
-  }
-  static streamed(pages: DescPages, count: number, feed: DescriptorFeed | undefined): RingSide {
-    return new RingSide({ count, whole: undefined, pages, feed });
-  }
   /** The engine has run every descriptor below `upTo`. */
   release(upTo: number): void {
     this.released = upTo;
-    this.data.pages?.release(Math.min(upTo, this.keep));
+    this.pages?.release(Math.min(upTo, this.keep));
+  }
+
+  /** Steady state: descriptor `i`'s page is still held (a dropped page is handed out again). */
+  holds(i: number): boolean {
+    return !this.pages || this.pages.holds(i);
   }
 
   /** Steady state: this side as an input, its descriptors' addresses judged alike by `judge`. */
   steadyInput(judge: AddressJudge): SteadyInput {
-    const a = new RereadingCursor(this.data);
-    const b = new RereadingCursor(this.data);
+    const a = new RereadingCursor(this);
+    const b = new RereadingCursor(this);
     return {
       count: this.count,
       alike: (x, y) => {
@@ -179,11 +160,36 @@ export class RingSide extends RingCursor {
       },
       keepFrom: (x) => {
         this.keep = x;
-        this.data.pages?.release(Math.min(this.released, x));
+        this.pages?.release(Math.min(this.released, x));
       },
     };
   }
 }
+
+/**
+ * A reader of a ring side that goes back and forth (steady state's comparisons), a page at a
+ * time: the page it read last may have been dropped since, and handed out again, so it looks
+ * again when that page is no longer held.
+ */
+class RereadingCursor {
+  private readonly side: RingSide;
+  private page: { readonly words: Uint32Array; readonly base: number; readonly hi: number } | undefined;
+  /** Where `words` found its descriptor: its first word's index. */
+  at = 0;
+  constructor(side: RingSide) {
+    this.side = side;
+  }
+
+  words(i: number): Uint32Array {
+    let p = this.page;
+    if (!p || i < p.base || i >= p.hi || !this.side.holds(p.base)) p = this.page = this.side.pageOf(i);
+    this.at = (i - p.base) << 2;
+    return p.words;
+  }
+}
+
+/** Descriptors `x` and `y` of a ring side act alike when run: same words, but for addresses the judge finds alike. */
+type AddressJudge = (a: number, b: number, len: number) => boolean;
 
 /** A write waiting to land (a record of `Landings`, reused). */
 interface Landing {

@@ -138,7 +138,7 @@ export class ProxyQueue {
       for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, remote, ONE, 4, wacc);
     };
     // (Its effect is its entry's, k entries back: entries alike land alike.)
-    kern.at(land, Prio.LAND, steadyTag(landing, { steady: (v) => this.steadyLanding(v, k, data !== undefined || wacc !== undefined || stream !== undefined) }));
+    kern.at(land, Prio.LAND, kern.onMark ? steadyTag(landing, { steady: (v) => this.steadyLanding(v, k, data !== undefined || wacc !== undefined || stream !== undefined) }) : landing);
   }
 
   /** Steady state: the entries as an input (entries alike trigger, send and land alike). */

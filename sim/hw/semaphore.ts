@@ -80,8 +80,9 @@ export class SemaphoreBlock {
     let kept = 0;
     for (let i = 0; i < list.length; i++) {
       const w = list[i]!;
-      if (value >= w.target) this.kernel.after(this.wakePs, Prio.WAKE, steadyTag(() => this.waitGe(w.sema, w.target, w.release), { steady: (v) => this.steadyWaiter(v, w) }));
-      else list[kept++] = w;
+      if (value < w.target) list[kept++] = w;
+      else if (this.kernel.onMark) this.kernel.after(this.wakePs, Prio.WAKE, steadyTag(() => this.waitGe(w.sema, w.target, w.release), { steady: (v) => this.steadyWaiter(v, w) }));
+      else this.kernel.after(this.wakePs, Prio.WAKE, () => this.waitGe(w.sema, w.target, w.release));
     }
     list.length = kept;
   }
