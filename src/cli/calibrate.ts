@@ -72,6 +72,8 @@ time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
                      descriptor rings (default 1G; 0: none) to run the trials without recompiling: the composer reads
                      no rate, latency or cost, so a trial that moves only those runs the points'
                      programs again (a program not kept compiles each trial)
+  --no-fastforward   every point runs every event (by default a point skips whole periods once its
+                     state repeats: the same picoseconds; npm run sim -- --help)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
                      table) and the README's "How accurate are the estimates" section
   --shard I/N|auto --out F  run shard I of N of the points (with or without --cross-validate; not --fit,
@@ -109,6 +111,8 @@ interface Opts {
   params: string[] | undefined;
   /** --keep-programs SIZE: descriptor rings a fit keeps to run its trials without recompiling. */
   keepPrograms: number;
+  /** --no-fastforward: every point runs every event (no period skipped once its state repeats). */
+  noFastForward: boolean;
   /** --shard I/N | auto (--shards N): run one shard of the points, write them to --out. */
   shard: ShardSpec | "auto" | undefined;
   shards: number | undefined;
@@ -118,7 +122,7 @@ interface Opts {
 const KEEP_PROGRAMS = 2 ** 30;
 
 function parse(argv: readonly string[]): Opts | "help" {
-  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, cvRounds: 0, write: false, jobs: defaultJobs(), params: undefined, keepPrograms: KEEP_PROGRAMS, shard: undefined, shards: undefined };
+  const o: Opts = { json: false, fit: false, cv: false, writeAccuracy: false, maxBytes: Number.MAX_SAFE_INTEGER, only: [], from: [], command: undefined, instance: "trn1", out: undefined, rounds: 6, cvRounds: 0, write: false, jobs: defaultJobs(), params: undefined, keepPrograms: KEEP_PROGRAMS, noFastForward: false, shard: undefined, shards: undefined };
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = (): string => {
@@ -143,6 +147,7 @@ function parse(argv: readonly string[]): Opts | "help" {
       const v = value();
       o.keepPrograms = v === "0" ? 0 : parseSize(v, t);
     }
+    else if (t === "--no-fastforward") o.noFastForward = true;
     else if (t === "--series") o.only.push(value());
     else if (t === "--command") o.command = value();
     else if (t === "--instance") o.instance = value();
@@ -243,7 +248,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       const mine = series.filter((s) => s.instance === inst);
       const spec = specs.get(inst)!;
       // (A fit's trials, and held-out refits that search, run the points again: their programs are kept.)
-      const ev = new Evaluator(mine, o.maxBytes, o.jobs, undefined, preload, o.fit || o.cvRounds > 0 ? o.keepPrograms : 0);
+      const ev = new Evaluator(mine, o.maxBytes, o.jobs, undefined, preload, o.fit || o.cvRounds > 0 ? o.keepPrograms : 0, o.noFastForward);
       const shipped = ev.run(spec);
       lines.push(...pointLines(mine, shipped));
       const sm = summarize(shipped);
@@ -312,7 +317,7 @@ function runShard(o: Opts, shard: ShardSpec, argv: readonly string[], series: re
   const pieces: { index: number; result: unknown }[] = [];
   let offset = 0;
   for (const { inst, mine } of groups) {
-    const ev = new Evaluator(mine, o.maxBytes, o.jobs);
+    const ev = new Evaluator(mine, o.maxBytes, o.jobs, undefined, undefined, 0, o.noFastForward);
     const at = offset;
     for (const x of ev.prime(specs.get(inst)!, (k) => owner[at + k] === shard.index)) pieces.push({ index: at + x.index, result: { key: x.key, result: x.result } });
     offset += mine.reduce((n, s) => n + s.points.filter((p) => p.bytes <= o.maxBytes).length, 0);
@@ -352,7 +357,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   if (eras.size > 1) throw new LogError(o.from.join(", "), 0, "logs of both runtime eras (integer time(us) and time:avg(us)): one preset models one runtime; fit each era on its own");
   if (series.every((s) => s.points.every((p) => p.bytes > o.maxBytes))) throw new LogError(o.from.join(", "), 0, `no point is at most --max-bytes ${o.maxBytes} B: nothing to fit`);
   const t0 = Date.now();
-  const ev = new Evaluator(series, o.maxBytes, o.jobs, undefined, undefined, o.keepPrograms);
+  const ev = new Evaluator(series, o.maxBytes, o.jobs, undefined, undefined, o.keepPrograms, o.noFastForward);
   // Logs may come from another runtime than the seed's: its selection windows are free too.
   const all = deviceParams(start, series, { windows: true });
   const params = o.params ? all.filter((p) => o.params!.includes(p.field)) : all;

@@ -124,7 +124,7 @@ function pointRun(o: OpOutcome): PointRun {
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
  */
-function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool): ({ run: PointRun } | { error: string })[] {
+function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
@@ -135,7 +135,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
       // A program compiled for an earlier trial runs again; one not yet kept comes back to be.
       const key = programs ? programKey(scenario, spec, true) : "";
       const program = programs?.get(key);
-      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(program ? { program } : programs?.open ? { keepProgram: true } : {}) });
+      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(noFastForward ? { noFastForward } : {}), ...(program ? { program } : programs?.open ? { keepProgram: true } : {}) });
       at.push(k);
       keys.push(key);
     } catch (e) {
@@ -298,6 +298,8 @@ export class Evaluator {
     preload?: ReadonlyMap<string, PointResult>,
     /** Keep compiled programs to run again under other timing (a fit's trials): up to this many bytes of descriptor rings (0: none). */
     reuseBytes = 0,
+    /** Run every event of every point (--no-fastforward). */
+    readonly noFastForward = false,
   ) {
     this.cache = new Map(preload ?? []);
     this.programs = reuseBytes > 0 ? new ProgramCache(reuseBytes) : undefined;
@@ -338,7 +340,7 @@ export class Evaluator {
     this.pointsRun += missing.length;
     // (Trials that keep programs keep their worker threads too: started once, not each trial.)
     if (this.programs && this.jobs > 1) this.pool ??= new WorkerPool();
-    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool);
+    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward);
     missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
     this.onTrial?.();
   }
