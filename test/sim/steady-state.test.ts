@@ -8,6 +8,8 @@ import { loadDevice } from "../../src/run/load.ts";
 import { runScenario, type RunOutcome } from "../../src/run/pipeline.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../../src/ir/spec.ts";
+import { runSim } from "../run-sim.ts";
+import { EXIT } from "../../src/cli/sim.ts";
 
 const silent = pino({ level: "silent" });
 const specs = loadPresets();
@@ -80,4 +82,18 @@ describe("skipping periods once the state repeats", () => {
     expect(ran).toBeGreaterThan(CASES / 2);
     expect(jumped).toBeGreaterThan(ran / 5);
   }, 600_000);
+
+  it("the command line skips periods by default, says so in --explain, and --no-fastforward prints the same table", () => {
+    const args = ["scenarios/ring8.json", "-b", "256M", "-e", "256M", "--op", "all-reduce", "--check", "none"];
+    const explained = runSim([...args, "--explain"]);
+    expect(explained.code, explained.err).toBe(EXIT.OK);
+    expect(explained.out).toMatch(/op 0: steady state: [1-9]\d* periods skipped in 1 jump \([\d.]+ us of simulated time, \d+ events\), the same picoseconds as running them/);
+    const fast = runSim([...args, "--json"]);
+    const full = runSim([...args, "--json", "--no-fastforward"]);
+    expect(full.code).toBe(EXIT.OK);
+    expect(fast.out).toBe(full.out);
+    // A run too short to repeat says that nothing was skipped; a values check never skips.
+    expect(runSim(["scenarios/ring8.json", "-b", "4K", "-e", "4K", "--op", "all-reduce", "--check", "none", "--explain"]).out).toMatch(/op 0: no period skipped/);
+    expect(runSim(["scenarios/ring8.json", "--explain"]).out).not.toMatch(/steady state|period skipped/);
+  }, 60_000);
 });
