@@ -244,7 +244,9 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   }
   for (const p of proxies) p.start();
   const maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
-  steady = opts.fastForward !== false && !opts.storePayload && !races && !symbolic && !trace && faults.length === 0 ? steadyState(kernel, fabric, devices, proxies, maxEvents, opts.fastForwardMinSkip, (v) => {
+  // (A program of fewer than STEADY_MIN_DESCRIPTORS descriptors has too few periods to skip for the looking to pay.)
+  const big = opts.fastForwardMinSkip !== undefined || descriptorsOf(image) >= STEADY_MIN_DESCRIPTORS;
+  steady = opts.fastForward !== false && big && !opts.storePayload && !races && !symbolic && !trace && faults.length === 0 ? steadyState(kernel, fabric, devices, proxies, maxEvents, opts.fastForwardMinSkip, (v) => {
     v.same(opEnd.length);
     for (const t of opEnd) v.same(t ?? -1);
     v.same(violations.length);
@@ -282,6 +284,16 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   };
 }
 
+/** Descriptors of a program below which a timing-only run does not look for a period (ring8's 256 MiB all-reduce has 2 M; a repeat of a few periods skips little). */
+const STEADY_MIN_DESCRIPTORS = 1 << 20;
+
+/** The descriptors the program's rings hold (a streamed ring's whole count). */
+function descriptorsOf(image: ProgramImage): number {
+  let n = 0;
+  for (const d of image.devices) for (const q of d.queues) n += q.streamed ? q.streamed.txCount + q.streamed.rxCount : (q.tx.length + q.rx.length) / DESC_BYTES;
+  return n;
+}
+
 /** The steady-state search over the machine, marked by the steps of the first TopSP's first channel. */
 function steadyState(kernel: Kernel, fabric: Fabric, devices: ReadonlyMap<number, DeviceModel>, proxies: readonly ProxyQueue[], maxEvents: number, minSkip: number | undefined, rest: (v: SteadyVisitor) => void): SteadyState | undefined {
   const models = [...devices.keys()].sort((a, b) => a - b).map((d) => devices.get(d)!);
@@ -306,8 +318,7 @@ function inside(regions: readonly Region[], off: number, len: number): boolean {
 /** A kernel tick that reports progress at most once every `everyMs` of wall time. */
 function progressTick(kernel: Kernel, devices: ReadonlyMap<number, { readonly engines: ReadonlyMap<number, DmaEngine> }>, image: ProgramImage, report: (p: RunProgress) => void, everyMs: number): () => void {
   // The rings' descriptors: a streamed ring's whole count (it fills as the run goes), another's as loaded.
-  let descriptors = 0;
-  for (const d of image.devices) for (const q of d.queues) descriptors += q.streamed ? q.streamed.txCount + q.streamed.rxCount : (q.tx.length + q.rx.length) / DESC_BYTES;
+  const descriptors = descriptorsOf(image);
   let last = performance.now();
   return () => {
     const now = performance.now();

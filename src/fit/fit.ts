@@ -124,7 +124,7 @@ function pointRun(o: OpOutcome): PointRun {
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
  */
-function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false): ({ run: PointRun } | { error: string })[] {
+function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
@@ -135,7 +135,9 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
       // A program compiled for an earlier trial runs again; one not yet kept comes back to be.
       const key = programs ? programKey(scenario, spec, true) : "";
       const program = programs?.get(key);
-      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(noFastForward ? { noFastForward } : {}), ...(program ? { program } : programs?.open ? { keepProgram: true } : {}) });
+      // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
+      const full = noFastForward || (program !== undefined && fruitless?.has(key) === true);
+      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program } : programs?.open ? { keepProgram: true } : {}) });
       at.push(k);
       keys.push(key);
     } catch (e) {
@@ -147,6 +149,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
   results.forEach((r, i) => {
     const k = at[i]!;
     if (r.kind === "done" && r.program) programs!.offer(keys[i]!, r.program);
+    if (r.kind === "done" && programs && r.outcome.steady?.periods === 0) fruitless?.add(keys[i]!);
     if (r.kind === "done") out[k] = { run: pointRun(r.outcome) };
     else if (r.kind === "hang") out[k] = { error: `${points[k]!.s.id} hung at ${points[k]!.bytes} B` };
     else out[k] = { error: (revive(r.error) as CcsimError).render() };
@@ -306,6 +309,8 @@ export class Evaluator {
   }
   /** Programs kept for the next trials (trials without recompiling). */
   readonly programs: ProgramCache | undefined;
+  /** Kept programs whose run skipped no period: the next trials run them without looking. */
+  private readonly fruitless = new Set<string>();
   private pool: WorkerPool | undefined;
 
   /** Stop the worker threads kept for the trials (the programs stay). */
@@ -340,7 +345,7 @@ export class Evaluator {
     this.pointsRun += missing.length;
     // (Trials that keep programs keep their worker threads too: started once, not each trial.)
     if (this.programs && this.jobs > 1) this.pool ??= new WorkerPool();
-    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward);
+    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward, this.fruitless);
     missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
     this.onTrial?.();
   }

@@ -92,8 +92,8 @@ describe("skipping periods once the state repeats", () => {
     const full = runSim([...args, "--json", "--no-fastforward"]);
     expect(full.code).toBe(EXIT.OK);
     expect(fast.out).toBe(full.out);
-    // A run too short to repeat says that nothing was skipped; a values check never skips.
-    expect(runSim(["scenarios/ring8.json", "-b", "4K", "-e", "4K", "--op", "all-reduce", "--check", "none", "--explain"]).out).toMatch(/op 0: no period skipped/);
+    // A program too small to repeat much (under 1 Mi descriptors) is not looked at, nor is a values check.
+    expect(runSim(["scenarios/ring8.json", "-b", "4K", "-e", "4K", "--op", "all-reduce", "--check", "none", "--explain"]).out).not.toMatch(/steady state|period skipped/);
     expect(runSim(["scenarios/ring8.json", "--explain"]).out).not.toMatch(/steady state|period skipped/);
   }, 60_000);
 });
