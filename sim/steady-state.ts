@@ -9,7 +9,7 @@
 // exactly, so the state is shifted by that many periods at once. What the state cannot say (a
 // callback of a mesh tape, a barrier, a fault) is never matched: such runs go the full way.
 import type { Kernel, Resource } from "./kernel/kernel.ts";
-import { SteadyVisitor, type SteadyInput } from "./kernel/steady.ts";
+import { SteadyVisitor, type PeriodStep, type SteadyInput } from "./kernel/steady.ts";
 import type { DeviceModel } from "./image-loader.ts";
 import type { ProxyQueue } from "./hw/proxy.ts";
 import type { SemaphoreBlock } from "./hw/semaphore.ts";
@@ -207,9 +207,9 @@ export class SteadyState {
   private skip(p: Period, periods: number): void {
     let n = periods;
     while (n > 0) {
-      this.visit(SteadyVisitor.jump(this.parts.kernel.now, { periods: n, dt: p.dt, pos: p.pos, counts: p.counts, levels: p.levels }));
+      this.visit(SteadyVisitor.jump(this.parts.kernel.now, { periods: n, step: p.step }));
       this.periods += n;
-      this.skippedPs += n * p.dt;
+      this.skippedPs += n * p.step.dt;
       this.skippedEvents += n * p.events;
       const limit = this.limit(p);
       p.advance(n);
@@ -292,20 +292,14 @@ interface Stride {
 
 /** A period: the run from mark `a` to mark `b`, whose states are the same. */
 class Period {
-  readonly dt: number;
-  readonly pos: readonly number[];
-  readonly counts: readonly number[];
-  readonly levels: readonly number[];
+  readonly step: PeriodStep;
   /** Events a period runs (the kernel's count is the first counter: the semaphores before it say levels only). */
   readonly events: number;
   readonly maxStride: number;
   private readonly moving: readonly Stride[];
 
   private constructor(dt: number, pos: number[], counts: number[], levels: number[], moving: Stride[]) {
-    this.dt = dt;
-    this.pos = pos;
-    this.counts = counts;
-    this.levels = levels;
+    this.step = { dt, pos, counts, levels };
     this.events = counts[0] ?? 0;
     this.moving = moving;
     this.maxStride = Math.max(...moving.map((x) => x.d));

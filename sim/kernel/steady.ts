@@ -55,13 +55,18 @@ export function steadyTag<F extends object>(fn: F, tag: SteadyTag): F {
 export const Mode = { SAVE: 0, JUMP: 1 } as const;
 type Mode = (typeof Mode)[keyof typeof Mode];
 
-/** The shift a jump applies: `periods` periods of `dt` picoseconds, each moving positions, counters and levels by these. */
-export interface Shift {
-  readonly periods: number;
+/** What one period moves: time by `dt` picoseconds, and positions, counters and levels by these. */
+export interface PeriodStep {
   readonly dt: number;
   readonly pos: readonly number[];
   readonly counts: readonly number[];
   readonly levels: readonly number[];
+}
+
+/** The shift a jump applies: `periods` periods of `step`. */
+export interface Shift {
+  readonly periods: number;
+  readonly step: PeriodStep;
 }
 
 export class SteadyVisitor {
@@ -111,7 +116,7 @@ export class SteadyVisitor {
       this.vals.push(t > this.now ? t - this.now : 0);
       return t;
     }
-    return t + this.shift!.periods * this.shift!.dt;
+    return t + this.shift!.periods * this.shift!.step.dt;
   }
 
   /** A position in `input`; a period may read its units from `x - lo` to `x + hi`. */
@@ -123,7 +128,7 @@ export class SteadyVisitor {
       this.hi.push(hi);
       return x;
     }
-    return moved(x, this.shift!.periods, this.shift!.pos[this.ip++]!);
+    return moved(x, this.shift!.periods, this.shift!.step.pos[this.ip++]!);
   }
 
   /** A counter (events, packets, busy time): grows by what a period adds. */
@@ -132,7 +137,7 @@ export class SteadyVisitor {
       this.counts.push(c);
       return c;
     }
-    return moved(c, this.shift!.periods, this.shift!.counts[this.ic++]!);
+    return moved(c, this.shift!.periods, this.shift!.step.counts[this.ic++]!);
   }
 
   /** A level that must come back each period, or, `free`, may drift by a fixed step (its index is returned). */
@@ -142,7 +147,7 @@ export class SteadyVisitor {
       this.free.push(free);
       return x;
     }
-    return moved(x, this.shift!.periods, this.shift!.levels[this.il++]!);
+    return moved(x, this.shift!.periods, this.shift!.step.levels[this.il++]!);
   }
 
   /** The index the next `level` call takes. */
@@ -152,7 +157,7 @@ export class SteadyVisitor {
 
   /** `x`, a threshold on level `i`, shifted with it (jump); nothing to save (the caller saves it relative). */
   drift(i: number, x: number): number {
-    return this.mode === Mode.SAVE ? x : moved(x, this.shift!.periods, this.shift!.levels[i]!);
+    return this.mode === Mode.SAVE ? x : moved(x, this.shift!.periods, this.shift!.step.levels[i]!);
   }
 
   /** A callback: a declared one by its id, a tagged one by what its tag says, any other makes the state opaque. */
