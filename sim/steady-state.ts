@@ -3,7 +3,8 @@
 // At every mark (a step of one core's first channel) the machine's whole state is read
 // (sim/kernel/steady.ts says what that is and why a match is exact). When it equals the state at
 // an earlier mark — times from now, ring and stream positions each moved by one stride, counters
-// and proxy trigger counts by one increment — the run since that mark is a period. The program's
+// and the counts that only grow (DMA completions, proxy triggers) by one increment — the run
+// since that mark is a period. The program's
 // bytes ahead are then compared, unit by unit, with the bytes one stride back; for as many whole
 // periods as they repeat (and the ones the period read with them), the run would repeat the period
 // exactly, so the state is shifted by that many periods at once. What the state cannot say (a
