@@ -97,13 +97,13 @@ export class SteadyState {
     this.parts = parts;
     parts.blocks.forEach((b, i) => (b.steadyId = i));
     parts.kernel.onMark = () => this.mark();
-    for (const b of parts.blocks) b.tracking = true;
+    for (const b of parts.blocks) b.startSteady();
   }
 
   /** A semaphore block made during the run (its first write): read after the others. */
   addBlock(b: SemaphoreBlock): void {
     b.steadyId = this.parts.blocks.length;
-    b.tracking = true;
+    b.startSteady();
     this.parts.blocks.push(b);
   }
 

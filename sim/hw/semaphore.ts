@@ -29,10 +29,12 @@ export class SemaphoreBlock {
   readonly coreWaited = new Set<number>();
   levelBase = 0;
   steadyId = 0;
-  /** Steady state: semaphores written since the run started (`tracking` on): the others hold what the image loaded. */
-  private written: Uint8Array | undefined;
-  private writtenList: number[] = [];
-  tracking = false;
+  /**
+   * Steady state: the values when the search started (`startSteady`), and the semaphores whose
+   * value differed from them at the last look (the others are as the image loaded them).
+   */
+  private initial: Int32Array | undefined;
+  private moved: number[] = [];
   /** Race detection: per semaphore, the join of the clocks of every write that released it. */
   private clocks: (SemaClock | undefined)[] | undefined;
 
@@ -43,7 +45,6 @@ export class SemaphoreBlock {
   }
 
   write(sema: number, window: "set" | "inc" | "dec", v: number): void {
-    if (this.tracking) this.track(sema);
     const old = this.values[sema]!;
     this.values[sema] = window === "set" ? v : window === "inc" ? old + v : old - v;
     this.onChange?.(sema, this.values[sema]!);
@@ -87,29 +88,31 @@ export class SemaphoreBlock {
     list.length = kept;
   }
 
-  private track(sema: number): void {
-    const w = (this.written ??= new Uint8Array(this.values.length));
-    if (w[sema]) return;
-    w[sema] = 1;
-    this.writtenList.push(sema);
-    this.writtenList.sort((a, b) => a - b);
+  /** Steady state: the values from now on are told from these. */
+  startSteady(): void {
+    this.initial = this.values.slice();
   }
 
-  /** The level index of `sema` in the last steady-state visit (`steady`): undefined for one never written in the run. */
+  /** The level index of `sema` in the last steady-state visit (`steady`): undefined for one at its starting value then. */
   levelOf(sema: number): number | undefined {
-    const i = this.writtenList.indexOf(sema);
+    const i = this.moved.indexOf(sema);
     return i < 0 ? undefined : this.levelBase + i;
   }
 
   /**
-   * Steady state: the values written in the run (in semaphore order), and the waiters in order. A count only a proxy waits on may drift
+   * Steady state: the values not at their starting value (in semaphore order), and the waiters in order. A count only a proxy waits on may drift
    * by a fixed step a period (its waits' targets drift with it: they are said from the value).
    */
   steady(v: SteadyVisitor): void {
     this.levelBase = v.levelIndex;
     const values = this.values;
-    v.same(this.writtenList.length);
-    for (const s of this.writtenList) {
+    // (A semaphore at its starting value at both marks is the same at both: only the others are said, by number.)
+    const initial = this.initial ?? new Int32Array(values.length);
+    const moved: number[] = [];
+    for (let s = 0; s < values.length; s++) if (values[s] !== initial[s]) moved.push(s);
+    this.moved = moved;
+    v.same(moved.length);
+    for (const s of moved) {
       v.same(s);
       values[s] = v.level(values[s]!, (this.proxyWaited.has(s) || this.countWaited.has(s)) && !this.coreWaited.has(s));
     }
@@ -123,7 +126,7 @@ export class SemaphoreBlock {
     }
   }
 
-  /** Steady state: `x`, a threshold on semaphore `sema`, shifted with its value (one never written does not move). */
+  /** Steady state: `x`, a threshold on semaphore `sema`, shifted with its value (one at its starting value does not move). */
   drift(v: SteadyVisitor, sema: number, x: number): number {
     const i = this.levelOf(sema);
     return i === undefined ? x : v.drift(i, x);
