@@ -20,7 +20,7 @@ import type { TraceSink } from "./trace.ts";
 import { deviceFaults, dropWaits, linkFaults, type FaultError } from "./faults.ts";
 import { loadDeviceImage, type DeviceModel } from "./image-loader.ts";
 import { checkBalance, hangReport, stat, VIOLATIONS_KEPT, type SimResult, type Violation } from "./outcome.ts";
-import { ProxyQueue } from "./hw/proxy.ts";
+import { ProxyQueue, type ProxyHost } from "./hw/proxy.ts";
 import { RaceDetector, type Clock } from "./verify/races.ts";
 import { SymbolicMemory } from "./verify/symbolic-memory.ts";
 import { SteadyState } from "./steady-state.ts";
@@ -230,18 +230,26 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     symbolic!.seed(a.device, a.offset, sd.bytes, sd.id);
   }
   const proxies: ProxyQueue[] = [];
-  for (const di of image.devices) {
-    for (const q of di.proxyQueues ?? []) {
-      const quiet = (addr: number, from: number, len: number): boolean => {
-        const a = decodeAddress(addr, from);
-        if (a.kind !== "hbm" || a.device >= deviceCount) return false;
-        const r = dmaHost.quietRegions(a.device);
-        return r !== undefined && regionAt(r, a.offset, len) !== undefined;
-      };
-      const host = { kernel, fabric, network: spec.network!, payload: (d: number, off: number, len: number) => (dev(d).memory.dropped(off, len) ? undefined : dev(d).memory.read(off, len)), home, land: dmaHost.land, trace, races, symbolic, quiet, dropped: (d: number, off: number, len: number) => dev(d).memory.dropped(off, len) };
-      proxies.push(new ProxyQueue(host, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
-    }
-  }
+  const dropped = (d: number, off: number, len: number): boolean => dev(d).memory.dropped(off, len);
+  const proxyHost: ProxyHost = {
+    kernel,
+    fabric,
+    network: spec.network!,
+    payload: (d, off, len) => (dropped(d, off, len) ? undefined : dev(d).memory.read(off, len)),
+    home,
+    land: dmaHost.land,
+    trace,
+    races,
+    symbolic,
+    quiet(addr, from, len) {
+      const a = decodeAddress(addr, from);
+      if (a.kind !== "hbm" || a.device >= deviceCount) return false;
+      const r = dmaHost.quietRegions(a.device);
+      return r !== undefined && regionAt(r, a.offset, len) !== undefined;
+    },
+    dropped,
+  };
+  for (const di of image.devices) for (const q of di.proxyQueues ?? []) proxies.push(new ProxyQueue(proxyHost, di.device, semaBlock(di.device, q.topsp), q.topsp, q.sema, q.fifo, q.folds));
   for (const p of proxies) p.start();
   const maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
   // (A program of fewer than STEADY_MIN_DESCRIPTORS descriptors has too few periods to skip for the looking to pay.)

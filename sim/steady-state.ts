@@ -180,13 +180,14 @@ export class SteadyState {
         bestPeriods = n;
       }
     }
-    if (look && !(best && bestPeriods * best.events >= this.worth())) {
+    const worth = best !== undefined && bestPeriods * best.events >= this.worth();
+    if (look && !worth) {
       this.wait = this.backoff;
       this.backoff = Math.min(MAX_BACKOFF, 2 * this.backoff);
     }
-    if (best && bestPeriods * best.events >= this.worth()) {
+    if (worth) {
       this.backoff = 1;
-      this.skip(best, bestPeriods);
+      this.skip(best!, bestPeriods);
       this.forget();
       return;
     }
@@ -251,15 +252,21 @@ export class SteadyState {
       const from = new Map<SteadyInput, number>();
       oldest.inputs.forEach((inp, i) => from.set(inp, Math.min(from.get(inp) ?? Infinity, oldest.pos[i]! - oldest.lo[i]!)));
       for (const [inp, x] of from) inp.keepFrom?.(Math.max(0, x));
+      // (An input the oldest mark no longer reads keeps nothing more.)
+      for (const inp of this.kept) if (!from.has(inp)) inp.keepFrom?.(Infinity);
+      this.kept = [...from.keys()];
     }
   }
 
+  /** Inputs told to keep their units from some position (`remember`). */
+  private kept: SteadyInput[] = [];
+
   private forget(): void {
-    for (const h of this.history) for (const inp of h.inputs) inp.keepFrom?.(Infinity);
+    for (const inp of this.kept) inp.keepFrom?.(Infinity);
+    this.kept = [];
     this.history = [];
     this.byHash.clear();
   }
-
 }
 
 /**

@@ -271,6 +271,10 @@ export class DmaQueue {
   get txCount(): number {
     return this.tx.count;
   }
+  get rxCount(): number {
+    return this.rx.count;
+  }
+
   /** Steady state: the rings as inputs (made at the first look). */
   steadyTx: SteadyInput | undefined;
   steadyRx: SteadyInput | undefined;
@@ -291,9 +295,6 @@ export class DmaQueue {
     }
     this.lastLand = v.time(this.lastLand);
     this.landings.steady(v);
-  }
-  get rxCount(): number {
-    return this.rx.count;
   }
 }
 

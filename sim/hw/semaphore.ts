@@ -81,9 +81,13 @@ export class SemaphoreBlock {
     let kept = 0;
     for (let i = 0; i < list.length; i++) {
       const w = list[i]!;
-      if (value < w.target) list[kept++] = w;
-      else if (this.kernel.onMark) this.kernel.after(this.wakePs, Prio.WAKE, steadyTag(() => this.waitGe(w.sema, w.target, w.release), { steady: (v) => this.steadyWaiter(v, w) }));
-      else this.kernel.after(this.wakePs, Prio.WAKE, () => this.waitGe(w.sema, w.target, w.release));
+      if (value < w.target) {
+        list[kept++] = w;
+        continue;
+      }
+      const wake = (): void => this.waitGe(w.sema, w.target, w.release);
+      // (Tagged only while a steady-state search reads the state.)
+      this.kernel.after(this.wakePs, Prio.WAKE, this.kernel.onMark ? steadyTag(wake, { steady: (v) => this.steadyWaiter(v, w) }) : wake);
     }
     list.length = kept;
   }
@@ -100,8 +104,9 @@ export class SemaphoreBlock {
   }
 
   /**
-   * Steady state: the values not at their starting value (in semaphore order), and the waiters in order. A count only a proxy waits on may drift
-   * by a fixed step a period (its waits' targets drift with it: they are said from the value).
+   * Steady state: the values not at their starting value (in semaphore order), and the waiters in
+   * order. A count that only grows (a proxy's triggers, a channel's DMA completions) may drift by a
+   * fixed step a period (its waits' targets drift with it: they are said from the value).
    */
   steady(v: SteadyVisitor): void {
     this.levelBase = v.levelIndex;

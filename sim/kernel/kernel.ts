@@ -132,8 +132,8 @@ export class Kernel {
    * `tick`, when given, is called every TICK_EVENTS events (a progress report's chance to look).
    */
   run(maxEvents = DEFAULT_MAX_EVENTS, tick?: () => void): RunSummary {
-    // (Marks are looked for in a loop of their own: the plain loop stays as small as it was, a
-    // tenth quicker than with the check in it.)
+    // (Marks are looked for in a loop of their own: the plain loop, which most runs take, stays as
+    // it was.)
     if (this.onMark) return this.runMarked(maxEvents, tick);
     for (;;) {
       const fn = this.pop();

@@ -82,7 +82,7 @@ export class SteadyVisitor {
   readonly hi: number[] = [];
   readonly counts: number[] = [];
   readonly levels: number[] = [];
-  /** Levels that may drift from period to period (a proxy's trigger counts). */
+  /** Levels that may drift from period to period (counts that only grow: proxy triggers, DMA completions). */
   readonly free: boolean[] = [];
   /** Something was met that the visitor cannot state. */
   opaque = false;
