@@ -29,6 +29,9 @@ export default defineConfig({
     // Every core runs test files (vitest's default leaves one idle); the conformance matrix is split
     // over two files so that the slowest file is not the suite's floor.
     maxWorkers: Math.max(1, availableParallelism()),
+    // Test files share a worker's module cache (each file importing the whole tool afresh was a
+    // tenth of the suite); no test mocks modules or changes the environment.
+    isolate: false,
     sequence: { sequencer: LongestFirst },
     // Command lines the tests start take their relative paths from the project's folder, wherever
     // `npm test` was typed (src/cli/entry.ts reads INIT_CWD as the user's folder).
