@@ -257,6 +257,11 @@ export class DmaQueue {
   txHead = 0;
   rxHead = 0;
   lastLand: Tick = WIDE_ZERO;
+  /**
+   * Its head packet was found not fully posted (or none there) and no doorbell has rung since: the
+   * engine does not parse it again until one does (an engine of a mesh serves dozens of queues).
+   */
+  stalled = false;
   /** Its semaphore writes on their way, and the event that lands the oldest (its engine's). */
   readonly landings = new Landings();
   landNext: () => void = () => {};
@@ -288,6 +293,7 @@ export class DmaQueue {
     this.rxTail = v.position(this.rxTail, rx);
     v.same(this.txTail - this.txHead);
     v.same(this.rxTail - this.rxHead);
+    v.same(this.stalled ? 1 : 0);
     // (A jump's skipped descriptors are run: their pages go.)
     if (v.mode === Mode.JUMP) {
       this.tx.release(this.txHead);
@@ -394,6 +400,7 @@ export class DmaEngine {
     if (queue.clock && clock) queue.clock.doorbell(dir === "m2s", dir === "m2s" ? queue.txTail : queue.rxTail, n, clock);
     if (dir === "m2s") queue.txTail += n;
     else queue.rxTail += n;
+    queue.stalled = false;
     if (queue.txTail > queue.txCount || queue.rxTail > queue.rxCount) {
       throw new SimError("SIM1302", `dev${this.device} dma${this.index} q${q}: tail pointer passes the end of the ring (${queue.txTail}/${queue.txCount} tx, ${queue.rxTail}/${queue.rxCount} rx)`, { value: n });
     }
@@ -480,7 +487,11 @@ export class DmaEngine {
     const order = this.order;
     for (let k = 0; k < order.length; k++) {
       const q = order[(this.rr + k) % order.length]!;
-      if (!this.parse(q)) continue;
+      if (q.stalled) continue;
+      if (!this.parse(q)) {
+        q.stalled = true;
+        continue;
+      }
       this.rr = (this.rr + k + 1) % order.length;
       this.run(q, this.pkt);
       return;

@@ -137,7 +137,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
       const program = programs?.get(key);
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
       const full = noFastForward || (program !== undefined && fruitless?.has(key) === true);
-      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program } : programs?.open ? { keepProgram: true } : {}) });
+      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true } : {}) });
       at.push(k);
       keys.push(key);
     } catch (e) {

@@ -51,6 +51,12 @@ export interface ParallelOptions<T, R> {
    * what their task module keeps between tasks; the call neither waits for them to start nor stops them.
    */
   readonly pool?: WorkerPool;
+  /**
+   * With `pool`: the batch as kept worker `held` is sent it. What a worker holds from an earlier
+   * batch (named in `held`) need not cross again: the task module's `receive` kept it on arrival, and
+   * this replaces it by its name; what it sends, it names in `held`.
+   */
+  readonly lighten?: (inputs: readonly T[], held: Set<string>) => readonly T[];
 }
 
 /**
@@ -59,18 +65,18 @@ export interface ParallelOptions<T, R> {
  * call says so, and the next call starts the pool's workers anew.
  */
 export class WorkerPool {
-  private readonly live: { readonly worker: Worker; readonly port: MessagePort }[] = [];
+  private readonly live: { readonly worker: Worker; readonly port: MessagePort; readonly held: Set<string> }[] = [];
   private moduleUrl: string | undefined;
 
   /** At least `n` workers of `moduleUrl`'s tasks (started now where missing), with their ports. */
-  take(moduleUrl: string, n: number): readonly { readonly worker: Worker; readonly port: MessagePort }[] {
+  take(moduleUrl: string, n: number): readonly { readonly worker: Worker; readonly port: MessagePort; readonly held: Set<string> }[] {
     if (this.moduleUrl !== undefined && this.moduleUrl !== moduleUrl) throw new RangeError("a worker pool serves one task module");
     this.moduleUrl = moduleUrl;
     while (this.live.length < n) {
       const ch = new MessageChannel();
       const worker = moduleWorker(SELF, "servePool", { moduleUrl, port: ch.port2 }, [ch.port2]);
       worker.on("error", () => {});
-      this.live.push({ worker, port: ch.port1 });
+      this.live.push({ worker, port: ch.port1, held: new Set() });
     }
     return this.live.slice(0, n);
   }
@@ -121,8 +127,8 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const start = (): void => {
     if (opts.pool) {
       // Kept workers: the batch goes to each on its port.
-      opts.pool.take(moduleUrl, nWorkers).forEach(({ port }, w) => {
-        port.postMessage({ ctrl, slot: w, inputs, order });
+      opts.pool.take(moduleUrl, nWorkers).forEach(({ port, held }, w) => {
+        port.postMessage({ ctrl, slot: w, inputs: opts.lighten ? opts.lighten(inputs, held) : inputs, order });
         ports.push(port);
       });
     } else {
@@ -255,6 +261,12 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
   return worker;
 }
 
+/** What a worker loads: `task` runs one input; `receive`, if there, sees each batch as it arrives (before any of its tasks run). */
+interface TaskModule {
+  task(input: unknown): unknown;
+  receive?(inputs: readonly unknown[]): void;
+}
+
 /**
  * @public (a worker thread calls it by name)
  * A worker's task loop (`moduleWorker(..., "serveTasks", ...)`): it takes the next task in `order`
@@ -263,14 +275,16 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
  */
 export async function serveTasks(data: { moduleUrl: string; port: MessagePort; ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): Promise<void> {
   Atomics.store(data.ctrl, tidWord(data.slot), osThreadId());
-  const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
-  serveBatch(mod.task, data.port, data);
+  const mod = (await import(data.moduleUrl)) as TaskModule;
+  serveBatch(mod, data.port, data);
   data.port.close();
 }
 
 /** One batch on a worker: the next task in `order` (a shared counter) until none is left, each result posted on `port`. */
-function serveBatch(task: (input: unknown) => unknown, port: MessagePort, batch: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): void {
+function serveBatch(mod: TaskModule, port: MessagePort, batch: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): void {
   const { ctrl, slot, inputs, order } = batch;
+  const task = mod.task;
+  mod.receive?.(inputs);
   for (let k = Atomics.add(ctrl, NEXT, 1); k < order.length; k = Atomics.add(ctrl, NEXT, 1)) {
     Atomics.store(ctrl, taskWord(slot), order[k]! + 1);
     port.postMessage(runTask(task, order[k]!, inputs[order[k]!]));
@@ -286,11 +300,11 @@ function serveBatch(task: (input: unknown) => unknown, port: MessagePort, batch:
  * comes on its port (`serveBatch`, as `serveTasks` serves its one), and waits for the next.
  */
 export async function servePool(data: { moduleUrl: string; port: MessagePort }): Promise<void> {
-  const mod = (await import(data.moduleUrl)) as { task: (input: unknown) => unknown };
+  const mod = (await import(data.moduleUrl)) as TaskModule;
   const tid = osThreadId();
   data.port.on("message", (batch: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }) => {
     Atomics.store(batch.ctrl, tidWord(batch.slot), tid);
-    serveBatch(mod.task, data.port, batch);
+    serveBatch(mod, data.port, batch);
   });
 }
 

@@ -3,7 +3,7 @@
 import pino from "pino";
 import type { Logger } from "pino";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
-import { CcsimError } from "../ir/errors.ts";
+import { CcsimError, InternalError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
 import type { CompiledProgram } from "../enc/compile.ts";
 import type { HangReport } from "../../sim/index.ts";
@@ -23,6 +23,33 @@ export interface SweepTask {
   /** Trials without recompiling (src/run/program-cache.ts): the point's program, compiled before; or, without one, whether to hand back the one compiled. */
   readonly program?: CompiledProgram;
   readonly keepProgram?: boolean;
+  /**
+   * The name `program` goes by (its `programKey`): a kept worker that was sent it once keeps it
+   * (`receive`), and later batches send it the name alone, as `heldProgram` (`lighten`).
+   */
+  readonly programKey?: string;
+  readonly heldProgram?: string;
+}
+
+/** The programs this thread was sent in a batch, by name (a kept worker's, for the trials after). */
+const HELD = new Map<string, CompiledProgram>();
+
+/** @public (parallel.ts calls it on a worker) A batch has arrived: keep the programs it names. */
+export function receive(inputs: readonly SweepTask[]): void {
+  for (const t of inputs) if (t.program && t.programKey !== undefined) HELD.set(t.programKey, t.program);
+}
+
+/** A batch as a kept worker that holds the programs named in `held` is sent it: those by name (parallel.ts's `lighten`). */
+export function lighten(inputs: readonly SweepTask[], held: Set<string>): SweepTask[] {
+  return inputs.map((t) => {
+    if (!t.program || t.programKey === undefined) return t;
+    if (!held.has(t.programKey)) {
+      held.add(t.programKey);
+      return t;
+    }
+    const { program: _sent, ...rest } = t;
+    return { ...rest, heldProgram: t.programKey };
+  });
 }
 
 export type SweepTaskResult =
@@ -34,7 +61,9 @@ export type SweepTaskResult =
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
   let kept: CompiledProgram | undefined;
-  const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.noFastForward ? { noFastForward: true } : {}), ...(t.program ? { program: t.program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p) } : {}) });
+  const program = t.program ?? (t.heldProgram !== undefined ? HELD.get(t.heldProgram) : undefined);
+  if (t.heldProgram !== undefined && !program) throw new InternalError(`a worker was sent a program's name it does not hold (${t.heldProgram.slice(0, 80)})`);
+  const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.noFastForward ? { noFastForward: true } : {}), ...(program ? { program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p) } : {}) });
   return kept && r.kind === "done" ? { ...r, program: kept } : r;
 }
 
@@ -82,7 +111,7 @@ const SELF = import.meta.url;
 export function runTasks(inputs: readonly SweepTask[], jobs: number, pool?: WorkerPool): SweepTaskResult[] {
   const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
   if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
-  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool } : {}) });
+  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool, lighten } : {}) });
 }
 
 /**

@@ -7,7 +7,8 @@ import { CcsimError } from "../../src/ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../../src/ir/spec.ts";
 import { generateCases, loadPresets } from "../../src/run/conformance.ts";
 import { materialize, ProgramCache, programKey, ringBytes } from "../../src/run/program-cache.ts";
-import { runPoint } from "../../src/run/sweep-task.ts";
+import { lighten, runPoint, task, type SweepTask } from "../../src/run/sweep-task.ts";
+import { InternalError } from "../../src/ir/errors.ts";
 import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { compileStreamed } from "../../src/enc/compile.ts";
@@ -118,5 +119,36 @@ describe("a fit's evaluator with programs kept", () => {
       expect(reuse.run(other)).toEqual(plain);
     }
     expect(reuse.programs!.size.programs).toBeGreaterThan(3);
+  });
+
+  it("on kept worker threads: each program crosses to a worker once, later trials name it, and the times are the same", () => {
+    const series = publishedSeries().filter((s) => s.instance === "trn1").slice(0, 3);
+    const spec = loadDevice("trn1");
+    const reuse = new Evaluator(series, 1 << 20, 2, undefined, undefined, 1 << 30);
+    try {
+      for (const k of [1, 0.7, 1.6, 2.2]) {
+        const other = retimed(spec, k);
+        expect(reuse.run(other)).toEqual(new Evaluator(series, 1 << 20, 1).run(other));
+      }
+    } finally {
+      reuse.close();
+    }
+  });
+
+  it("a batch names what the worker holds, sends it the rest once, and a name it does not hold is an internal error", () => {
+    const scn = parseScenario("r.json", { name: "r", instance: "trn1", ranks: 2, check: "none", ops: [{ op: "all-reduce", bytes: 4096, dtype: "fp32", reduce: "sum" }] });
+    const spec = loadDevice("trn1");
+    let kept: ReturnType<typeof materialize> | undefined;
+    runPoint(scn, spec, silent, { keepProgram: (p) => (kept = p) });
+    const t: SweepTask = { scenario: scn, spec, logLevel: "silent", unfolded: false, program: kept!, programKey: "k" };
+    const held = new Set<string>();
+    const { program: _p, programKey: _k, ...plain } = t;
+    const first = lighten([t, plain], held);
+    expect(first[0]!.program).toBe(kept);
+    expect([...held]).toEqual(["k"]);
+    const second = lighten([t], held);
+    expect(second[0]!.program).toBeUndefined();
+    expect(second[0]!.heldProgram).toBe("k");
+    expect(() => task({ ...second[0]!, heldProgram: "never sent" })).toThrow(InternalError);
   });
 });
