@@ -94,13 +94,16 @@ describe("folding alike pods", () => {
             { instance: "ideal-net", ranksPerNode: 1, rpd: 1 },
             { instance: "trn2", ranksPerNode: 16, rpd: 1 },
           ),
+          // (Eight nodes on the single-device shape only: more pods than four fold as four do, and
+          // a full run of eight 16- or 32-rank nodes costs more than the rest of the property.)
           nodes: fc.constantFrom(2, 3, 4, 8),
           algorithm: fc.constantFrom("auto", "ring", "hier", "inter-rdh", "mesh"),
           op: fc.constantFrom("all-reduce", "all-gather", "reduce-scatter"),
           kib: fc.constantFrom(1, 4, 32, 96),
         }),
         (r) => {
-          const out = both({ ...r.shape, nodes: r.nodes, algorithm: r.algorithm, op: r.op, kib: r.kib });
+          const nodes = r.shape.ranksPerNode > 1 ? Math.min(r.nodes, 4) : r.nodes;
+          const out = both({ ...r.shape, nodes, algorithm: r.algorithm, op: r.op, kib: r.kib });
           if (!out || (out.folded === undefined && out.reason === undefined)) return;
           if (out.folded === undefined) {
             refused++;
