@@ -5,6 +5,11 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { main as nccomMain } from "../../src/cli/nccom.ts";
+import { main as mergeMain } from "../../src/cli/merge.ts";
+import { main as conformanceMain } from "../../src/cli/conformance.ts";
+import { main as simMain } from "../../src/cli/sim.ts";
+import { main as calibrateMain } from "../../src/cli/calibrate.ts";
 
 const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts;
 
@@ -15,6 +20,26 @@ function npmRun(name: string, args: readonly string[], env: Record<string, strin
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SLURM_|JOB_COMPLETION_INDEX|CCSIM_SHARDS)/.test(k)));
   const r = spawnSync(process.execPath, [...words.slice(1), ...args], { encoding: "utf8", env: { ...base, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * `npm run NAME -- ARGS` in this process (each tool's `main`, the scheduler's variables from `env`
+ * alone): what needs no scheduler's process of its own (a merge's refusals, shards by hand).
+ */
+function inProcess(name: "nccom" | "merge" | "conformance" | "sim" | "calibrate", args: readonly string[], env: Record<string, string> = {}): { status: number; stdout: string; stderr: string } {
+  let stdout = "";
+  let stderr = "";
+  const out = (x: string) => (stdout += x);
+  const err = (x: string) => (stderr += x);
+  const mains = {
+    nccom: () => nccomMain(args, out, err, env),
+    merge: () => mergeMain(args, out, err),
+    conformance: () => conformanceMain(args, out, err, undefined, env),
+    sim: () => simMain(args, out, err),
+    calibrate: () => calibrateMain(args, out, err, undefined, env),
+  };
+  const status = mains[name]();
+  return { status, stdout, stderr };
 }
 
 const dir = mkdtempSync(join(tmpdir(), "ccsim-merge-"));
@@ -43,7 +68,7 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
   it("refuses a missing shard, a shard twice, an edited partial and another preset's, writing nothing", () => {
     const out = join(dir, "refused.json");
     const check = (args: string[], message: RegExp) => {
-      const r = npmRun("merge", [...args, "--json", out]);
+      const r = inProcess("merge", [...args, "--json", out]);
       expect(r.status).toBe(1);
       expect(r.stdout).toBe("");
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -58,16 +83,16 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
     writeFileSync(edited, text.slice(0, at) + (text[at] === "9" ? "8" : "9") + text.slice(at + 1));
     check([files[0]!, files[1]!, edited], /edited.json: its checksum does not match its content/);
     const other = join(dir, "other-preset.json");
-    expect(npmRun("nccom", [...cmd, "--instance", "trn2", "--shard", "2/3", "--out", other]).status).toBe(0);
+    expect(inProcess("nccom", [...cmd, "--instance", "trn2", "--shard", "2/3", "--out", other]).status).toBe(0);
     check([files[0]!, files[1]!, other], /another command's partial/);
     // The same command on a preset file whose content changed between shards.
     const preset = join(dir, "mine.json");
     const trn1 = JSON.parse(readFileSync("devices/trn1.json", "utf8")) as { topsp: { launchPs: number } };
     writeFileSync(preset, JSON.stringify(trn1));
     const mine = [0, 1].map((k) => join(dir, `mine-${k}.json`));
-    expect(npmRun("nccom", [...cmd, "--instance", preset, "--shard", "0/2", "--out", mine[0]!]).status).toBe(0);
+    expect(inProcess("nccom", [...cmd, "--instance", preset, "--shard", "0/2", "--out", mine[0]!]).status).toBe(0);
     writeFileSync(preset, JSON.stringify({ ...trn1, topsp: { ...trn1.topsp, launchPs: trn1.topsp.launchPs + 1_000_000 } }));
-    expect(npmRun("nccom", [...cmd, "--instance", preset, "--shard", "1/2", "--out", mine[1]!]).status).toBe(0);
+    expect(inProcess("nccom", [...cmd, "--instance", preset, "--shard", "1/2", "--out", mine[1]!]).status).toBe(0);
     check(mine, /mine-1.json: ran on another preset/);
   });
 });
@@ -89,20 +114,20 @@ describe("conformance sharded over a Kubernetes Indexed Job, merged", () => {
   });
 
   it("--shard auto outside a scheduler says which variables it looked for", () => {
-    const r = npmRun("conformance", ["--cases", "2", "--shard", "auto", "--out", join(dir, "none.json")]);
+    const r = inProcess("conformance", ["--cases", "2", "--shard", "auto", "--out", join(dir, "none.json")]);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/SLURM_ARRAY_TASK_ID.*JOB_COMPLETION_INDEX/);
-    const n = npmRun("nccom", ["allr", "-r", "8", "--shard", "1/2"]);
+    const n = inProcess("nccom", ["allr", "-r", "8", "--shard", "1/2"]);
     expect(n.status).toBe(1);
     expect(n.stderr).toMatch(/give --out FILE/);
   });
 });
 
 /** `tool` run whole, and run as shards 0/2 and 1/2 (each must succeed) whose partials are merged. */
-function wholeAndMerged(tool: string, cmd: readonly string[]): { whole: ReturnType<typeof npmRun>; merged: ReturnType<typeof npmRun> } {
+function wholeAndMerged(tool: "sim" | "calibrate", cmd: readonly string[]): { whole: ReturnType<typeof inProcess>; merged: ReturnType<typeof inProcess> } {
   const files = [0, 1].map((k) => join(dir, `${tool}-${k}.json`));
-  files.forEach((f, k) => expect(npmRun(tool, [...cmd, "--shard", `${k}/2`, "--out", f]).status).toBe(0));
-  return { whole: npmRun(tool, cmd), merged: npmRun("merge", files) };
+  files.forEach((f, k) => expect(inProcess(tool, [...cmd, "--shard", `${k}/2`, "--out", f]).status).toBe(0));
+  return { whole: inProcess(tool, cmd), merged: inProcess("merge", files) };
 }
 
 describe("a scenario sweep sharded by hand, merged", () => {
@@ -120,7 +145,7 @@ describe("a calibration run sharded, merged", () => {
     expect(m.status).toBe(0);
     expect(wall(m.stdout)).toBe(wall(whole.stdout));
     expect(m.stdout).toMatch(/trn1 cross-validated/);
-    expect(npmRun("calibrate", ["--fit", "--shard", "0/2", "--out", join(dir, "fit.json")]).stderr).toMatch(/a fit's trials follow one another/);
+    expect(inProcess("calibrate", ["--fit", "--shard", "0/2", "--out", join(dir, "fit.json")]).stderr).toMatch(/a fit's trials follow one another/);
   });
 });
 
