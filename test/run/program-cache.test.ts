@@ -77,7 +77,8 @@ describe("a kept program runs again", () => {
     expect(kept).toBeDefined();
     expect(kept!.image.feed).toBeUndefined();
     expect(ringBytes(kept!)).toBeGreaterThan(0);
-    for (const k of [1, 0.5, 3]) {
+    // (Two other timings, one slower and one faster everywhere.)
+    for (const k of [0.5, 3]) {
       const other = retimed(spec, k);
       const again = runPoint(scn, other, silent, { program: kept! });
       const fresh = runPoint(scn, other, silent);
