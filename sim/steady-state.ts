@@ -22,6 +22,8 @@ export interface SteadyReport {
   readonly periods: number;
   readonly skippedPs: number;
   readonly skippedEvents: number;
+  /** Events run when the search stopped looking (it had skipped less than half of them); absent: it looked to the end. */
+  readonly stoppedAt?: number;
 }
 
 /** The machine as the steady-state search reads it (in an order fixed for the run). */
@@ -92,6 +94,7 @@ export class SteadyState {
   private periods = 0;
   private skippedPs = 0;
   private skippedEvents = 0;
+  private stoppedAt: number | undefined;
 
   constructor(parts: SteadyParts) {
     this.parts = parts;
@@ -108,7 +111,7 @@ export class SteadyState {
   }
 
   get report(): SteadyReport {
-    return { jumps: this.jumps, periods: this.periods, skippedPs: this.skippedPs, skippedEvents: this.skippedEvents };
+    return { jumps: this.jumps, periods: this.periods, skippedPs: this.skippedPs, skippedEvents: this.skippedEvents, ...(this.stoppedAt !== undefined ? { stoppedAt: this.stoppedAt } : {}) };
   }
 
   /** The whole machine, in one order: semaphores first (their levels are what waits drift by), then events, resources, devices, proxies. */
@@ -142,6 +145,7 @@ export class SteadyState {
     // looking would cost more than it saves.
     if (this.parts.minSkip === undefined && k.executed > GIVE_UP_EVENTS && this.skippedEvents < k.executed / 2) {
       k.onMark = undefined;
+      this.stoppedAt = k.executed;
       this.forget();
       return;
     }

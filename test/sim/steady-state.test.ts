@@ -8,6 +8,7 @@ import { loadDevice } from "../../src/run/load.ts";
 import { runScenario, type RunOutcome } from "../../src/run/pipeline.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../../src/ir/spec.ts";
+import { main as nccom } from "../../src/cli/nccom.ts";
 import { runSim } from "../run-sim.ts";
 import { EXIT } from "../../src/cli/sim.ts";
 
@@ -97,5 +98,16 @@ describe("skipping periods once the state repeats", () => {
     // A program too small to repeat much (under 1 Mi descriptors) is not looked at, nor is a values check.
     expect(runSim(["scenarios/ring8.json", "-b", "4K", "-e", "4K", "--op", "all-reduce", "--check", "none", "--explain"]).out).not.toMatch(/steady state|period skipped/);
     expect(runSim(["scenarios/ring8.json", "--explain"]).out).not.toMatch(/steady state|period skipped/);
+  }, 60_000);
+
+  it("--explain says when the search stopped looking, and why (a wide two-node ring)", () => {
+    let out = "";
+    const code = nccom(["allr", "-r", "64", "-N", "2", "-b", "128M", "-e", "128M", "-d", "fp32", "--instance", "trn1-legacy", "--explain"], (x) => (out += x), () => {});
+    expect(code).toBe(EXIT.OK);
+    const m = /op 0: no period skipped: .*; the search stopped looking after (\d+) events, having skipped less than half of them \(the ranks of a wide ring/.exec(out);
+    expect(m, out).not.toBeNull();
+    // (It looks over the first Mi events, then no further.)
+    expect(Number(m![1])).toBeGreaterThan(1 << 20);
+    expect(Number(m![1])).toBeLessThan((1 << 20) + 100_000);
   }, 60_000);
 });
