@@ -367,7 +367,8 @@ class Period {
       const k = x.known;
       let y = k.upTo;
       if (!k.failed) {
-        while (y < need && y + x.d < x.input.count && x.input.alike(y, y + x.d)) y++;
+        if (x.input.alikeUpTo) y = x.input.alikeUpTo(y, x.d, need);
+        else while (y < need && y + x.d < x.input.count && x.input.alike(y, y + x.d)) y++;
         k.upTo = y;
         k.failed = y < need;
       }

@@ -145,18 +145,31 @@ export class RingSide {
   steadyInput(judge: AddressJudge): SteadyInput {
     const a = new RereadingCursor(this);
     const b = new RereadingCursor(this);
+    /** Descriptors at words `i` of `wa` and `j` of `wb` act alike. */
+    const same = (wa: Uint32Array, i: number, wb: Uint32Array, j: number): boolean => {
+      if (wa[i] !== wb[j] || wa[i + 1] !== wb[j + 1]) return false;
+      if (wa[i + 2] === wb[j + 2] && wa[i + 3] === wb[j + 3]) return true;
+      // A META descriptor's words 2 and 3 are its op's: they must be the same.
+      if ((wa[i]! & LEN_CTRL.META) !== 0) return false;
+      return judge(wa[i + 2]! + wa[i + 3]! * 2 ** 32, wb[j + 2]! + wb[j + 3]! * 2 ** 32, decodeLength(wa[i]!));
+    };
     return {
       count: this.count,
       alike: (x, y) => {
         const wa = a.words(x);
-        const i = a.at;
-        const wb = b.words(y);
-        const j = b.at;
-        if (wa[i] !== wb[j] || wa[i + 1] !== wb[j + 1]) return false;
-        if (wa[i + 2] === wb[j + 2] && wa[i + 3] === wb[j + 3]) return true;
-        // A META descriptor's words 2 and 3 are its op's: they must be the same.
-        if ((wa[i]! & LEN_CTRL.META) !== 0) return false;
-        return judge(wa[i + 2]! + wa[i + 3]! * 2 ** 32, wb[j + 2]! + wb[j + 3]! * 2 ** 32, decodeLength(wa[i]!));
+        return same(wa, a.at, b.words(y), b.at);
+      },
+      alikeUpTo: (y, d, upTo) => {
+        const end = Math.min(upTo, this.count - d);
+        while (y < end) {
+          const wa = a.words(y);
+          const wb = b.words(y + d);
+          // (Both pages hold the run from here to the nearer of their ends: nothing is dropped or handed out while it is compared.)
+          const n = Math.min(end - y, a.hi - y, b.hi - (y + d));
+          for (let k = 0, i = a.at, j = b.at; k < n; k++, i += 4, j += 4) if (!same(wa, i, wb, j)) return y + k;
+          y += n;
+        }
+        return y;
       },
       keepFrom: (x) => {
         this.keep = x;
@@ -185,6 +198,11 @@ class RereadingCursor {
     if (!p || i < p.base || i >= p.hi || !this.side.holds(p.base)) p = this.page = this.side.pageOf(i);
     this.at = (i - p.base) << 2;
     return p.words;
+  }
+
+  /** The end of the descriptors the page `words` found holds. */
+  get hi(): number {
+    return this.page!.hi;
   }
 }
 

@@ -17,6 +17,11 @@ export interface SteadyInput {
   readonly count: number;
   /** Units `x` and `y` act alike when read (a descriptor of the same shape, a step of the same bytes). */
   alike(x: number, y: number): boolean;
+  /**
+   * The first unit from `y` on (below `upTo`, and with unit + `d` below `count`) that is not alike
+   * the unit `d` on: what calling `alike` unit by unit finds, a page at a time.
+   */
+  alikeUpTo?(y: number, d: number, upTo: number): number;
   /** Units from `x` on may be compared (a streamed ring keeps its pages from there): Infinity = none. */
   keepFrom?(x: number): void;
 }
