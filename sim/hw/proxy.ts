@@ -13,7 +13,7 @@ import type { TraceSink } from "../trace.ts";
 import { ThreadClock, type Access, type RaceDetector } from "../verify/races.ts";
 import type { SymbolicMemory, SymStream } from "../verify/symbolic-memory.ts";
 import type { SymPiece } from "./dma.ts";
-import { steadyStable, steadyTag, type SteadyInput, type SteadyVisitor } from "../kernel/steady.ts";
+import { steadyStable, steadyTag, type SteadyInput, type SteadyTag, type SteadyVisitor } from "../kernel/steady.ts";
 
 export interface ProxyHost {
   readonly kernel: Kernel;
@@ -111,12 +111,11 @@ export class ProxyQueue {
     let data: Uint8Array | undefined;
     let stream: SymStream | undefined;
     const races = host.races;
-    const acc = (timePs: number): Access => ({ agent: this.agent, epoch: ++this.epoch, clock: this.clock.snapshot(), desc: k, timePs });
     if (e.bytes > 0) {
       if (src.kind !== "hbm" || src.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src, this.device)}, not this device's HBM`, { value: e.src });
       if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst, remote)}, not HBM`, { value: e.dst });
       data = host.payload(this.device, src.offset, e.bytes);
-      if (races) races.read(this.device, src.offset, e.bytes, acc(kern.now));
+      if (races) races.read(this.device, src.offset, e.bytes, this.access(k, kern.now));
       stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }]);
     }
     const to = host.home(decodeAddress(e.sema, remote).device);
@@ -130,15 +129,29 @@ export class ProxyQueue {
     const t = pipeline(kern.now + net.messageCostPs, stages, 1, trace ? (res, bytes, a, b) => trace.link(res.name, bytes, a, b) : undefined);
     const land = Math.max(t.land, this.lastLand);
     this.lastLand = land;
-    const wacc = races ? acc(land) : undefined;
+    const wacc = races ? this.access(k, land) : undefined;
     this.inflight++;
-    const landing = (): void => {
+    const landing = this.landingOf(e, remote, data, wacc, stream);
+    // (Its effect is its entry's, k entries back: entries alike land alike.)
+    kern.at(land, Prio.LAND, kern.onMark ? steadyTag(landing, new LandingTag(this, k, data !== undefined || wacc !== undefined || stream !== undefined)) : landing);
+  }
+
+  /** Entry `k`'s memory access at `timePs` (race detection). */
+  private access(k: number, timePs: number): Access {
+    return { agent: this.agent, epoch: ++this.epoch, clock: this.clock.snapshot(), desc: k, timePs };
+  }
+
+  /**
+   * An entry's landing at the remote end: its payload, then its semaphore increments. (Made here:
+   * a closure held in a named const is named at each making where the loader keeps names, tsx.)
+   */
+  private landingOf(e: ProxyEntry, remote: number, data: Uint8Array | undefined, wacc: Access | undefined, stream: SymStream | undefined): () => void {
+    const host = this.host;
+    return () => {
       this.inflight--;
       if (e.bytes > 0) host.land(e.dst, remote, data, e.bytes, wacc, stream && { stream, at: 0 });
       for (let i = 0; i < e.semaN; i++) host.land(e.sema + 4 * i, remote, ONE, 4, wacc);
     };
-    // (Its effect is its entry's, k entries back: entries alike land alike.)
-    kern.at(land, Prio.LAND, kern.onMark ? steadyTag(landing, { steady: (v) => this.steadyLanding(v, k, data !== undefined || wacc !== undefined || stream !== undefined) }) : landing);
   }
 
   /** Steady state: the entries as an input (entries alike trigger, send and land alike). */
@@ -174,7 +187,7 @@ export class ProxyQueue {
     this.lastLand = v.time(this.lastLand);
   }
 
-  private steadyLanding(v: SteadyVisitor, k: number, carries: boolean): void {
+  steadyLanding(v: SteadyVisitor, k: number, carries: boolean): void {
     if (carries) v.opaque = true;
     v.same(this.device);
     v.same(this.topsp);
@@ -186,5 +199,20 @@ export class ProxyQueue {
     if (this.k >= this.n) return undefined;
     const semas = Array.from({ length: this.folds }, (_, f) => `sem${this.sema + f} (value ${this.semas.values[this.sema + f]})`);
     return `proxy of dev${this.device} topsp${this.topsp}: entry ${this.k} of ${this.n} waits for ${semas.join(", ")} >= ${this.target}`;
+  }
+}
+
+/** A proxy's landing on its way, as steady state reads it: its entry, counted back from the queue's next. */
+class LandingTag implements SteadyTag {
+  private readonly queue: ProxyQueue;
+  private readonly k: number;
+  private readonly carries: boolean;
+  constructor(queue: ProxyQueue, k: number, carries: boolean) {
+    this.queue = queue;
+    this.k = k;
+    this.carries = carries;
+  }
+  steady(v: SteadyVisitor): void {
+    this.queue.steadyLanding(v, this.k, this.carries);
   }
 }

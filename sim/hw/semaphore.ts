@@ -2,7 +2,7 @@
 import type { Kernel } from "../kernel/kernel.ts";
 import { Prio } from "../kernel/kernel.ts";
 import { SemaClock, type Clock } from "../verify/races.ts";
-import { steadyTag, type SteadyVisitor } from "../kernel/steady.ts";
+import { steadyTag, type SteadyTag, type SteadyVisitor } from "../kernel/steady.ts";
 
 export interface Waiter {
   readonly sema: number;
@@ -85,11 +85,20 @@ export class SemaphoreBlock {
         list[kept++] = w;
         continue;
       }
-      const wake = (): void => this.waitGe(w.sema, w.target, w.release);
+      const wake = this.wakeOf(w);
       // (Tagged only while a steady-state search reads the state.)
-      this.kernel.after(this.wakePs, Prio.WAKE, this.kernel.onMark ? steadyTag(wake, { steady: (v) => this.steadyWaiter(v, w) }) : wake);
+      this.kernel.after(this.wakePs, Prio.WAKE, this.kernel.onMark ? steadyTag(wake, new WakeTag(this, w)) : wake);
     }
     list.length = kept;
+  }
+
+  /**
+   * A woken waiter's callback: it waits again (the value may have moved on). Made here, not named
+   * in `check`: a closure held in a named const is named at each making where the module loader
+   * keeps names (tsx), a property definition each wake-up.
+   */
+  private wakeOf(w: Waiter): () => void {
+    return () => this.waitGe(w.sema, w.target, w.release);
   }
 
   /** Steady state: the values from now on are told from these. */
@@ -138,7 +147,7 @@ export class SemaphoreBlock {
   }
 
   /** Steady state: a waiter (in a list, or woken and on its way). */
-  private steadyWaiter(v: SteadyVisitor, w: Waiter): void {
+  steadyWaiter(v: SteadyVisitor, w: Waiter): void {
     v.same(this.steadyId);
     v.same(w.sema);
     v.same(w.target - this.values[w.sema]!);
@@ -148,5 +157,18 @@ export class SemaphoreBlock {
 
   pendingWaiters(): Waiter[] {
     return [...this.waiters.values()].flat();
+  }
+}
+
+/** A woken waiter on its way, as steady state reads it. */
+class WakeTag implements SteadyTag {
+  private readonly block: SemaphoreBlock;
+  private readonly waiter: Waiter;
+  constructor(block: SemaphoreBlock, waiter: Waiter) {
+    this.block = block;
+    this.waiter = waiter;
+  }
+  steady(v: SteadyVisitor): void {
+    this.block.steadyWaiter(v, this.waiter);
   }
 }

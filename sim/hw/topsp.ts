@@ -390,7 +390,29 @@ export class Topsp {
     if (this.eventIndex >= cap) throw new SimError("SIM1413", `${this.name}: the mesh tape ends (${cap} events) before FUNCTION_BARRIER_LAST_COLL`, { value: this.eventIndex });
     const ev = decodeMeshEvent(this.image.meshConfig, this.eventIndex);
     const shift = entry.semaShiftOffset & 31;
-    const fire = (): void =>
+    const fire = this.meshFire(entry, ev, shift);
+    if (!ev.waitEvent) return fire();
+    const sema = this.localSema(ev.waitSema, `mesh event ${this.eventIndex} wait`);
+    const target = ev.waitVal * 2 ** shift;
+    const since = this.host.kernel.now;
+    this.meshWaiting = { sema, role: `mesh event ${this.eventIndex}`, target };
+    this.semas.waitGe(sema, target, () => {
+      this.clock?.acquire(this.semas.published(sema));
+      this.meshWaiting = undefined;
+      const now = this.host.kernel.now;
+      if (now > since) this.host.trace?.wait(this.device, this.index, -1, sema, `mesh event ${this.eventIndex}`, target, since, now);
+      this.semas.write(sema, "dec", target);
+      fire();
+    });
+  }
+
+  /**
+   * A mesh event's firing, once its wait is met: its DMA legs and direct triggers, then the next
+   * event. (Made here: a closure held in a named const is named at each making where the loader
+   * keeps names, tsx.)
+   */
+  private meshFire(entry: DecodedSpadCtrlEntry, ev: ReturnType<typeof decodeMeshEvent>, shift: number): () => void {
+    return () =>
       this.busy(this.timing.stepIssuePs, () => {
         if (ev.dmaTrigger) {
           for (const leg of ev.legs) {
@@ -405,19 +427,6 @@ export class Topsp {
         if (ev.eventType === MeshEventType.FUNCTION_BARRIER_LAST_COLL) this.entryDone();
         else this.meshStep(entry);
       });
-    if (!ev.waitEvent) return fire();
-    const sema = this.localSema(ev.waitSema, `mesh event ${this.eventIndex} wait`);
-    const target = ev.waitVal * 2 ** shift;
-    const since = this.host.kernel.now;
-    this.meshWaiting = { sema, role: `mesh event ${this.eventIndex}`, target };
-    this.semas.waitGe(sema, target, () => {
-      this.clock?.acquire(this.semas.published(sema));
-      this.meshWaiting = undefined;
-      const now = this.host.kernel.now;
-      if (now > since) this.host.trace?.wait(this.device, this.index, -1, sema, `mesh event ${this.eventIndex}`, target, since, now);
-      this.semas.write(sema, "dec", target);
-      fire();
-    });
   }
 
   private channelDone(): void {
