@@ -111,15 +111,6 @@ export class Fabric {
   }
 }
 
-interface Stage {
-  res: Resource | undefined;
-  bytes: number;
-  /** Fixed time in the stage on top of the byte time. */
-  fixedPs: number;
-  /** Propagation delay after the stage. */
-  latPs: number;
-}
-
 export interface PacketTiming {
   /** When the engine may start its next packet (the data has left the source side). */
   engineFree: Tick;
@@ -184,17 +175,3 @@ export class PacketClock implements PacketTiming {
     return this;
   }
 }
-
-/** The timing of one packet through `stages` (the first `sourceStages` hold the engine). */
-export function pipeline(t0: Tick, stages: readonly Stage[], sourceStages: number, onBusy?: (res: Resource, bytes: number, start: Tick, end: Tick) => void): PacketTiming {
-  const clock = new PacketClock();
-  clock.onBusy = onBusy;
-  clock.begin(t0);
-  for (let i = 0; i < stages.length; i++) {
-    const st = stages[i]!;
-    clock.stage(st.res, st.bytes, st.fixedPs, st.latPs, i < sourceStages);
-  }
-  return clock.end();
-}
-
-export type { Stage };

@@ -4,10 +4,10 @@
 // increments the remote semaphores (one per remote fold) when it has landed.
 import { SimError } from "../../src/ir/errors.ts";
 import type { Tick } from "../../src/ir/time.ts";
-import { ADDRESS_BLOCK, decodeAddress, describeAddress } from "../../src/encd/address.ts";
+import { ADDRESS_BLOCK, addressFields, decodeAddress, describeAddress, readAddress } from "../../src/encd/address.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES, type ProxyEntry } from "../../src/encd/proxy-fifo.ts";
 import { Prio, type Kernel } from "../kernel/kernel.ts";
-import { pipeline, type Fabric } from "./fabric.ts";
+import { PacketClock, type Fabric } from "./fabric.ts";
 import type { SemaphoreBlock } from "./semaphore.ts";
 import type { TraceSink } from "../trace.ts";
 import { ThreadClock, type Access, type RaceDetector } from "../verify/races.ts";
@@ -58,6 +58,8 @@ export class ProxyQueue {
     private readonly folds = 1,
   ) {
     this.n = fifo.length / PROXY_ENTRY_BYTES;
+    const trace = host.trace;
+    if (trace) this.packet.onBusy = (res, bytes, a, b) => trace.link(res.name, bytes, a, b);
     this.agent = host.races ? host.races.agent(`proxy of dev${device} topsp${topsp}`, "entry") : -1;
     for (let f = 0; f < folds; f++) semas.proxyWaited.add(sema + f);
   }
@@ -106,28 +108,29 @@ export class ProxyQueue {
     const kern = host.kernel;
     // The entry's remote addresses name devices of its block; its source is this device's own.
     const remote = e.block * ADDRESS_BLOCK;
-    const dst = decodeAddress(e.dst, remote);
-    const src = decodeAddress(e.src, this.device);
+    // (Addresses read into one reused record, what is needed taken at once: no object an entry.)
+    const a = this.addr;
     let data: Uint8Array | undefined;
     let stream: SymStream | undefined;
     const races = host.races;
     if (e.bytes > 0) {
-      if (src.kind !== "hbm" || src.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src, this.device)}, not this device's HBM`, { value: e.src });
-      if (dst.kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst, remote)}, not HBM`, { value: e.dst });
-      data = host.payload(this.device, src.offset, e.bytes);
-      if (races) races.read(this.device, src.offset, e.bytes, this.access(k, kern.now));
-      stream = host.symbolic?.read(this.device, [{ off: src.offset, len: e.bytes }]);
+      if (readAddress(e.dst, remote, a).kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst, remote)}, not HBM`, { value: e.dst });
+      readAddress(e.src, this.device, a);
+      if (a.kind !== "hbm" || a.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src, this.device)}, not this device's HBM`, { value: e.src });
+      const offset = a.offset;
+      data = host.payload(this.device, offset, e.bytes);
+      if (races) races.read(this.device, offset, e.bytes, this.access(k, kern.now));
+      stream = host.symbolic?.read(this.device, [{ off: offset, len: e.bytes }]);
     }
-    const to = host.home(decodeAddress(e.sema, remote).device);
+    const to = host.home(readAddress(e.sema, remote, a).device);
     const net = host.network;
     // Sending NIC, then the receiving one a network latency later; a credit is a 4-byte message.
-    const stages = [
-      { res: host.fabric.nicTx[host.fabric.nicOf(this.device)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: net.latencyPs },
-      { res: host.fabric.nicRx[host.fabric.nicOf(to)]!, bytes: Math.max(e.bytes, 4), fixedPs: 0, latPs: 0 },
-    ];
-    const trace = host.trace;
-    const t = pipeline(kern.now + net.messageCostPs, stages, 1, trace ? (res, bytes, a, b) => trace.link(res.name, bytes, a, b) : undefined);
-    const land = Math.max(t.land, this.lastLand);
+    const bytes = Math.max(e.bytes, 4);
+    const c = this.packet;
+    c.begin(kern.now + net.messageCostPs);
+    c.stage(host.fabric.nicTx[host.fabric.nicOf(this.device)]!, bytes, 0, net.latencyPs, true);
+    c.stage(host.fabric.nicRx[host.fabric.nicOf(to)]!, bytes, 0, 0, false);
+    const land = Math.max(c.end().land, this.lastLand);
     this.lastLand = land;
     const wacc = races ? this.access(k, land) : undefined;
     this.inflight++;
@@ -135,6 +138,10 @@ export class ProxyQueue {
     // (Its effect is its entry's, k entries back: entries alike land alike.)
     kern.at(land, Prio.LAND, kern.onMark ? steadyTag(landing, new LandingTag(this, k, data !== undefined || wacc !== undefined || stream !== undefined)) : landing);
   }
+
+  /** The record entries' addresses are read into, and the clock their messages are timed on (reused). */
+  private readonly addr = addressFields();
+  private readonly packet = new PacketClock();
 
   /** Entry `k`'s memory access at `timePs` (race detection). */
   private access(k: number, timePs: number): Access {
