@@ -97,14 +97,27 @@ export function hangReport(devices: ReadonlyMap<number, DeviceModel>, proxies: r
 
 /** A finished program leaves every semaphore where it started and every ring consumed. */
 export function checkBalance(image: ProgramImage, devices: ReadonlyMap<number, DeviceModel>, violation: (kind: Violation["kind"], message: string) => void, seen: ReadonlyMap<Violation["kind"], number>, violations: Violation[]): void {
-  const initial = new Map<string, number>();
-  for (const di of image.devices) for (const s of [...di.semaphores, ...(di.finalSemaphores ?? [])]) initial.set(`${di.device}/${s.topsp}/${s.sema}`, s.value);
+  // Where each semaphore must end, by block (device/topsp): its final value if the image says one,
+  // else its initial value, else 0. (Looked up a block at a time: a key a semaphore was most of a
+  // small run's end.)
+  const initial = new Map<string, Map<number, number>>();
+  for (const di of image.devices) {
+    for (const s of [...di.semaphores, ...(di.finalSemaphores ?? [])]) {
+      const key = `${di.device}/${s.topsp}`;
+      let block = initial.get(key);
+      if (!block) initial.set(key, (block = new Map()));
+      block.set(s.sema, s.value);
+    }
+  }
   for (const [d, m] of devices) {
     for (const [ts, b] of m.semas) {
-      b.values.forEach((v, sema) => {
-        const want = initial.get(`${d}/${ts}/${sema}`) ?? 0;
+      const block = initial.get(`${d}/${ts}`);
+      const values = b.values;
+      for (let sema = 0; sema < values.length; sema++) {
+        const v = values[sema]!;
+        const want = block?.get(sema) ?? 0;
         if (v !== want) violation("unbalanced semaphore", `dev${d}:topsp${ts}:sem${sema} ends at ${v}, not at ${want}`);
-      });
+      }
     }
     for (const e of m.engines.values()) {
       for (const q of e.queues.values()) {
