@@ -1,5 +1,5 @@
 // A running 64-bit hash of what a program does, for comparing programs that should be alike.
-import { addressFields, readAddress, type AddressFields } from "./address.ts";
+import { addressFields, HBM_LIMIT, readAddress, type AddressFields } from "./address.ts";
 
 /** Two 32-bit FNV-1a-style lanes over a stream of numbers (integers below 2^53). */
 export class Signature {
@@ -39,6 +39,14 @@ const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
  * fields go into the hash as one number (they fit: place < 2^16, then a few bits each).
  */
 export function addUnitAddress(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {
+  // An address in the HBM of the device the last HBM address was in (as `from` saw it, for `own`):
+  // the same code, without decoding it again (most descriptors address the device the last did).
+  const h = lastHbm;
+  if (addr >= h.lo && addr < h.hi && from === h.from && own === h.own && unitDevices === h.unitDevices) {
+    if (h.other) sig.cross.push(h.device);
+    sig.add(h.code);
+    return;
+  }
   const a = readAddress(addr, from, scratch);
   const device = a.device;
   // (Device ids and unit sizes are below 2^16: integer division by `| 0`.)
@@ -48,8 +56,17 @@ export function addUnitAddress(sig: Signature, addr: number, from: number, unitD
   const place = (device - unit * unitDevices) * 2 + (other ? 1 : 0);
   // (Kinds and windows by comparison: a lookup keyed by the string costs more than the rest.)
   let code: number;
-  if (a.kind === "hbm") code = place * 8 + KIND.hbm;
-  else if (a.kind === "sema") code = (((place * 16 + a.topsp) * 256 + a.sema) * 4 + windowCode(a.window)) * 8 + KIND.sema;
+  if (a.kind === "hbm") {
+    code = place * 8 + KIND.hbm;
+    h.lo = addr - a.offset;
+    h.hi = h.lo + HBM_LIMIT;
+    h.from = from;
+    h.own = own;
+    h.unitDevices = unitDevices;
+    h.device = device;
+    h.other = other;
+    h.code = code;
+  } else if (a.kind === "sema") code = (((place * 16 + a.topsp) * 256 + a.sema) * 4 + windowCode(a.window)) * 8 + KIND.sema;
   else if (a.kind === "doorbell") code = ((((place * 1024 + (a.engine ?? 1023)) * 8 + a.seng) * 4096 + a.queue) * 2 + (a.dir === "m2s" ? 0 : 1)) * 8 + KIND.doorbell;
   else code = place * 8 + KIND.unmapped;
   sig.add(code);
@@ -58,6 +75,9 @@ export function addUnitAddress(sig: Signature, addr: number, from: number, unitD
 function windowCode(w: AddressFields["window"]): number {
   return w === "read" ? WINDOWS.read : w === "set" ? WINDOWS.set : w === "inc" ? WINDOWS.inc : WINDOWS.dec;
 }
+
+/** The HBM the last HBM address hashed was in: its addresses [lo, hi), as `from` saw them for `own`, and their code. */
+const lastHbm = { lo: 0, hi: 0, from: -1, own: -1, unitDevices: -1, device: -1, other: false, code: 0 };
 
 /** The record addresses are decoded into (hashing keeps nothing of it). */
 const scratch = addressFields();
