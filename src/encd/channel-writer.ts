@@ -193,13 +193,13 @@ export class EncdChannel {
         value: { m2s, s2m },
       });
     }
-    const e = { m2s, s2m, repeat: 1, flags, drainTarget };
     const prev = this.lastEntry;
     if (prev && prev.m2s === m2s && prev.s2m === s2m && prev.flags === flags && prev.drainTarget === drainTarget && !(flags & StepFlag.LAST_SYNC) && prev.repeat < TP_INC_MAX) {
       // The last entry is this channel's own record (not kept elsewhere): its repeat grows in place.
       prev.repeat++;
       packSlotEntry(prev, this.steps.bytes, this.steps.length - SLOT_ENTRY_BYTES);
     } else {
+      const e = { m2s, s2m, repeat: 1, flags, drainTarget };
       packSlotEntry(e, this.steps.grow(SLOT_ENTRY_BYTES), this.steps.length - SLOT_ENTRY_BYTES);
       this.lastEntry = e;
     }
