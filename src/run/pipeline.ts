@@ -6,7 +6,7 @@ import { opGroups, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { ScenarioError, SimError } from "../ir/errors.ts";
 import { threadFeed } from "./feed-thread.ts";
 import { heapFull, memoryAgents, racesFit, racesLeftOut, valuesCheckFit } from "./budgets.ts";
-import { loadInputs, referenceOutputs, symbolicReference } from "./reference.ts";
+import { forgetInputs, loadInputs, referenceOutputs, symbolicReference } from "./reference.ts";
 import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
 import { compileProgram, compileStreamed, algorithmLabel, type CompiledProgram, type Folding } from "../enc/compile.ts";
 import { materialize } from "./program-cache.ts";
@@ -152,7 +152,10 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     if (i === 0 && !again) warnRouted(log, layout.rings.filter((r) => !r.followsLinks).map((r) => r.group));
     // Each rank's input values, then the reference outputs (ranks a permute leaves alone are not checked).
     const expected = values ? referenceOutputs(scn, i, ol) : new Map<number, number[]>();
-    if (values) loadInputs(scn, i, ol, image);
+    if (values) {
+      loadInputs(scn, i, ol, image);
+      forgetInputs(scn, i);
+    }
     hooks.mutateImage?.(image, i);
     log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
     const trace = hooks.trace?.(`${op.op} ${op.bytes} B`);
@@ -270,6 +273,7 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: Pipe
     layout.ops.forEach((ol, k) => {
       expected.set(k, referenceOutputs(scn, k, ol));
       loadInputs(scn, k, ol, image);
+      forgetInputs(scn, k);
     });
   }
   // (Race detection as each op alone has it: only where every op's shadow memory and the clocks fit, together.)

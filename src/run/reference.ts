@@ -33,6 +33,17 @@ function inputValues(scn: Scenario, i: number, rank: number, bytes: number): num
 }
 
 const INPUTS = new WeakMap<Scenario, Map<string, number[]>>();
+
+/**
+ * Op `i`'s inputs are loaded and its reference made: let its values go (a run of 1,024 ranks held
+ * a quarter of a gigabyte of them through the simulation, scanned at every collection). A later
+ * pass that needs them again (the ops run at once) makes them again, the same.
+ */
+export function forgetInputs(scn: Scenario, i: number): void {
+  const m = INPUTS.get(scn);
+  if (!m) return;
+  for (const key of [...m.keys()]) if (key.startsWith(`${i}/`)) m.delete(key);
+}
 function memoInputs(scn: Scenario, i: number, rank: number, make: () => number[]): number[] {
   let m = INPUTS.get(scn);
   if (!m) INPUTS.set(scn, (m = new Map()));
