@@ -114,10 +114,10 @@ export class ProxyQueue {
     let stream: SymStream | undefined;
     const races = host.races;
     if (e.bytes > 0) {
-      if (readAddress(e.dst, remote, a).kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst, remote)}, not HBM`, { value: e.dst });
       readAddress(e.src, this.device, a);
       if (a.kind !== "hbm" || a.device !== this.device) throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} reads ${describeAddress(e.src, this.device)}, not this device's HBM`, { value: e.src });
       const offset = a.offset;
+      if (readAddress(e.dst, remote, a).kind !== "hbm") throw new SimError("SIM1515", `proxy of dev${this.device}: entry ${k} writes ${describeAddress(e.dst, remote)}, not HBM`, { value: e.dst });
       data = host.payload(this.device, offset, e.bytes);
       if (races) races.read(this.device, offset, e.bytes, this.access(k, kern.now));
       stream = host.symbolic?.read(this.device, [{ off: offset, len: e.bytes }]);
