@@ -154,7 +154,8 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const expected = values ? referenceOutputs(scn, i, ol) : new Map<number, number[]>();
     if (values) {
       loadInputs(scn, i, ol, image);
-      forgetInputs(scn, i);
+      // (Kept for the run of all ops at once, when one follows: it loads them again.)
+      if (!(scn.concurrent && scn.ops.length > 1)) forgetInputs(scn, i);
     }
     hooks.mutateImage?.(image, i);
     log.info({ op: i, devices: image.devices.length, queues: image.devices.reduce((n, d) => n + d.queues.length, 0) }, "compiled");
