@@ -14,7 +14,7 @@ interface Row {
   readonly slow?: boolean;
 }
 
-const TSX = ["--import", "tsx"];
+const TSX = ["--max-semi-space-size=64", "--import", "tsx"];
 /** The older runtime's logs (what --from reads), and where the fit row writes its preset. */
 const OLDER_LOGS = readdirSync("calibration/logs")
   .filter((f) => f.startsWith("older-") && f.endsWith(".log"))
