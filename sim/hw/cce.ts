@@ -67,19 +67,31 @@ export function f32ToF16(x: number): number {
   return sign | h;
 }
 
-/** Per 8-bit format: each code's value, and the code of every finite non-zero value one has (what `f32ToMini` gives it). */
-const MINI = new Map<MiniFloat, { readonly values: Float64Array; readonly codes: Map<number, number> }>();
-function miniTables(f: MiniFloat): { readonly values: Float64Array; readonly codes: Map<number, number> } {
+/**
+ * Per 8-bit format: each code's value, and the positive finite ones in code order (codes 0 up to
+ * the largest finite: each larger than the one before), which `f32ToMini` rounds to by bisection.
+ */
+interface MiniTable {
+  readonly values: Float64Array;
+  readonly positive: Float64Array;
+}
+const MINI = new Map<MiniFloat, MiniTable>();
+function miniTables(f: MiniFloat): MiniTable {
   let t = MINI.get(f);
   if (!t) {
     const values = new Float64Array(256);
-    const codes = new Map<number, number>();
     for (let h = 0; h < 256; h++) values[h] = miniValue(h, f);
-    for (let h = 0; h < 256; h++) if (Number.isFinite(values[h]!) && values[h] !== 0) codes.set(values[h]!, roundToMini(values[h]!, f));
-    t = { values, codes };
+    t = { values, positive: values.slice(0, largestFinite(f) + 1) };
     MINI.set(f, t);
   }
   return t;
+}
+
+/** The largest finite code: E5M2's below its infinity exponent, E4M3's one mantissa step below NaN. */
+function largestFinite(f: MiniFloat): number {
+  const top = (1 << f.expBits) - 1;
+  const mantMax = (1 << f.mantBits) - 1;
+  return f.ieee ? ((top - 1) << f.mantBits) | mantMax : (top << f.mantBits) | (mantMax - 1);
 }
 
 /** An 8-bit float's value (a code's, looked up). */
@@ -87,13 +99,28 @@ export function miniToF32(h: number, f: MiniFloat): number {
   return miniTables(f).values[h & 0xff]!;
 }
 
-/** The nearest 8-bit float (ties to even); E4M3 saturates to its largest finite, E5M2 overflows to infinity. A value that is a code's own (most sums of them) is looked up. */
+/**
+ * The nearest 8-bit float (ties to even); E4M3 saturates to its largest finite, E5M2 overflows to
+ * infinity. Within the finite range, the two codes around the magnitude are found by bisection and
+ * the nearer taken (at the midpoint, the even code: its mantissa's last bit is the code's).
+ */
 export function f32ToMini(x: number, f: MiniFloat): number {
-  if (x !== 0) {
-    const c = miniTables(f).codes.get(x);
-    if (c !== undefined) return c;
+  const v = miniTables(f).positive;
+  const a = x < 0 ? -x : x;
+  // (NaN and magnitudes past the largest finite: rounded in full.)
+  if (!(a <= v[v.length - 1]!)) return roundToMini(x, f);
+  const sign = x < 0 || (x === 0 && 1 / x < 0) ? 0x80 : 0;
+  let lo = 0;
+  let hi = v.length - 1;
+  if (a === v[hi]) return sign | hi;
+  // v[lo] <= a < v[hi]
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (v[mid]! <= a) lo = mid;
+    else hi = mid;
   }
-  return roundToMini(x, f);
+  const half = (v[lo]! + v[hi]!) / 2;
+  return sign | (a < half ? lo : a > half ? hi : lo & 1 ? hi : lo);
 }
 
 function miniValue(h: number, f: MiniFloat): number {
@@ -223,6 +250,15 @@ function encodeInto(sdmaDtype: number, acc: Float64Array, n: number): boolean {
     case 6:
       for (let k = 0; k < n; k++) w.u16[k] = f32ToBf16(acc[k]!);
       return true;
+    case 7:
+      for (let k = 0; k < n; k++) w.u16[k] = f32ToF16(acc[k]!);
+      return true;
+    case 14:
+    case 15: {
+      const f = sdmaDtype === 14 ? FP8.fp8e4 : FP8.fp8e5;
+      for (let k = 0; k < n; k++) w.u8[k] = f32ToMini(acc[k]!, f);
+      return true;
+    }
     default:
       return false;
   }
@@ -268,6 +304,18 @@ function decodeInto(el: (typeof ELEMENTS)[number], sdmaDtype: number, src: Uint8
         for (let k = 0; k < n; k++) into[k] = wide.f32[k]!;
         return;
       }
+      case 7: {
+        // fp16 and the 8-bit floats: each code's value looked up.
+        const table = (F16 ??= f16Table());
+        for (let k = 0; k < n; k++) into[k] = table[w.u16[k]!]!;
+        return;
+      }
+      case 14:
+      case 15: {
+        const table = miniTables(sdmaDtype === 14 ? FP8.fp8e4 : FP8.fp8e5).values;
+        for (let k = 0; k < n; k++) into[k] = table[w.u8[k]!]!;
+        return;
+      }
     }
   }
   const v = new DataView(src.buffer, src.byteOffset, src.length);
@@ -277,7 +325,7 @@ function decodeInto(el: (typeof ELEMENTS)[number], sdmaDtype: number, src: Uint8
 }
 
 /** The types `decodeInto` reads through a scratch's view (the others element by element). */
-const VIEWED = new Set([3, 2, 5, 4, 9, 8, 10, 6]);
+const VIEWED = new Set([3, 2, 5, 4, 9, 8, 10, 6, 7, 14, 15]);
 
 /** One buffer seen as each element type. */
 interface Views {
