@@ -2,6 +2,7 @@
 import type { Kernel } from "../kernel/kernel.ts";
 import { Prio } from "../kernel/kernel.ts";
 import { SemaClock, type Clock } from "../verify/races.ts";
+import { SEMAPHORES_PER_TOPSP } from "../../src/encd/address.ts";
 import { steadyTag, type SteadyTag, type SteadyVisitor } from "../kernel/steady.ts";
 
 export interface Waiter {
@@ -13,7 +14,12 @@ export interface Waiter {
 
 export class SemaphoreBlock {
   readonly values: Int32Array;
-  private readonly waiters = new Map<number, Waiter[]>();
+  /**
+   * Per semaphore, its waiters in the order they came: the first `waiting[sema]` of its list (the
+   * lists keep their length, so that a wait and its wake-up allocate no array).
+   */
+  private readonly waiters: (Waiter | undefined)[][] = [];
+  private readonly waiting: Int32Array;
   private readonly kernel: Kernel;
   private readonly wakePs: number;
   /** Called on every value change (for traces and tests). */
@@ -41,6 +47,8 @@ export class SemaphoreBlock {
   constructor(kernel: Kernel, count: number, wakePs: number) {
     this.kernel = kernel;
     this.values = new Int32Array(count);
+    // (Every index a semaphore address can name: one past a preset's count waits, never woken, as before.)
+    this.waiting = new Int32Array(Math.max(count, SEMAPHORES_PER_TOPSP));
     this.wakePs = wakePs;
   }
 
@@ -68,18 +76,18 @@ export class SemaphoreBlock {
       release();
       return;
     }
-    const list = this.waiters.get(sema);
-    if (list) list.push({ sema, target, release });
-    else this.waiters.set(sema, [{ sema, target, release }]);
+    const list = (this.waiters[sema] ??= []);
+    list[this.waiting[sema]!++] = { sema, target, release };
   }
 
   private check(sema: number): void {
-    const list = this.waiters.get(sema);
-    if (!list || list.length === 0) return;
+    const n = this.waiting[sema]!;
+    if (n === 0) return;
+    const list = this.waiters[sema]!;
     const value = this.values[sema]!;
     // Wake the satisfied waiters in the order they came; keep the others, in order, in place.
     let kept = 0;
-    for (let i = 0; i < list.length; i++) {
+    for (let i = 0; i < n; i++) {
       const w = list[i]!;
       if (value < w.target) {
         list[kept++] = w;
@@ -89,7 +97,9 @@ export class SemaphoreBlock {
       // (Tagged only while a steady-state search reads the state.)
       this.kernel.after(this.wakePs, Prio.WAKE, this.kernel.onMark ? steadyTag(wake, new WakeTag(this, w)) : wake);
     }
-    list.length = kept;
+    // (The woken ones' places are cleared, not cut: cutting an array's length reallocates it at the next wait.)
+    for (let i = kept; i < n; i++) list[i] = undefined;
+    this.waiting[sema] = kept;
   }
 
   /**
@@ -130,13 +140,15 @@ export class SemaphoreBlock {
       v.same(s);
       values[s] = v.level(values[s]!, (this.proxyWaited.has(s) || this.countWaited.has(s)) && !this.coreWaited.has(s));
     }
-    const semas = [...this.waiters.keys()].filter((s) => this.waiters.get(s)!.length > 0).sort((a, b) => a - b);
+    const semas: number[] = [];
+    for (let s = 0; s < this.waiting.length; s++) if (this.waiting[s]! > 0) semas.push(s);
     v.same(semas.length);
     for (const s of semas) {
-      const list = this.waiters.get(s)!;
+      const list = this.waiters[s]!;
+      const n = this.waiting[s]!;
       v.same(s);
-      v.same(list.length);
-      for (const w of list) this.steadyWaiter(v, w);
+      v.same(n);
+      for (let i = 0; i < n; i++) this.steadyWaiter(v, list[i]!);
     }
   }
 
@@ -156,7 +168,7 @@ export class SemaphoreBlock {
   }
 
   pendingWaiters(): Waiter[] {
-    return [...this.waiters.values()].flat();
+    return this.waiters.flatMap((list, s) => (list ? (list.slice(0, this.waiting[s]) as Waiter[]) : []));
   }
 }
 
