@@ -4,7 +4,7 @@ import { InternalError, SimError } from "../../src/ir/errors.ts";
 import { WIDE_ZERO, type Tick } from "../../src/ir/time.ts";
 import { addressFields, describeAddress, HBM_LIMIT, hbmAddr, readAddress } from "../../src/encd/address.ts";
 import type { TraceSink } from "../trace.ts";
-import { DESC_BYTES, decodeLength, descFields, LEN_CTRL, readRxWords, readTxWords } from "../../src/encd/udma.ts";
+import { DESC_BYTES, decodeLength, LEN_CTRL } from "../../src/encd/udma.ts";
 import { wordsOf } from "../../src/encd/bits.ts";
 import { INITIAL_RING_ID } from "../../src/encd/vring.ts";
 import { PAGE_DESCS, type DescPages } from "../../src/encd/pages.ts";
@@ -98,6 +98,10 @@ export class RingSide {
   private hi = 0;
   /** Where `words` found its descriptor: its first word's index. */
   at = 0;
+  /** The descriptors from the last `words` call's up to this one lie in the same words, 4 apart. */
+  get end(): number {
+    return this.hi;
+  }
 
   /** The little-endian words holding descriptor `i` (it starts at word `at`), fed first if it has not arrived. */
   words(i: number): Uint32Array {
@@ -322,6 +326,11 @@ export class DmaQueue {
   }
 }
 
+/** A LEN_CTRL word's ring id. */
+function ringIdOf(w0: number): number {
+  return (w0 & LEN_CTRL.RING_ID_MASK) >>> LEN_CTRL.RING_ID_SHIFT;
+}
+
 /** `Packet.op` of a plain copy (a CCE op is 0..7). */
 const NO_OP = -1;
 
@@ -369,7 +378,6 @@ export class DmaEngine {
   private readonly pkt = new Packet();
   /** The timing of the packet being started (reused). */
   private readonly clock = new PacketClock();
-  private readonly fields = descFields();
   /** The record addresses decode into (read at once, never kept). */
   private readonly addr = addressFields();
   /** Its device's HBM (looked up at the first packet). */
@@ -432,37 +440,51 @@ export class DmaEngine {
   /** Parse the packet at the head of `q` into `this.pkt`; false when its descriptors are not all posted yet. */
   private parse(q: DmaQueue): boolean {
     if (q.txHead >= q.txTail) return false;
-    const f = this.fields;
     const p = this.pkt;
+    // The descriptors' words are read where they lie, a page at a time (`RingSide.words`, `end`):
+    // its LEN_CTRL word 0, a META descriptor's op words 1-3, an address's words 2-3.
     const tx = q.tx;
-    readTxWords(tx.words(q.txHead), tx.at, f);
-    if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, q.txHead)}: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
+    let w = tx.words(q.txHead);
+    let a = tx.at;
+    let end = tx.end;
+    let w0 = w[a]!;
+    if (ringIdOf(w0) !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, q.txHead)}: ring id ${ringIdOf(w0)}, expected ${INITIAL_RING_ID}`, { value: ringIdOf(w0) });
     let i = q.txHead;
     let op = NO_OP;
     let dtype = 0;
     let bytes = 0;
     let dests = 1;
-    if (f.meta) {
-      op = f.op;
-      dtype = f.dtype;
-      bytes = f.length;
-      dests = f.dests;
+    if ((w0 & LEN_CTRL.META) !== 0) {
+      const w1 = w[a + 1]!;
+      op = w1 & 7;
+      dtype = (w1 >>> 16) & 0xf;
+      bytes = w[a + 2]! & 0xffffff;
+      dests = (w[a + 3]! & 0xff) + 1;
       i++;
+      a += 4;
     }
     let nSrc = 0;
     let srcBytes = 0;
     for (;;) {
       if (i >= q.txTail) return false;
-      readTxWords(tx.words(i), tx.at, f);
-      if (f.meta) throw new SimError("SIM1304", `${this.where(q, i)}: META descriptor inside a packet`, { value: i });
-      if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, i)}: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
-      if (!Number.isFinite(f.src)) throw new SimError("SIM1305", `${this.where(q, i)}: source address beyond 2^53`, { value: i });
-      p.srcAddr[nSrc] = f.src;
-      p.srcLen[nSrc++] = f.length;
-      srcBytes += f.length;
+      if (i >= end) {
+        w = tx.words(i);
+        a = tx.at;
+        end = tx.end;
+      }
+      w0 = w[a]!;
+      if ((w0 & LEN_CTRL.META) !== 0) throw new SimError("SIM1304", `${this.where(q, i)}: META descriptor inside a packet`, { value: i });
+      if (ringIdOf(w0) !== INITIAL_RING_ID) throw new SimError("SIM1303", `${this.where(q, i)}: ring id ${ringIdOf(w0)}, expected ${INITIAL_RING_ID}`, { value: ringIdOf(w0) });
+      const hi = w[a + 3]!;
+      if (hi > 0x1fffff) throw new SimError("SIM1305", `${this.where(q, i)}: source address beyond 2^53`, { value: i });
+      const len = decodeLength(w0);
+      p.srcAddr[nSrc] = hi * 0x100000000 + w[a + 2]!;
+      p.srcLen[nSrc++] = len;
+      srcBytes += len;
       i++;
-      if (f.last) break;
-      if (!f.concat && op === NO_OP) throw new SimError("SIM1306", `${this.where(q, i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
+      a += 4;
+      if ((w0 & LEN_CTRL.LAST) !== 0) break;
+      if ((w0 & LEN_CTRL.CONCAT) === 0 && op === NO_OP) throw new SimError("SIM1306", `${this.where(q, i - 1)}: descriptor neither LAST nor CONCAT`, { value: i - 1 });
     }
     const nTx = i - q.txHead;
     if (op !== NO_OP) for (let k = 0; k < nSrc; k++) if (p.srcLen[k] !== bytes) throw new SimError("SIM1307", `${this.where(q, q.txHead)}: CCE sources differ in length from the packet (${bytes})`, { value: p.srcLen.slice(0, nSrc) });
@@ -472,15 +494,24 @@ export class DmaEngine {
     let got = 0;
     let j = q.rxHead;
     const rx = q.rx;
+    end = -1;
     while (got < need) {
       if (j >= q.rxTail) return false;
-      readRxWords(rx.words(j), rx.at, f);
-      if (f.ringId !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${f.ringId}, expected ${INITIAL_RING_ID}`, { value: f.ringId });
-      if (dests > 1 && f.length !== bytes) throw new SimError("SIM1311", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: a replicated CCE packet of ${bytes} bytes needs ${dests} rx descriptors of that length, not ${f.length}`, { value: f.length });
-      p.dstAddr[nDst] = f.dst;
-      p.dstLen[nDst++] = f.length;
-      got += f.length;
+      if (j >= end) {
+        w = rx.words(j);
+        a = rx.at;
+        end = rx.end;
+      }
+      w0 = w[a]!;
+      if (ringIdOf(w0) !== INITIAL_RING_ID) throw new SimError("SIM1303", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: ring id ${ringIdOf(w0)}, expected ${INITIAL_RING_ID}`, { value: ringIdOf(w0) });
+      const len = decodeLength(w0);
+      if (dests > 1 && len !== bytes) throw new SimError("SIM1311", `dev${this.device} dma${this.index} q${q.id} rx[${j}]: a replicated CCE packet of ${bytes} bytes needs ${dests} rx descriptors of that length, not ${len}`, { value: len });
+      const hi = w[a + 3]!;
+      p.dstAddr[nDst] = hi > 0x1fffff ? Number.NaN : hi * 0x100000000 + w[a + 2]!;
+      p.dstLen[nDst++] = len;
+      got += len;
       j++;
+      a += 4;
     }
     if (got !== need) throw new SimError("SIM1308", `dev${this.device} dma${this.index} q${q.id}: rx descriptors cover ${got} bytes, the packet has ${need}`, { value: got });
     p.nTx = nTx;
