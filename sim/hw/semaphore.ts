@@ -166,10 +166,6 @@ export class SemaphoreBlock {
     w.target = this.drift(v, w.sema, w.target);
     v.fn(w.release);
   }
-
-  pendingWaiters(): Waiter[] {
-    return this.waiters.flatMap((list, s) => (list ? (list.slice(0, this.waiting[s]) as Waiter[]) : []));
-  }
 }
 
 /** A woken waiter on its way, as steady state reads it. */
