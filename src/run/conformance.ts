@@ -203,6 +203,18 @@ function pairsFor(ranks: number, op: OpName, int: (lo: number, hi: number) => nu
 
 const silent = pino({ level: "silent" });
 
+/**
+ * The composer keeps a channel count the scenario (or a varied preset) sets and refuses it when its
+ * channel sets need more DMA engines than a rank has: a refusal of that setting, as a user typing
+ * it gets. A count the composer chose itself always fits, so without one this code is a failure.
+ */
+const CHOSEN_COUNT_REFUSAL = "CMP1304";
+
+/** The case sets a channel or fold count itself (the knobs' channels, a varied preset). */
+export function setsCounts(c: ConformanceCase): boolean {
+  return c.scenario["channels"] !== undefined || c.preset !== undefined;
+}
+
 /** Run one case through the scenario path and classify it. */
 export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
   try {
@@ -221,7 +233,7 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
     return { kind: "pass", algorithms: out.ops.map((o) => o.row.algorithm) };
   } catch (e) {
     if (e instanceof CcsimError) {
-      const refused = REFUSAL_CODES.has(e.code);
+      const refused = REFUSAL_CODES.has(e.code) || (e.code === CHOSEN_COUNT_REFUSAL && setsCounts(c));
       return { kind: refused ? "refused" : "fail", code: e.code, message: e.render() };
     }
     return { kind: "fail", code: "internal", message: (e as Error).stack ?? String(e) };
