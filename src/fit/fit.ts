@@ -137,7 +137,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
       const program = programs?.get(key);
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
       const full = noFastForward || (program !== undefined && fruitless?.has(key) === true);
-      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true } : {}) });
+      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true, programKey: key } : {}) });
       at.push(k);
       keys.push(key);
     } catch (e) {
@@ -291,6 +291,8 @@ export class Evaluator {
   trials = 0;
   /** Points simulated, over all trials. */
   pointsRun = 0;
+  /** Each trial's wall-clock milliseconds (the first compiles; later ones run kept programs). */
+  readonly trialMs: number[] = [];
   constructor(
     readonly series: readonly Series[],
     readonly maxBytes = Number.MAX_SAFE_INTEGER,
@@ -345,7 +347,9 @@ export class Evaluator {
     this.pointsRun += missing.length;
     // (Trials that keep programs keep their worker threads too: started once, not each trial.)
     if (this.programs && this.jobs > 1) this.pool ??= new WorkerPool();
+    const t0 = performance.now();
     const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward, this.fruitless);
+    this.trialMs.push(performance.now() - t0);
     missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
     this.onTrial?.();
   }

@@ -11,7 +11,8 @@ export function defaultJobs(): number {
   return Math.max(1, availableParallelism());
 }
 
-type Outcome<R> = { readonly index: number; readonly result?: R; readonly error?: ErrorData };
+/** A task's result (or error), and which worker ran it (none: the caller). */
+type Outcome<R> = { readonly index: number; readonly result?: R; readonly error?: ErrorData; readonly slot?: number };
 
 /** An error as plain data (what crosses threads). */
 export interface ErrorData {
@@ -57,6 +58,11 @@ export interface ParallelOptions<T, R> {
    * this replaces it by its name; what it sends, it names in `held`.
    */
   readonly lighten?: (inputs: readonly T[], held: Set<string>) => readonly T[];
+  /**
+   * With `pool`: what a kept worker keeps of its own from running `input` (its task module's
+   * `task` kept it, as `receive` keeps what is sent), named in its `held` so as not to be sent.
+   */
+  readonly keeps?: (input: T, result: R) => string | undefined;
 }
 
 /**
@@ -123,6 +129,7 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   const nWorkers = opts.local ? threads - 1 : threads;
   const ctrl = new Int32Array(new SharedArrayBuffer(4 * (2 + 2 * nWorkers)));
   const ports: MessagePort[] = [];
+  const helds: Set<string>[] = [];
   const workers: Worker[] = [];
   const start = (): void => {
     if (opts.pool) {
@@ -130,6 +137,7 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
       opts.pool.take(moduleUrl, nWorkers).forEach(({ port, held }, w) => {
         port.postMessage({ ctrl, slot: w, inputs: opts.lighten ? opts.lighten(inputs, held) : inputs, order });
         ports.push(port);
+        helds.push(held);
       });
     } else {
       for (let w = 0; w < nWorkers; w++) {
@@ -156,6 +164,10 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   let done = 0;
   const take = (o: Outcome<R>) => {
     results[o.index] = o;
+    if (o.slot !== undefined && o.result !== undefined && opts.keeps) {
+      const name = opts.keeps(inputs[o.index]!, o.result);
+      if (name !== undefined) helds[o.slot]?.add(name);
+    }
     done++;
     if (o.result !== undefined) opts.onResult?.(o.index, o.result);
   };
@@ -287,7 +299,7 @@ function serveBatch(mod: TaskModule, port: MessagePort, batch: { ctrl: Int32Arra
   mod.receive?.(inputs);
   for (let k = Atomics.add(ctrl, NEXT, 1); k < order.length; k = Atomics.add(ctrl, NEXT, 1)) {
     Atomics.store(ctrl, taskWord(slot), order[k]! + 1);
-    port.postMessage(runTask(task, order[k]!, inputs[order[k]!]));
+    port.postMessage({ ...runTask(task, order[k]!, inputs[order[k]!]), slot });
     Atomics.store(ctrl, taskWord(slot), 0);
     Atomics.add(ctrl, POSTED, 1);
     Atomics.notify(ctrl, POSTED);

@@ -1,6 +1,7 @@
 // One sweep point, as a worker thread runs it (see parallel.ts): load the preset, run the scenario,
 // hand back what the sweep reports.
 import pino from "pino";
+import { isMainThread } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { CcsimError, InternalError } from "../ir/errors.ts";
@@ -57,6 +58,14 @@ export type SweepTaskResult =
   | { readonly kind: "hang"; readonly hang: HangReport }
   | { readonly kind: "error"; readonly error: { readonly name: string; readonly code: string; readonly message: string; readonly path: string; readonly value: unknown; readonly file?: string } };
 
+/**
+ * With a pool (parallel.ts's `keeps`): the program a kept worker compiled for a task and keeps
+ * itself, by name (`task`), so that later batches name it rather than send it back.
+ */
+export function keeps(t: SweepTask, r: SweepTaskResult): string | undefined {
+  return t.keepProgram && t.programKey !== undefined && r.kind === "done" && r.program ? t.programKey : undefined;
+}
+
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
@@ -64,7 +73,10 @@ export function task(t: SweepTask): SweepTaskResult {
   const program = t.program ?? (t.heldProgram !== undefined ? HELD.get(t.heldProgram) : undefined);
   if (t.heldProgram !== undefined && !program) throw new InternalError(`a worker was sent a program's name it does not hold (${t.heldProgram.slice(0, 80)})`);
   const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.noFastForward ? { noFastForward: true } : {}), ...(program ? { program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p) } : {}) });
-  return kept && r.kind === "done" ? { ...r, program: kept } : r;
+  if (!kept || r.kind !== "done") return r;
+  // A kept worker keeps what it compiled too (the caller keeps it as well: it runs it, and names it in later batches).
+  if (!isMainThread && t.programKey !== undefined) HELD.set(t.programKey, kept);
+  return { ...r, program: kept };
 }
 
 /** Run one point's scenario; a CcsimError comes back as data (it crosses threads), the sweep goes on. */
@@ -111,7 +123,7 @@ const SELF = import.meta.url;
 export function runTasks(inputs: readonly SweepTask[], jobs: number, pool?: WorkerPool): SweepTaskResult[] {
   const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
   if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
-  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool, lighten } : {}) });
+  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool, lighten, keeps } : {}) });
 }
 
 /**
