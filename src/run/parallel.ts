@@ -63,6 +63,12 @@ export interface ParallelOptions<T, R> {
    * `task` kept it, as `receive` keeps what is sent), named in its `held` so as not to be sent.
    */
   readonly keeps?: (input: T, result: R) => string | undefined;
+  /**
+   * With `pool`: what the caller's own run of `input` made that its kept workers should hold too
+   * (a program it compiled): sent to each once the call's tasks are done, so that later batches
+   * name it, and its crossing is this call's cost, not the next's. The task module's `hold` keeps it.
+   */
+  readonly share?: (input: T, result: R) => { readonly name: string; readonly item: unknown } | undefined;
 }
 
 /**
@@ -210,7 +216,19 @@ export function runParallel<T, R>(moduleUrl: string, inputs: readonly T[], jobs:
   }
   const failed = results.find((o) => o!.error);
   if (failed?.error) throw revive(failed.error);
+  if (opts.share && ports.length > 0) shareOut(results as Outcome<R>[], inputs, opts.share, ports, helds);
   return results.map((o) => o!.result as R);
+}
+
+/** What the caller's own runs made, to every kept worker that does not hold it yet (`ParallelOptions.share`). */
+function shareOut<T, R>(results: readonly Outcome<R>[], inputs: readonly T[], share: NonNullable<ParallelOptions<T, R>["share"]>, ports: readonly MessagePort[], helds: readonly Set<string>[]): void {
+  const items = results.flatMap((o) => (o.slot === undefined && o.result !== undefined ? [share(inputs[o.index]!, o.result)] : [])).filter((x) => x !== undefined);
+  ports.forEach((port, w) => {
+    const send = items.filter((x) => !helds[w]!.has(x.name));
+    if (send.length === 0) return;
+    port.postMessage({ hold: send.map((x) => [x.name, x.item]) });
+    for (const x of send) helds[w]!.add(x.name);
+  });
 }
 
 /**
@@ -277,6 +295,7 @@ import("tsx/esm/api").then((m) => { m.register(); return import(workerData.modul
 interface TaskModule {
   task(input: unknown): unknown;
   receive?(inputs: readonly unknown[]): void;
+  hold?(items: readonly (readonly [string, unknown])[]): void;
 }
 
 /**
@@ -314,9 +333,14 @@ function serveBatch(mod: TaskModule, port: MessagePort, batch: { ctrl: Int32Arra
 export async function servePool(data: { moduleUrl: string; port: MessagePort }): Promise<void> {
   const mod = (await import(data.moduleUrl)) as TaskModule;
   const tid = osThreadId();
-  data.port.on("message", (batch: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }) => {
-    Atomics.store(batch.ctrl, tidWord(batch.slot), tid);
-    serveBatch(mod, data.port, batch);
+  data.port.on("message", (msg: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] } | { hold: readonly (readonly [string, unknown])[] }) => {
+    // What the caller made in the last batch, to hold for the next ones (`ParallelOptions.share`).
+    if ("hold" in msg) {
+      mod.hold?.(msg.hold);
+      return;
+    }
+    Atomics.store(msg.ctrl, tidWord(msg.slot), tid);
+    serveBatch(mod, data.port, msg);
   });
 }
 

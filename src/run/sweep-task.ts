@@ -66,6 +66,17 @@ export function keeps(t: SweepTask, r: SweepTaskResult): string | undefined {
   return t.keepProgram && t.programKey !== undefined && r.kind === "done" && r.program ? t.programKey : undefined;
 }
 
+/** With a pool (parallel.ts's `share`): the program the caller compiled for a task, for its kept workers to hold. */
+export function share(t: SweepTask, r: SweepTaskResult): { name: string; item: CompiledProgram } | undefined {
+  const name = keeps(t, r);
+  return name !== undefined && r.kind === "done" && r.program ? { name, item: r.program } : undefined;
+}
+
+/** @public (parallel.ts calls it on a kept worker) Programs the caller compiled, to hold by name. */
+export function hold(items: readonly (readonly [string, CompiledProgram])[]): void {
+  for (const [name, program] of items) HELD.set(name, program);
+}
+
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
@@ -123,7 +134,7 @@ const SELF = import.meta.url;
 export function runTasks(inputs: readonly SweepTask[], jobs: number, pool?: WorkerPool): SweepTaskResult[] {
   const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
   if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
-  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool, lighten, keeps } : {}) });
+  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool, lighten, keeps, share } : {}) });
 }
 
 /**

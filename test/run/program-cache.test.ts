@@ -122,7 +122,7 @@ describe("a fit's evaluator with programs kept", () => {
     expect(reuse.programs!.size.programs).toBeGreaterThan(3);
   });
 
-  it("on kept worker threads: each program crosses to a worker once, later trials name it, and the times are the same", () => {
+  it("on kept worker threads: a worker keeps the programs it compiles, the caller's cross to it once after their trial, later trials name them, and the times are the same", () => {
     const series = publishedSeries().filter((s) => s.instance === "trn1").slice(0, 3);
     const spec = loadDevice("trn1");
     const reuse = new Evaluator(series, 1 << 20, 2, undefined, undefined, 1 << 30);
