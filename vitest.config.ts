@@ -32,9 +32,9 @@ export default defineConfig({
     // Test files share a worker's module cache (each file importing the whole tool afresh was a
     // tenth of the suite); no test mocks modules or changes the environment.
     isolate: false,
-    // The young generation the npm scripts give the tool (package.json): a run's objects that
-    // live for the run were copied from one small semi-space to the other until promoted (a
-    // tenth of the suite in garbage collection; 181 s -> 161 s here).
+    // The young generation the npm scripts give the tool (package.json), so that the suite runs it
+    // as users do (a run's objects that live for the run were copied from one small semi-space to
+    // the other until promoted).
     execArgv: ["--max-semi-space-size=64"],
     sequence: { sequencer: LongestFirst },
     // Command lines the tests start take their relative paths from the project's folder, wherever
