@@ -36,12 +36,12 @@ const ROWS: readonly Row[] = [
 ];
 
 /** Wall seconds and peak RSS (MiB) of one process. */
-function measure(argv: readonly string[]): { wall: number; rssMiB: number; status: number | null } {
+function measure(argv: readonly string[]): { wall: number; rssMiB: number; status: number | null; stdout: string } {
   const t0 = performance.now();
   const r = spawnSync("/usr/bin/time", ["-f", "%M", process.execPath, ...argv], { encoding: "utf8", maxBuffer: 1 << 30 });
   const wall = (performance.now() - t0) / 1000;
   const kb = Number(r.stderr.trim().split("\n").pop());
-  return { wall, rssMiB: Number.isFinite(kb) ? Math.round(kb / 1024) : Number.NaN, status: r.status };
+  return { wall, rssMiB: Number.isFinite(kb) ? Math.round(kb / 1024) : Number.NaN, status: r.status, stdout: r.stdout ?? "" };
 }
 
 /** The bare kernel loop as a process of its own (bench/ring.ts's loop, 10 M events). */
@@ -61,6 +61,8 @@ console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, ${(totalmem
 console.log(`B (bare event loop, 10 M events, whole process): ${B.toFixed(2)} s\n`);
 console.log("| command | wall (s) | peak RSS (MiB) | wall / B | exit |");
 console.log("|---|---|---|---|---|");
+/** What the rows' own output says beyond their wall time. */
+const notes: string[] = [];
 for (const row of ROWS) {
   if (skipSlow && row.slow) {
     console.log(`| \`${row.label}\` | skipped (--skip-slow) | | | |`);
@@ -68,4 +70,8 @@ for (const row of ROWS) {
   }
   const m = measure(row.argv);
   console.log(`| \`${row.label}\` | ${m.wall.toFixed(2)} | ${m.rssMiB} | ${(m.wall / B).toFixed(1)} | ${m.status} |`);
+  // A fit says its trials' times (the bar is on each trial after the first): said below the table.
+  const trials = /: the first ([\d.]+) s, the (\d+) after it ([\d.]+)-([\d.]+) s each/.exec(m.stdout);
+  if (trials) notes.push(`the fit row's trials: the first ${trials[1]} s, the ${trials[2]} after it ${trials[3]}-${trials[4]} s each`);
 }
+for (const n of notes) console.log(`\n${n}`);
