@@ -136,12 +136,10 @@ function miniValue(h: number, f: MiniFloat): number {
 
 function roundToMini(x: number, f: MiniFloat): number {
   const top = (1 << f.expBits) - 1;
-  const mantMax = (1 << f.mantBits) - 1;
   if (Number.isNaN(x)) return 0x7f;
   const sign = x < 0 || Object.is(x, -0) ? 0x80 : 0;
   const a = Math.abs(x);
-  // The largest finite: E5M2 below its infinity exponent, E4M3 one mantissa step below NaN.
-  const maxCode = f.ieee ? ((top - 1) << f.mantBits) | mantMax : (top << f.mantBits) | (mantMax - 1);
+  const maxCode = largestFinite(f);
   const maxVal = miniValue(maxCode, f);
   if (a === Infinity) return f.ieee ? sign | (top << f.mantBits) : sign | maxCode;
   // Quantum at a's binade (subnormals share the smallest normal's).
