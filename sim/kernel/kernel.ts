@@ -16,8 +16,11 @@ export interface RunSummary {
 }
 
 /**
- * The pending events are a binary heap on parallel arrays — times and (priority, sequence) keys in
- * typed arrays, callbacks beside them — so scheduling allocates nothing but the callback.
+ * The pending events are a binary heap on parallel typed arrays — times, (priority, sequence) keys
+ * and slot numbers — so scheduling allocates nothing but the callback. A callback stays in its
+ * slot of `fns` while its event moves in the heap: sifting copies numbers only (a callback moved
+ * from slot to slot of the heap was the kernel's costliest line: each store of a young object into
+ * the old array is recorded for the garbage collector).
  */
 export class Kernel {
   now: Tick = 0;
@@ -27,7 +30,11 @@ export class Kernel {
   private size = 0;
   private times = new Float64Array(1024);
   private keys = new Float64Array(1024);
+  private slots = new Int32Array(1024);
+  /** Callbacks by slot; `free[0, freeN)` the slots not in use. */
   private fns: (() => void)[] = [];
+  private free = new Int32Array(1024);
+  private freeN = 0;
   /**
    * A component marks the moment a step pattern begins (steady-state detection): `onMark` runs
    * after the event that set it, between events.
@@ -52,7 +59,14 @@ export class Kernel {
       this.move(parent, i);
       i = parent;
     }
-    this.put(i, t, key, fn);
+    let slot: number;
+    if (this.freeN > 0) slot = this.free[--this.freeN]!;
+    else {
+      slot = this.fns.length;
+      this.fns.push(fn);
+    }
+    this.fns[slot] = fn;
+    this.put(i, t, key, slot);
   }
 
   private badTime(t: number): never {
@@ -63,13 +77,13 @@ export class Kernel {
   private move(from: number, to: number): void {
     this.times[to] = this.times[from]!;
     this.keys[to] = this.keys[from]!;
-    this.fns[to] = this.fns[from]!;
+    this.slots[to] = this.slots[from]!;
   }
 
-  private put(i: number, t: Tick, key: number, fn: () => void): void {
+  private put(i: number, t: Tick, key: number, slot: number): void {
     this.times[i] = t;
     this.keys[i] = key;
-    this.fns[i] = fn;
+    this.slots[i] = slot;
   }
 
   after(delay: Tick, prio: Prio, fn: () => void): void {
@@ -85,10 +99,16 @@ export class Kernel {
     const n = this.times.length * 2;
     const times = new Float64Array(n);
     const keys = new Float64Array(n);
+    const slots = new Int32Array(n);
+    const free = new Int32Array(n);
     times.set(this.times);
     keys.set(this.keys);
+    slots.set(this.slots);
+    free.set(this.free);
     this.times = times;
     this.keys = keys;
+    this.slots = slots;
+    this.free = free;
   }
 
   /** Remove the earliest event: its time becomes `now`; returns its callback. */
@@ -96,15 +116,18 @@ export class Kernel {
     if (this.size === 0) return undefined;
     const times = this.times;
     const keys = this.keys;
-    const fns = this.fns;
-    const fn = fns[0]!;
+    const slots = this.slots;
+    const s0 = slots[0]!;
+    const fn = this.fns[s0]!;
+    this.fns[s0] = NOOP;
+    this.free[this.freeN++] = s0;
     this.now = times[0]!;
     const n = --this.size;
     if (n > 0) {
       // Sift the last event down from the root.
       const t = times[n]!;
       const key = keys[n]!;
-      const f = fns[n]!;
+      const f = slots[n]!;
       let i = 0;
       for (;;) {
         const l = 2 * i + 1;
@@ -123,7 +146,6 @@ export class Kernel {
       }
       this.put(i, t, key, f);
     }
-    fns[n] = NOOP;
     return fn;
   }
 
@@ -173,7 +195,7 @@ export class Kernel {
     for (const i of order) {
       this.times[i] = v.time(this.times[i]!);
       v.same(Math.floor(this.keys[i]! / PRIO_SCALE));
-      v.fn(this.fns[i]!);
+      v.fn(this.fns[this.slots[i]!]!);
     }
     // (The event that marked is counted after the mark: the count read here is one short, alike each time.)
     this.executed = v.count(this.executed);
@@ -187,7 +209,7 @@ export const DEFAULT_MAX_EVENTS = 2_000_000_000;
 /** Events between two calls of a run's tick (a power of two). */
 const TICK_EVENTS = 1 << 16;
 
-/** A placeholder in freed heap slots (so no callback is kept alive). */
+/** A placeholder in free slots (so no callback is kept alive). */
 const NOOP = (): void => {};
 
 /**

@@ -155,7 +155,7 @@ export class EncdChannel {
     const shares = this.shares(bytes, esize);
     for (let f = 0; f < shares.length; f++) {
       const s = shares[f]!;
-      if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, srcs.map((a) => a + s.off), dsts.map((d) => d + s.off), s.len, packet));
+      if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, s.off === 0 ? srcs : srcs.map((a) => a + s.off), s.off === 0 ? dsts : dsts.map((d) => d + s.off), s.len, packet));
     }
   }
 
@@ -203,8 +203,11 @@ export class EncdChannel {
       packSlotEntry(e, this.steps.grow(SLOT_ENTRY_BYTES), this.steps.length - SLOT_ENTRY_BYTES);
       this.lastEntry = e;
     }
-    this.tx.fill(0);
-    this.rx.fill(0);
+    // (A loop: `fill` is a runtime call, and a step is marked for every few descriptors.)
+    for (let f = 0; f < tx.length; f++) {
+      tx[f] = 0;
+      rx[f] = 0;
+    }
   }
 
   /**
