@@ -155,7 +155,7 @@ export class EncdChannel {
     const shares = this.shares(bytes, esize);
     for (let f = 0; f < shares.length; f++) {
       const s = shares[f]!;
-      if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, s.off === 0 ? srcs : srcs.map((a) => a + s.off), s.off === 0 ? dsts : dsts.map((d) => d + s.off), s.len, packet));
+      if (s.len > 0) this.count(f, this.folds[f]!.addCce(op, sdmaDtype, srcs, dsts, s.len, packet, s.off));
     }
   }
 

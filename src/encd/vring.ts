@@ -81,7 +81,7 @@ export class Vring {
   }
 
   /** Hash a CCE run: its kind, op, sizes and unit-relative addresses (no array made per run). */
-  private signCce(op: number, sdmaDtype: number, bytes: number, packetBytes: number, srcs: readonly number[], dsts: readonly number[]): void {
+  private signCce(op: number, sdmaDtype: number, bytes: number, packetBytes: number, srcs: readonly number[], dsts: readonly number[], off: number): void {
     const f = this.mode!.sig!;
     const sig = f.sig;
     sig.add(2);
@@ -91,8 +91,8 @@ export class Vring {
     sig.add(packetBytes);
     sig.add(srcs.length);
     sig.add(dsts.length);
-    for (let i = 0; i < srcs.length; i++) addUnitAddress(sig, srcs[i]!, f.device, f.unitDevices);
-    for (let i = 0; i < dsts.length; i++) addUnitAddress(sig, dsts[i]!, f.device, f.unitDevices);
+    for (let i = 0; i < srcs.length; i++) addUnitAddress(sig, srcs[i]! + off, f.device, f.unitDevices);
+    for (let i = 0; i < dsts.length; i++) addUnitAddress(sig, dsts[i]! + off, f.device, f.unitDevices);
   }
 
   /** A tallied run's last RX descriptor: kept as its fields, packed only if it is pinned (checked as the packer would). */
@@ -176,21 +176,20 @@ export class Vring {
 
   /**
    * An in-DMA reduce of `srcs` (each `bytes` long) into `dst`, tiled into CCE packets of at most
-   * `packetBytes`: META descriptor + one descriptor per source (CONCAT, LAST on the final one) + one RX.
+   * `packetBytes`: META descriptor + one descriptor per source (CONCAT, LAST on the final one) + one
+   * RX — or, with several destinations (replication, arch v3+), one RX each from one read of the
+   * sources. `off` is added to every address (a fold's share of the transfer: no array made for it).
    */
-  /**
-   * CCE packets of at most `packetBytes`: op over `srcs`, the result written to `dst` — or, with
-   * several destinations (replication, arch v3+), to each of them from one read of the sources.
-   */
-  addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number | readonly number[], bytes: number, packetBytes: number): DescCounts {
+  addCce(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dst: number | readonly number[], bytes: number, packetBytes: number, off = 0): DescCounts {
     const dsts = typeof dst === "number" ? [dst] : dst;
     if (srcs.length < (dsts.length > 1 ? 1 : 2)) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
-    if (this.mode?.sig) this.signCce(op, sdmaDtype, bytes, packetBytes, srcs, dsts);
-    if (this.mode?.tally) return this.tallyCce(srcs, dsts, bytes, packetBytes);
-    let done = 0;
+    if (this.mode?.sig) this.signCce(op, sdmaDtype, bytes, packetBytes, srcs, dsts, off);
+    if (this.mode?.tally) return this.tallyCce(dsts, srcs.length, bytes, packetBytes, off);
+    let done = off;
+    const end = off + bytes;
     const c = { tx: 0, rx: 0 };
-    while (done < bytes) {
-      const chunk = Math.min(bytes - done, packetBytes);
+    while (done < end) {
+      const chunk = Math.min(end - done, packetBytes);
       packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.nextTx(), dsts.length);
       for (let i = 0; i < srcs.length; i++) packTx(srcs[i]! + done, chunk, INITIAL_RING_ID, i === srcs.length - 1 ? LAST : CONCAT, 0, this.nextTx());
       for (let i = 0; i < dsts.length; i++) packRx(dsts[i]! + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
@@ -214,12 +213,12 @@ export class Vring {
   }
 
   /** `addCce` counted, not packed (its own method: the packing loop inlines the packers). */
-  private tallyCce(srcs: readonly number[], dsts: readonly number[], bytes: number, packetBytes: number): DescCounts {
+  private tallyCce(dsts: readonly number[], nSrc: number, bytes: number, packetBytes: number, off: number): DescCounts {
     const packets = Math.ceil(bytes / packetBytes);
-    const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
+    const c = { tx: packets * (1 + nSrc), rx: packets * dsts.length };
     this.tally(c.tx, c.rx);
-    if (packets > 0) this.tallyLastRx(dsts[dsts.length - 1]! + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes);
-    this.totalTxBytes += bytes * srcs.length;
+    if (packets > 0) this.tallyLastRx(dsts[dsts.length - 1]! + off + (packets - 1) * packetBytes, bytes - (packets - 1) * packetBytes);
+    this.totalTxBytes += bytes * nSrc;
     this.totalRxBytes += bytes * dsts.length;
     return c;
   }
