@@ -3,28 +3,37 @@ import { addressFields, HBM_LIMIT, readAddress, type AddressFields } from "./add
 
 /** Two 32-bit FNV-1a-style lanes over a stream of numbers (integers below 2^53). */
 export class Signature {
-  private a = 0x811c9dc5;
-  private b = 0x9e3779b9;
+  /**
+   * The two lanes, as int32 (the same bits as numbers would hold: every use converts them). Fields
+   * of a number above a small integer's range are boxed, and a box written at every hashed number
+   * was a tenth of composing 4,096 ranks' signatures.
+   */
+  private readonly lanes = Int32Array.of(0x811c9dc5 | 0, 0x9e3779b9 | 0);
   /** Devices of other units (pods) the hashed addresses named, in order: where the program sends. */
   readonly cross: number[] = [];
 
   add(x: number): void {
     const lo = x >>> 0;
     const hi = x >= 0 && x < 4294967296 ? 0 : Math.floor(x / 4294967296) >>> 0;
-    this.a = Math.imul(this.a ^ lo, 0x01000193);
-    this.a = Math.imul(this.a ^ hi, 0x01000193);
-    this.b = Math.imul(this.b ^ hi, 0x5bd1e995) ^ (this.b >>> 13);
-    this.b = Math.imul(this.b ^ lo, 0x5bd1e995) ^ (this.b >>> 15);
+    const h = this.lanes;
+    let a = h[0]!;
+    let b = h[1]!;
+    a = Math.imul(a ^ lo, 0x01000193);
+    a = Math.imul(a ^ hi, 0x01000193);
+    b = Math.imul(b ^ hi, 0x5bd1e995) ^ (b >>> 13);
+    b = Math.imul(b ^ lo, 0x5bd1e995) ^ (b >>> 15);
+    h[0] = a;
+    h[1] = b;
   }
 
   /** Hash in another signature's value (a part's hash into the whole's). */
   addSignature(other: Signature | undefined): void {
-    this.add(other ? other.a >>> 0 : 0);
-    this.add(other ? other.b >>> 0 : 0);
+    this.add(other ? other.lanes[0]! >>> 0 : 0);
+    this.add(other ? other.lanes[1]! >>> 0 : 0);
   }
 
   get value(): string {
-    return (this.a >>> 0).toString(16).padStart(8, "0") + (this.b >>> 0).toString(16).padStart(8, "0");
+    return (this.lanes[0]! >>> 0).toString(16).padStart(8, "0") + (this.lanes[1]! >>> 0).toString(16).padStart(8, "0");
   }
 }
 
