@@ -451,9 +451,16 @@ export class CompileContext {
 
 /** One chunk group of each generator per round, until all are done; a streamed program hands over between rounds. */
 export function* rounds(gens: Generator<void, unknown>[]): Generator<void, void> {
-  let live = gens;
-  while (live.length > 0) {
-    live = live.filter((g) => g.next().done !== true);
-    if (live.length > 0) yield;
+  // (Compacted in place: a new array and a closure call per round were a line of their own in composing 4,096 ranks.)
+  const live = gens.slice();
+  let n = live.length;
+  while (n > 0) {
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      const g = live[i]!;
+      if (g.next().done !== true) live[k++] = g;
+    }
+    n = k;
+    if (n > 0) yield;
   }
 }
