@@ -211,6 +211,12 @@ export class SteadyState {
 
   /** Skip `periods` periods of `p`, then as many more as its bytes ahead repeat, round by round. */
   private skip(p: Period, periods: number): void {
+    // The marks' hold on the inputs is let go: the jump's rounds compare units from each moving
+    // input's frontier on, and nothing else reads them, so each round's jump drops the pages its
+    // engines skipped and the next round composes into them (held back to the oldest mark, every
+    // descriptor of ring8 1 GiB's jump was composed into fresh memory first: 130 MB).
+    this.forget();
+    this.kept = p.keepAhead();
     let n = periods;
     while (n > 0) {
       this.visit(SteadyVisitor.jump(this.parts.kernel.now, { periods: n, step: p.step }));
@@ -221,6 +227,7 @@ export class SteadyState {
       p.advance(n);
       if (n < limit) break;
       n = p.verify(limit);
+      p.keepAhead();
     }
     this.jumps++;
   }
@@ -375,6 +382,12 @@ class Period {
       periods = Math.min(periods, y >= x.hi ? Math.floor((y - x.hi) / x.d) + 1 : 0);
     }
     return Math.max(0, periods);
+  }
+
+  /** Each moving input keeps its units from where the next comparison starts (its frontier); the inputs. */
+  keepAhead(): SteadyInput[] {
+    for (const x of this.moving) x.input.keepFrom?.(x.known.upTo);
+    return this.moving.map((x) => x.input);
   }
 
   /** `n` periods were skipped: the last period now ends `n` strides on. */
