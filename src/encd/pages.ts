@@ -11,16 +11,19 @@ const EMPTY = new Uint8Array(0);
 /**
  * Pages a streamed ring has run and dropped, handed to the next ring that grows (every packer
  * writes all 16 bytes of a descriptor, so a page's old contents are never read): a run allocates
- * about what it holds in flight instead of a fresh page per 512 descriptors. At most this many
- * wait (16 MiB): a steady-state jump drops a round's skipped pages at once, and its next round
- * composes as many (ring8 1 GiB: 256 took 8,576 fresh pages of its 16,256; 2,048 take 1,262).
+ * about what it holds in flight instead of a fresh page per 512 descriptors (first touch of fresh
+ * memory is dear on a virtual machine). At most this many wait (64 MiB a thread): a steady-state
+ * jump drops a round's skipped pages at once, and its next round composes as many (ring8 1 GiB:
+ * 256 took 8,576 fresh pages of its 16,256; 2,048 take 1,262); a chunk group's composing takes
+ * more than the engines dropped since the last (the older runtime's two-node 1 GiB flat ring:
+ * 28,422 fresh pages at 2,048, 18,294 at 8,192, 10.8-11.3 -> 9.8-10.7 s, 406 -> 323 MB).
  */
-const POOL_MAX = 2048;
+const POOL_MAX = 8192;
 const pool: Uint8Array[] = [];
 /**
- * New pages are cut from slabs of 64 (512 KiB): an array buffer made for each 8 KiB page was a
- * quarter of ring8's 1 GiB all-reduce (each one registered with, accounted to and swept by the
- * garbage collector).
+ * New pages are cut from slabs of 64 (512 KiB): one array buffer, not 64, for the garbage
+ * collector to account and sweep (the time ring8 1 GiB spent making pages is first touches of
+ * fresh memory either way: the pool above is what saves it).
  */
 const SLAB_PAGES = 64;
 let slab: Uint8Array = new Uint8Array(0);
