@@ -60,12 +60,13 @@ export class Kernel {
       i = parent;
     }
     let slot: number;
-    if (this.freeN > 0) slot = this.free[--this.freeN]!;
-    else {
+    if (this.freeN > 0) {
+      slot = this.free[--this.freeN]!;
+      this.fns[slot] = fn;
+    } else {
       slot = this.fns.length;
       this.fns.push(fn);
     }
-    this.fns[slot] = fn;
     this.put(i, t, key, slot);
   }
 
