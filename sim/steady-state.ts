@@ -216,7 +216,8 @@ export class SteadyState {
     // engines skipped and the next round composes into them (held back to the oldest mark, every
     // descriptor of ring8 1 GiB's jump was composed into fresh memory first: 130 MB).
     this.forget();
-    this.kept = p.keepAhead();
+    p.keepAhead();
+    this.kept = p.inputs;
     let n = periods;
     while (n > 0) {
       this.visit(SteadyVisitor.jump(this.parts.kernel.now, { periods: n, step: p.step }));
@@ -384,10 +385,14 @@ class Period {
     return Math.max(0, periods);
   }
 
-  /** Each moving input keeps its units from where the next comparison starts (its frontier); the inputs. */
-  keepAhead(): SteadyInput[] {
-    for (const x of this.moving) x.input.keepFrom?.(x.known.upTo);
+  /** The inputs the period reads that move. */
+  get inputs(): SteadyInput[] {
     return this.moving.map((x) => x.input);
+  }
+
+  /** Each moving input keeps its units from where the next comparison starts (its frontier). */
+  keepAhead(): void {
+    for (const x of this.moving) x.input.keepFrom?.(x.known.upTo);
   }
 
   /** `n` periods were skipped: the last period now ends `n` strides on. */
