@@ -253,8 +253,9 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
   for (const p of proxies) p.start();
   const maxEvents = opts.maxEvents ?? DEFAULT_MAX_EVENTS;
   // (A program of fewer than STEADY_MIN_DESCRIPTORS descriptors has too few periods to skip for the looking to pay.)
-  const big = opts.fastForwardMinSkip !== undefined || descriptorsOf(image) >= STEADY_MIN_DESCRIPTORS;
-  steady = opts.fastForward !== false && big && !opts.storePayload && !races && !symbolic && !trace && faults.length === 0 ? steadyState(kernel, fabric, devices, proxies, maxEvents, opts.fastForwardMinSkip, (v) => {
+  const descriptors = descriptorsOf(image);
+  const big = opts.fastForwardMinSkip !== undefined || descriptors >= STEADY_MIN_DESCRIPTORS;
+  steady = opts.fastForward !== false && big && !opts.storePayload && !races && !symbolic && !trace && faults.length === 0 ? steadyState(kernel, fabric, devices, proxies, maxEvents, descriptors, opts.fastForwardMinSkip, (v) => {
     v.same(opEnd.length);
     for (const t of opEnd) v.same(t ?? -1);
     v.same(violations.length);
@@ -303,13 +304,13 @@ function descriptorsOf(image: ProgramImage): number {
 }
 
 /** The steady-state search over the machine, marked by the steps of the first TopSP's first channel. */
-function steadyState(kernel: Kernel, fabric: Fabric, devices: ReadonlyMap<number, DeviceModel>, proxies: readonly ProxyQueue[], maxEvents: number, minSkip: number | undefined, rest: (v: SteadyVisitor) => void): SteadyState | undefined {
+function steadyState(kernel: Kernel, fabric: Fabric, devices: ReadonlyMap<number, DeviceModel>, proxies: readonly ProxyQueue[], maxEvents: number, descriptors: number, minSkip: number | undefined, rest: (v: SteadyVisitor) => void): SteadyState | undefined {
   const models = [...devices.keys()].sort((a, b) => a - b).map((d) => devices.get(d)!);
   const first = models.flatMap((m) => [...m.topsps.values()].sort((a, b) => a.index - b.index))[0];
   if (!first) return undefined;
   first.marks = true;
   const blocks = models.flatMap((m) => [...m.semas.keys()].sort((a, b) => a - b).map((ts) => m.semas.get(ts)!));
-  return new SteadyState({ kernel, blocks, resources: [...fabric.links.values(), ...fabric.hbm, ...fabric.nicTx, ...fabric.nicRx], devices: models, proxies, rest, maxEvents, ...(minSkip !== undefined ? { minSkip } : {}) });
+  return new SteadyState({ kernel, blocks, resources: [...fabric.links.values(), ...fabric.hbm, ...fabric.nicTx, ...fabric.nicRx], devices: models, proxies, rest, maxEvents, descriptors, ...(minSkip !== undefined ? { minSkip } : {}) });
 }
 
 function ringDoorbell(engines: ReadonlyMap<number, DmaEngine>, d: number, e: number, queue: number, dir: "m2s" | "s2m", value: number, clock: Clock | undefined): void {

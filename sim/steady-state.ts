@@ -22,7 +22,7 @@ export interface SteadyReport {
   readonly periods: number;
   readonly skippedPs: number;
   readonly skippedEvents: number;
-  /** Events run when the search stopped looking (it had skipped less than half of them); absent: it looked to the end. */
+  /** Events (skipped ones included) when the search stopped looking, having run GIVE_UP_EVENTS more than it skipped; absent: it looked to the end. */
   readonly stoppedAt?: number;
 }
 
@@ -38,6 +38,8 @@ export interface SteadyParts {
   /** The rest of the run's state that must be the same (ops ended, violations seen). */
   readonly rest: (v: SteadyVisitor) => void;
   readonly maxEvents: number;
+  /** Descriptors in the program's rings (a quarter of them may be held for the history: `PIN_UNITS`). */
+  readonly descriptors: number;
   /** Tests: skip any repeat of at least this many events (by default, a jump must be worth the looking). */
   readonly minSkip?: number;
 }
@@ -49,9 +51,15 @@ export interface SteadyParts {
 const HISTORY_VALUES = 1 << 22;
 /**
  * Units the history keeps from being dropped (a streamed ring's descriptors, counted from each of
- * a side's head and tail): at most 2 Mi, 32 MiB of descriptors (ring8 1 GiB's period keeps 0.75 Mi).
+ * a side's head and tail): 2 Mi, 32 MiB of descriptors (ring8 1 GiB's period keeps 0.75 Mi), or a
+ * quarter of the program's descriptors where that is more. A long period needs its units kept
+ * from its first mark: the two-node hierarchical all-reduce (64 ranks, 1 GiB, 24.4 M descriptors)
+ * repeats 16 slices apart, which keeps between 5 M and 6 M; at 2 Mi it was never found. (A fixed
+ * 8 Mi cost the 256 MiB run of the same, which finds no long period, 70 MB and a tenth of its time
+ * in fresh memory.)
  */
 const PIN_UNITS = 1 << 21;
+const PIN_SHARE = 4;
 /**
  * Units of an input compared ahead before a jump, then the next round: a streamed program is
  * composed as far as the comparisons read, so this bounds what it holds (ring8 1 GiB compared
@@ -96,8 +104,12 @@ export class SteadyState {
   private skippedEvents = 0;
   private stoppedAt: number | undefined;
 
+  /** Units the history may keep (`PIN_UNITS`). */
+  private readonly pinUnits: number;
+
   constructor(parts: SteadyParts) {
     this.parts = parts;
+    this.pinUnits = Math.max(PIN_UNITS, Math.floor(parts.descriptors / PIN_SHARE));
     parts.blocks.forEach((b, i) => (b.steadyId = i));
     parts.kernel.onMark = () => this.mark();
     for (const b of parts.blocks) b.startSteady();
@@ -141,9 +153,11 @@ export class SteadyState {
   private mark(): void {
     const k = this.parts.kernel;
     if (this.marks++ % this.every !== 0) return;
-    // A run that has found little to skip in its first GIVE_UP_EVENTS events stops looking: the
-    // looking would cost more than it saves.
-    if (this.parts.minSkip === undefined && k.executed > GIVE_UP_EVENTS && this.skippedEvents < k.executed / 2) {
+    // A run that has run GIVE_UP_EVENTS more events than it has skipped stops looking: the
+    // looking would cost more than it saves. (What it has skipped buys more looking: a two-node
+    // hierarchical all-reduce repeats 16 slices apart, then one slice apart, the second period
+    // found after as many events again.)
+    if (this.parts.minSkip === undefined && k.executed - 2 * this.skippedEvents > GIVE_UP_EVENTS) {
       k.onMark = undefined;
       this.stoppedAt = k.executed;
       this.forget();
@@ -248,7 +262,7 @@ export class SteadyState {
     if (list) list.push(s);
     else this.byHash.set(s.hash, [s]);
     let dropped = false;
-    while (this.history.length > 1 && (this.historyValues > HISTORY_VALUES || pins(this.history[0]!, s) > PIN_UNITS)) {
+    while (this.history.length > 1 && (this.historyValues > HISTORY_VALUES || pins(this.history[0]!, s) > this.pinUnits)) {
       const old = this.history.shift()!;
       this.historyValues -= old.size;
       const l = this.byHash.get(old.hash)!;
