@@ -90,7 +90,12 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
     }
     return out;
   };
-  const chipInputs = (p: Piece) => v.chip.map((b, j) => b.input + inOff(v.chipBase + j, p.lo));
+  /** A reduce's sources: `first` (a receive slot), if given, then every chip rank's input at global element `lo` (one array made, no copies spread). */
+  const sources = (first: number | undefined, lo: number): number[] => {
+    const out: number[] = first === undefined ? [] : [first];
+    for (let j = 0; j < v.chip.length; j++) out.push(v.chip[j]!.input + inOff(v.chipBase + j, lo));
+    return out;
+  };
   const reduceOrCopy = (srcs: number[], dst: number, bytes: number) => {
     if (srcs.length === 1) chan.copy(srcs[0]!, dst, bytes, esize);
     else chan.reduce(srcs, dst, bytes, cce, sdma, esize, ctx.reduceSliceBytes);
@@ -111,12 +116,12 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
   const secondaryOuts = secondaries.map((s) => s.output);
 
   const send = (p: Piece) => {
-    reduceOrCopy(chipInputs(p), slotOf(v.next.chbuf[ch]!, sent++), len(p));
+    reduceOrCopy(sources(undefined, p.lo), slotOf(v.next.chbuf[ch]!, sent++), len(p));
     chan.semaInc(v.nextRecvInc);
     chan.markStep(StepFlag.WAIT_CREDIT);
   };
   const recvReduceSend = (p: Piece) => {
-    chan.reduce([slotOf(P.chbuf[ch]!, received++), ...chipInputs(p)], slotOf(v.next.chbuf[ch]!, sent++), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
+    chan.reduce(sources(slotOf(P.chbuf[ch]!, received++), p.lo), slotOf(v.next.chbuf[ch]!, sent++), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
     chan.semaInc(v.nextRecvInc);
     chan.semaInc(v.prevSendInc);
     chan.markStep(StepFlag.WAIT_RECV | StepFlag.WAIT_CREDIT);
@@ -126,14 +131,14 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
     if (opType === EncOpType.REDUCE_SCATTER) {
       // Each rank of the chip gets its own block's part.
       for (const o of owners(p)) {
-        const srcs = [slot + (o.lo - p.lo) * esize, ...v.chip.map((b, j) => b.input + inOff(v.chipBase + j, o.lo))];
+        const srcs = sources(slot + (o.lo - p.lo) * esize, o.lo);
         chan.reduce(srcs, v.chip[o.j]!.output + outOff(v.chipBase + o.j, o.lo), (o.hi - o.lo) * esize, cce, sdma, esize, ctx.reduceSliceBytes);
       }
     } else if (ctx.replication) {
       // The reduced piece written to every output of the chip at once.
-      chan.reduce([slot, ...chipInputs(p)], v.chip.map((b) => b.output + outOff(0, p.lo)), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
+      chan.reduce(sources(slot, p.lo), v.chip.map((b) => b.output + outOff(0, p.lo)), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
     } else {
-      chan.reduce([slot, ...chipInputs(p)], P.output + outOff(v.chipBase, p.lo), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
+      chan.reduce(sources(slot, p.lo), P.output + outOff(v.chipBase, p.lo), len(p), cce, sdma, esize, ctx.reduceSliceBytes);
       duplicate(p);
     }
     signalSecondaries();
@@ -175,7 +180,7 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
       for (const p of pieces(me, g)) {
         if (rs) {
           for (const o of opType === EncOpType.REDUCE_SCATTER ? owners(p) : [{ j: 0, lo: p.lo, hi: p.hi }]) {
-            reduceOrCopy(v.chip.map((b, j) => b.input + inOff(v.chipBase + j, o.lo)), v.chip[o.j]!.output + outOff(v.chipBase + o.j, o.lo), (o.hi - o.lo) * esize);
+            reduceOrCopy(sources(undefined, o.lo), v.chip[o.j]!.output + outOff(v.chipBase + o.j, o.lo), (o.hi - o.lo) * esize);
           }
           if (ag) duplicate(p);
           signalSecondaries();

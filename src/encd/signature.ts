@@ -48,45 +48,82 @@ const KIND = { hbm: 1, sema: 2, doorbell: 3, unmapped: 4 } as const;
  * fields go into the hash as one number (they fit: place < 2^16, then a few bits each).
  */
 export function addUnitAddress(sig: Signature, addr: number, from: number, unitDevices: number, own = from): void {
-  // An address in the HBM of the device the last HBM address was in (as `from` saw it, for `own`):
-  // the same code, without decoding it again (most descriptors address the device the last did).
-  const h = lastHbm;
-  if (addr >= h.lo && addr < h.hi && from === h.from && own === h.own && unitDevices === h.unitDevices) {
-    if (h.other) sig.cross.push(h.device);
-    sig.add(h.code);
-    return;
-  }
+  // Most hashed addresses name what recent ones did: HBM windows of a few devices, the same few
+  // semaphores. Their codes are kept (`Seen`), by window for HBM and by address for the rest, for
+  // the devices they were seen from (decoding each again was a fifth of composing a folded program).
+  // (Device ids and unit sizes are below 2^16: one number says who looks.)
+  const who = (from * 65536 + own) * 65536 + unitDevices;
+  const window = Math.floor(addr / HBM_LIMIT);
+  const w = window & (SEEN - 1);
+  if (hbm.key[w] === window && hbm.who[w] === who) return hashSeen(sig, hbm, w);
+  const e = exactSlot(addr);
+  if (exact.key[e] === addr && exact.who[e] === who) return hashSeen(sig, exact, e);
+  const c = unitAddressCode(addr, from, unitDevices, own);
+  // (An HBM window holds HBM only: it is the first HBM_LIMIT of a device's space.)
+  const seen = c.hbm ? hbm : exact;
+  const i = c.hbm ? w : e;
+  seen.key[i] = c.hbm ? window : addr;
+  seen.who[i] = who;
+  seen.code[i] = c.code;
+  seen.device[i] = c.device;
+  seen.other[i] = c.other ? 1 : 0;
+  hashSeen(sig, seen, i);
+}
+
+/** What `addUnitAddress` hashes for an address, decoded: its code, the device it names, whether that is another unit's, and whether it is HBM. */
+export interface UnitAddressCode {
+  readonly code: number;
+  readonly device: number;
+  readonly other: boolean;
+  readonly hbm: boolean;
+}
+
+/** `addr` as `addUnitAddress` codes it, decoded each time (`addUnitAddress` keeps the codes it made). */
+export function unitAddressCode(addr: number, from: number, unitDevices: number, own = from): UnitAddressCode {
   const a = readAddress(addr, from, scratch);
   const device = a.device;
-  // (Device ids and unit sizes are below 2^16: integer division by `| 0`.)
+  // (Integer division by `| 0`.)
   const unit = (device / unitDevices) | 0;
   const other = unit !== ((own / unitDevices) | 0);
-  if (other) sig.cross.push(device);
   const place = (device - unit * unitDevices) * 2 + (other ? 1 : 0);
   // (Kinds and windows by comparison: a lookup keyed by the string costs more than the rest.)
   let code: number;
-  if (a.kind === "hbm") {
-    code = place * 8 + KIND.hbm;
-    h.lo = addr - a.offset;
-    h.hi = h.lo + HBM_LIMIT;
-    h.from = from;
-    h.own = own;
-    h.unitDevices = unitDevices;
-    h.device = device;
-    h.other = other;
-    h.code = code;
-  } else if (a.kind === "sema") code = (((place * 16 + a.topsp) * 256 + a.sema) * 4 + windowCode(a.window)) * 8 + KIND.sema;
+  if (a.kind === "hbm") code = place * 8 + KIND.hbm;
+  else if (a.kind === "sema") code = (((place * 16 + a.topsp) * 256 + a.sema) * 4 + windowCode(a.window)) * 8 + KIND.sema;
   else if (a.kind === "doorbell") code = ((((place * 1024 + (a.engine ?? 1023)) * 8 + a.seng) * 4096 + a.queue) * 2 + (a.dir === "m2s" ? 0 : 1)) * 8 + KIND.doorbell;
   else code = place * 8 + KIND.unmapped;
-  sig.add(code);
+  return { code, device, other, hbm: a.kind === "hbm" };
+}
+
+/** Codes of addresses seen, in slots by key (an HBM window, or an address), for the looker `who`. */
+interface Seen {
+  readonly key: Float64Array;
+  readonly who: Float64Array;
+  readonly code: Float64Array;
+  readonly device: Int32Array;
+  readonly other: Uint8Array;
+}
+/** Slots of each (a power of two). */
+const SEEN = 1024;
+const seenSlots = (): Seen => ({ key: new Float64Array(SEEN).fill(-1), who: new Float64Array(SEEN).fill(-1), code: new Float64Array(SEEN), device: new Int32Array(SEEN), other: new Uint8Array(SEEN) });
+const hbm = seenSlots();
+const exact = seenSlots();
+
+/** An address's slot of `exact` (its low bits, mixed with the high ones). */
+function exactSlot(addr: number): number {
+  return (Math.imul((addr | 0) ^ Math.floor(addr / 4294967296), 0x9e3779b1) >>> 22) & (SEEN - 1);
+}
+
+/** Hash slot `i`'s code (naming its device as another unit's where it is one). */
+function hashSeen(sig: Signature, s: Seen, i: number): void {
+  if (s.other[i] === 1) sig.cross.push(s.device[i]!);
+  sig.add(s.code[i]!);
 }
 
 function windowCode(w: AddressFields["window"]): number {
   return w === "read" ? WINDOWS.read : w === "set" ? WINDOWS.set : w === "inc" ? WINDOWS.inc : WINDOWS.dec;
 }
 
-/** The HBM the last HBM address hashed was in: its addresses [lo, hi), as `from` saw them for `own`, and their code. */
-const lastHbm = { lo: 0, hi: 0, from: -1, own: -1, unitDevices: -1, device: -1, other: false, code: 0 };
 
 /** The record addresses are decoded into (hashing keeps nothing of it). */
 const scratch = addressFields();
