@@ -114,6 +114,9 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
     else for (const o of outs) chan.copy(src, o + outOff(0, lo), bytes, esize);
   };
   const secondaryOuts = secondaries.map((s) => s.output);
+  // (The output lists a step fans out to are the same every step: made once.)
+  const nextAndSecondaryOuts = [v.next.output, ...secondaryOuts];
+  const chipAndNextOuts = [...v.chip.map((b) => b.output), v.next.output];
 
   const send = (p: Piece) => {
     reduceOrCopy(sources(undefined, p.lo), slotOf(v.next.chbuf[ch]!, sent++), len(p));
@@ -150,7 +153,7 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
       // All-gather: every rank's own part into every output of the chip and on to the next chip.
       for (const o of owners(p)) {
         const src = v.chip[o.j]!.input + inOff(v.chipBase + o.j, o.lo);
-        fanOut(src, [...v.chip.map((b) => b.output), v.next.output], o.lo, (o.hi - o.lo) * esize);
+        fanOut(src, chipAndNextOuts, o.lo, (o.hi - o.lo) * esize);
       }
       signalSecondaries();
     } else {
@@ -160,7 +163,7 @@ export function* composeChannelKangaring(ctx: KangaringContext, ch: number, chan
     chan.markStep(0);
   };
   const directRecvSend = (p: Piece) => {
-    fanOut(P.output + outOff(0, p.lo), [v.next.output, ...secondaryOuts], p.lo, len(p));
+    fanOut(P.output + outOff(0, p.lo), nextAndSecondaryOuts, p.lo, len(p));
     signalSecondaries();
     chan.semaInc(v.nextRecvInc);
     chan.markStep(StepFlag.WAIT_RECV);
