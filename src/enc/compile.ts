@@ -8,7 +8,7 @@ import { opEntry } from "../ir/ops.ts";
 import type { DeviceSpec, OpSpec, Scenario } from "../ir/spec.ts";
 import { ALG_NAMES } from "../ir/spec.ts";
 import { HBM_LIMIT } from "../encd/address.ts";
-import type { ProgramImage, RingMode } from "../encd/program.ts";
+import type { ProgramImage, RingFold, RingMode } from "../encd/program.ts";
 import type { DescriptorFeed } from "../encd/image.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { validateCcops } from "../encd/validate.ts";
@@ -19,7 +19,7 @@ import { CompileContext } from "./context.ts";
 import { idsPerNodeOf, postProgram } from "./program-plan.ts";
 import { podNodesOf } from "../ir/topology.ts";
 import type { Signature } from "../encd/signature.ts";
-import { whyNotFold } from "../encd/fold.ts";
+import { deviceSigs, whyNotFold, whyNotFoldSigs, type DeviceSig } from "../encd/fold.ts";
 import { composeHier, hierPadding } from "./hier.ts";
 import type { RingSet, StageRecord } from "./stage.ts";
 import type { EncOperation } from "./gates.ts";
@@ -125,10 +125,22 @@ function compileStreamedWith(scn: Scenario, spec: DeviceSpec, opIndices: readonl
   if (!opts.fold || pods < 2) return streamed(scn, spec, opIndices, opts.runner);
   // Compose pod 0's rings only (the others counted and hashed), if every pod's program is pod 0's.
   const unitDevices = podNodes * idsPerNodeOf(scn, spec);
-  const fold = { unitDevices, signatures: new Map<string, Signature>() };
-  const stores = new Map<string, VringStore>();
-  const counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
-  const reason = whyNotFold(counted.image, unitDevices, fold.signatures);
+  // The second half of the pods may be counted elsewhere (a thread) while this thread counts the first.
+  const half = Math.ceil(pods / 2);
+  const elsewhere = opts.runner?.count?.({ scn, spec, opIndices, unitDevices, units: { from: half, to: pods } });
+  const mine = elsewhere ? { from: 0, to: half } : undefined;
+  let fold: RingFold = { unitDevices, signatures: new Map<string, Signature>(), ...(mine ? { units: mine } : {}) };
+  let stores = new Map<string, VringStore>();
+  let counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
+  const theirs = elsewhere?.wait();
+  let reason = theirs ? whyNotFoldSigs([...deviceSigs(counted.image, unitDevices, fold.signatures, mine), ...theirs], unitDevices) : elsewhere ? "" : whyNotFold(counted.image, unitDevices, fold.signatures);
+  if (reason !== undefined && mine) {
+    // Not alike (or the other count failed): the whole program counted here, as it is streamed then.
+    fold = { unitDevices, signatures: new Map<string, Signature>() };
+    stores = new Map<string, VringStore>();
+    counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
+    reason = whyNotFold(counted.image, unitDevices, fold.signatures);
+  }
   if (reason !== undefined) {
     // Not alike: the count stands for the whole program, streamed as usual.
     validateCcops(counted.image);
@@ -178,8 +190,35 @@ export interface FeedSource {
   close?(): void;
 }
 
+/** A folded program's counting pass of some of its units (pods), to run on another thread. */
+export interface CountJob {
+  readonly scn: Scenario;
+  readonly spec: DeviceSpec;
+  readonly opIndices: readonly number[];
+  readonly unitDevices: number;
+  readonly units: { readonly from: number; readonly to: number };
+}
+
+/** A counting pass running elsewhere: its devices' signatures, waited for; undefined if it failed (the caller counts them itself). */
+export interface CountHandle {
+  wait(): readonly DeviceSig[] | undefined;
+}
+
+/** The counting pass of `job`'s units in this thread: the signatures of their devices (`whyNotFoldSigs`). */
+export function countUnits(job: CountJob, beat?: () => void): DeviceSig[] {
+  const signatures = new Map<string, Signature>();
+  const g = composeProgram(job.scn, job.spec, job.opIndices, { kind: "count", stores: new Map(), fold: { unitDevices: job.unitDevices, signatures, units: job.units } });
+  for (;;) {
+    const r = g.next();
+    if (r.done) return deviceSigs(r.value!.image, job.unitDevices, signatures, job.units);
+    beat?.();
+  }
+}
+
 /** Where a streamed compile's streaming pass may run instead of the run's own thread. */
 export interface FeedRunner {
+  /** A folded program's counting pass of units `job.units`, started elsewhere while this thread counts the rest; undefined: not here (this thread counts them all). */
+  count?(job: CountJob): CountHandle | undefined;
   /** Before the counting pass: a chance to get ready (start a thread) for this program. */
   warm?(scn: Scenario, opIndices: readonly number[]): void;
   /** The compile failed: let go of what `warm` started. */

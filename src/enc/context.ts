@@ -110,8 +110,10 @@ export class CompileContext {
     readonly opIndices: readonly number[],
     rings: RingMode,
   ) {
-    const fold = rings.kind === "stream" ? rings.fold : undefined;
-    this.emits = fold ? (device) => device < fold.unitDevices : () => true;
+    // A folded streaming pass composes unit 0's ring-type channels; a counting pass of some units, theirs.
+    const fold = rings.kind === "keep" ? undefined : rings.fold;
+    const units = rings.kind === "stream" ? { from: 0, to: 1 } : fold?.units;
+    this.emits = fold && units ? (device) => device >= units.from * fold.unitDevices && device < units.to * fold.unitDevices : () => true;
     // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device of it, no proxy
     // needed; pods are joined by the network.
     const { podNodes, idsPerNode, podIds, vcore } = placementOf(scn, spec);

@@ -46,7 +46,8 @@ function addBytes(sig: Signature, b: Uint8Array): void {
 }
 
 /** A device's program as a unit-relative hash, and the devices of other units it names, per stream of addresses. */
-interface DeviceSig {
+export interface DeviceSig {
+  readonly device: number;
   readonly sig: string;
   /** Per address stream (the TopSP structures, each proxy queue, each DMA queue): the other units' devices named, in order. */
   readonly cross: readonly (readonly number[])[];
@@ -98,7 +99,7 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
     sig.addSignature(ps);
     cross.push(ps.cross);
   }
-  return { sig: sig.value, cross };
+  return { device: dev, sig: sig.value, cross };
 }
 
 /**
@@ -107,12 +108,23 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
  * the user.
  */
 export function whyNotFold(image: ProgramImage, unitDevices: number, queueSigs: ReadonlyMap<string, Signature>, unit = "pod"): string | undefined {
+  return whyNotFoldSigs(deviceSigs(image, unitDevices, queueSigs), unitDevices, unit);
+}
+
+/** The signatures of the image's devices in units [from, to) (all by default): what `whyNotFoldSigs` compares. */
+export function deviceSigs(image: ProgramImage, unitDevices: number, queueSigs: ReadonlyMap<string, Signature>, units?: { readonly from: number; readonly to: number }): DeviceSig[] {
+  const inside = (d: number) => !units || (d >= units.from * unitDevices && d < units.to * unitDevices);
+  return image.devices.filter((d) => inside(d.device)).map((d) => deviceSignature(d, unitDevices, queueSigs));
+}
+
+/** `whyNotFold` over device signatures (of every device that runs something, gathered from one counting pass or from several). */
+export function whyNotFoldSigs(sigs: readonly DeviceSig[], unitDevices: number, unit = "pod"): string | undefined {
   const byUnit = new Map<number, Map<number, DeviceSig>>();
-  for (const d of image.devices) {
-    const u = Math.floor(d.device / unitDevices);
+  for (const s of [...sigs].sort((a, b) => a.device - b.device)) {
+    const u = Math.floor(s.device / unitDevices);
     let m = byUnit.get(u);
     if (!m) byUnit.set(u, (m = new Map()));
-    m.set(d.device % unitDevices, deviceSignature(d, unitDevices, queueSigs));
+    m.set(s.device % unitDevices, s);
   }
   const home = byUnit.get(0);
   if (!home || byUnit.size < 2) return `fewer than two ${unit}s run the program`;

@@ -91,6 +91,11 @@ export type RingMode = { readonly kind: "keep" } | { readonly kind: "count" | "s
 export interface RingFold {
   readonly unitDevices: number;
   readonly signatures: Map<string, Signature>;
+  /**
+   * A counting pass of units [from, to) only: the ring-type channels of the other units' devices
+   * are not composed (their rings stay empty). Two passes on two threads count a program's halves.
+   */
+  readonly units?: { readonly from: number; readonly to: number };
 }
 
 export class ProgramBuilder {

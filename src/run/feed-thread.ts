@@ -9,7 +9,8 @@
 // memory stays proportional to what is in flight.
 import { availableParallelism } from "node:os";
 import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
-import { streamPass, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
+import { countUnits, streamPass, type CountJob, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
+import type { DeviceSig } from "../encd/fold.ts";
 import { InternalError } from "../ir/errors.ts";
 import { DESC_BYTES } from "../encd/udma.ts";
 import { DescPages } from "../encd/pages.ts";
@@ -33,6 +34,8 @@ const POSTED = 0;
 const TAKEN = 1;
 const STOP = 2;
 const BEAT = 3;
+/** Counting passes the worker has finished (a folded program's second half of pods, `FeedRunner.count`). */
+const COUNTED = 4;
 
 /**
  * One batch: (key index * 2 + side, first descriptor, count) triples and the descriptors in that
@@ -84,6 +87,25 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
       booted?.close();
       booted = undefined;
     },
+    count(job) {
+      // The thread started for the streaming pass counts half the pods first, while the run's
+      // thread counts the other half (a folded program's count composes every pod: 4,096 ranks
+      // spend most of their time there).
+      const t = booted;
+      if (!t || !usable()) return undefined;
+      t.port.postMessage({ count: job });
+      return {
+        wait: () => {
+          const sigs = counted(t, opts.stallMs ?? STALL_MS);
+          if (!sigs) {
+            // (It failed or went silent: the run's thread counts every pod, and composes the stream itself or on a new thread.)
+            t.close();
+            if (booted === t) booted = undefined;
+          }
+          return sigs;
+        },
+      };
+    },
     run(job, stores) {
       const t = booted;
       booted = undefined;
@@ -104,8 +126,26 @@ interface Thread {
   close(): void;
 }
 
+/** The worker's counting pass's signatures, waited for; undefined when it failed, or composed nothing for `stallMs`. */
+function counted(t: Thread, stallMs: number): readonly DeviceSig[] | undefined {
+  const { port, ctrl } = t;
+  let beat = Atomics.load(ctrl, BEAT);
+  let since = performance.now();
+  for (;;) {
+    const seen = Atomics.load(ctrl, COUNTED);
+    const m = receiveMessageOnPort(port);
+    if (m) return (m.message as { sigs?: readonly DeviceSig[] }).sigs;
+    if (Atomics.wait(ctrl, COUNTED, seen, Math.min(1000, stallMs)) !== "timed-out") continue;
+    const now = Atomics.load(ctrl, BEAT);
+    if (now !== beat) {
+      beat = now;
+      since = performance.now();
+    } else if (performance.now() - since > stallMs) return undefined;
+  }
+}
+
 function boot(entry: string): Thread {
-  const ctrl = new Int32Array(new SharedArrayBuffer(16));
+  const ctrl = new Int32Array(new SharedArrayBuffer(32));
   const ch = new MessageChannel();
   const worker = moduleWorker(import.meta.url, entry, { port: ch.port2, ctrl }, [ch.port2]);
   // A worker that fails outside the pass (it could not start) says nothing on the port: the run
@@ -233,7 +273,26 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
 
 /** The worker's side: run the streaming pass into rings of its own, posting what they gain in batches. */
 export function serveFeed(data: { port: MessagePort; ctrl: Int32Array }): void {
-  data.port.once("message", (job: StreamJob) => compose(job, data.port, data.ctrl));
+  // A counting job may come first (a folded program's second half of pods), then the streaming pass.
+  const next = (m: StreamJob | { readonly count: CountJob }): void => {
+    if (!("count" in m)) return compose(m, data.port, data.ctrl);
+    countFor(m.count, data.port, data.ctrl);
+    data.port.once("message", next);
+  };
+  data.port.once("message", next);
+}
+
+/** Count `job`'s units and post their devices' signatures (none, on an error: the run counts them itself). */
+function countFor(job: CountJob, port: MessagePort, ctrl: Int32Array): void {
+  let sigs: DeviceSig[] | undefined;
+  try {
+    sigs = countUnits(job, () => Atomics.add(ctrl, BEAT, 1));
+  } catch {
+    sigs = undefined;
+  }
+  port.postMessage({ sigs });
+  Atomics.add(ctrl, COUNTED, 1);
+  Atomics.notify(ctrl, COUNTED);
 }
 
 function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {

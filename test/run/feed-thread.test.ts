@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
-import { compileProgram, compileStreamed } from "../../src/enc/compile.ts";
+import { compileProgram, compileStreamed, countUnits } from "../../src/enc/compile.ts";
 import { simulate } from "../../sim/index.ts";
 import { threadFeed } from "../../src/run/feed-thread.ts";
 import { DescPages } from "../../src/encd/pages.ts";
@@ -167,6 +167,65 @@ describe("the streaming composition on a worker thread", () => {
     const fed = compileStreamed(scn, spec, [0], { runner: threadFeed(0, { ...broken, composeWhileStarting: false }) });
     expect(() => simulate(spec, fed.image, { storePayload: false })).toThrow(/composed nothing for 1.5 s/);
   });
+
+  it("a folded program's pods counted on two threads (half each): the same folding, reason and rings as counted on one", () => {
+    const cases: Shape[] = [
+      SHAPES[3]!,
+      // Three pods: the thread counts one, this thread two.
+      { name: "folded, three nodes", instance: "trn1", ranks: 96, nodes: 3, algorithm: "hier", ops: [{ op: "all-reduce", bytes: 6 << 20 }], fold: true },
+      // Not alike (a mesh across nodes sends to pod 0 first): refused, with the reason one thread gives.
+      { name: "mesh across nodes", instance: "trn1", ranks: 128, nodes: 4, algorithm: "mesh", ops: [{ op: "all-gather", bytes: 128 << 10 }], fold: true },
+    ];
+    for (const s of cases) {
+      const spec = loadDevice(s.instance);
+      const scn = scenarioOf(s);
+      const one = compileStreamed(scn, spec, [0], { fold: true });
+      const runner = threadFeed(0, { composeWhileStarting: false });
+      const count = runner.count!.bind(runner);
+      let asked = 0;
+      runner.count = (job) => {
+        asked++;
+        expect(job.units).toEqual({ from: Math.ceil(scn.nodes / 2), to: scn.nodes });
+        return count(job);
+      };
+      const two = compileStreamed(scn, spec, [0], { fold: true, runner });
+      expect(asked, s.name).toBe(1);
+      expect(one.folding?.folded, s.name).toBe(s.name !== "mesh across nodes");
+      expect(two.folding, s.name).toEqual(one.folding);
+      expect(two.image.devices.map((d) => d.device)).toEqual(one.image.devices.map((d) => d.device));
+      while (one.image.feed!.pull());
+      while (two.image.feed!.pull());
+      for (const [a, b] of one.image.devices.map((d, i) => [d, two.image.devices[i]!] as const)) {
+        for (const [qa, qb] of a.queues.map((q, i) => [q, b.queues[i]!] as const)) {
+          expect(Buffer.compare(qb.streamed!.tx.flat(), qa.streamed!.tx.flat()), `${s.name} dev${a.device}`).toBe(0);
+          expect(Buffer.compare(qb.streamed!.rx.flat(), qa.streamed!.rx.flat()), `${s.name} dev${a.device}`).toBe(0);
+        }
+      }
+    }
+  }, 120_000);
+
+  it("a counting pass of some pods gives their devices the signatures a count of every pod gives them", () => {
+    for (const s of [SHAPES[3]!, { name: "mesh across nodes", instance: "trn1", ranks: 128, nodes: 4, algorithm: "mesh", ops: [{ op: "all-gather", bytes: 128 << 10 }], fold: true }]) {
+      const spec = loadDevice(s.instance);
+      const scn = scenarioOf(s);
+      const unitDevices = 16;
+      const every = countUnits({ scn, spec, opIndices: [0], unitDevices, units: { from: 0, to: 4 } });
+      const last = countUnits({ scn, spec, opIndices: [0], unitDevices, units: { from: 2, to: 4 } });
+      expect(last.map((d) => d.device)).toEqual(every.filter((d) => d.device >= 32).map((d) => d.device));
+      expect(last, s.name).toEqual(every.filter((d) => d.device >= 32));
+      // (Not the first pods' signatures: the pods' programs differ in what they name.)
+      expect(countUnits({ scn, spec, opIndices: [0], unitDevices, units: { from: 0, to: 2 } })).not.toEqual(last);
+    }
+  }, 60_000);
+
+  it("a folded program whose thread never counts: this thread counts every pod, the same folding", () => {
+    const spec = loadDevice("trn1");
+    const scn = scenarioOf(SHAPES[3]!);
+    const one = compileStreamed(scn, spec, [0], { fold: true });
+    const two = compileStreamed(scn, spec, [0], { fold: true, runner: threadFeed(0, { entry: "noSuchEntry", stallMs: 1500 }) });
+    expect(two.folding).toEqual(one.folding);
+    expect(outcome(simulate(spec, two.image, { storePayload: false }))).toEqual(outcome(simulate(spec, one.image, { storePayload: false })));
+  }, 60_000);
 
   it("a run that stops early lets the thread go", () => {
     const spec = loadDevice("trn1");
