@@ -124,12 +124,12 @@ describe("the streaming composition on a worker thread", () => {
     const runner = threadFeed(counted + 1);
     expect(64 * (8 << 20)).toBeGreaterThanOrEqual((counted + 1) * 1024);
     const c = compileStreamed(scn, spec, [0], { runner });
-    expect(runner.threads).toEqual({ started: 1, used: 0 });
+    expect(runner.threads).toEqual({ started: 1, used: 0, split: 0 });
     expect(simulate(spec, c.image, { storePayload: false }).hang).toBeUndefined();
     // At its floor it is used.
     const used = threadFeed(counted);
     simulate(spec, compileStreamed(scn, spec, [0], { runner: used }).image, { storePayload: false });
-    expect(used.threads).toEqual({ started: 1, used: 1 });
+    expect(used.threads).toEqual({ started: 1, used: 1, split: 0 });
   });
 
   it("a composition that fails on the thread fails the run with its error", () => {
@@ -180,7 +180,7 @@ describe("the streaming composition on a worker thread", () => {
       const spec = loadDevice(s.instance);
       const scn = scenarioOf(s);
       const one = compileStreamed(scn, spec, [0], { fold: true });
-      const runner = threadFeed(0, { composeWhileStarting: false });
+      const runner = threadFeed(0, { composeWhileStarting: false, splitMinPods: 2 });
       const count = runner.count!.bind(runner);
       let asked = 0;
       runner.count = (job) => {
@@ -190,6 +190,7 @@ describe("the streaming composition on a worker thread", () => {
       };
       const two = compileStreamed(scn, spec, [0], { fold: true, runner });
       expect(asked, s.name).toBe(1);
+      expect(runner.threads.split, s.name).toBe(1);
       expect(one.folding?.folded, s.name).toBe(s.name !== "mesh across nodes");
       expect(two.folding, s.name).toEqual(one.folding);
       expect(two.image.devices.map((d) => d.device)).toEqual(one.image.devices.map((d) => d.device));
@@ -203,6 +204,13 @@ describe("the streaming composition on a worker thread", () => {
       }
     }
   }, 120_000);
+
+  it("a folded program of fewer pods than the split's floor is counted on one thread", () => {
+    const spec = loadDevice("trn1");
+    const runner = threadFeed(0);
+    compileStreamed(scenarioOf(SHAPES[3]!), spec, [0], { fold: true, runner }).image.feed!.close!();
+    expect(runner.threads).toEqual({ started: 1, used: 1, split: 0 });
+  });
 
   it("a counting pass of some pods gives their devices the signatures a count of every pod gives them", () => {
     for (const s of [SHAPES[3]!, { name: "mesh across nodes", instance: "trn1", ranks: 128, nodes: 4, algorithm: "mesh", ops: [{ op: "all-gather", bytes: 128 << 10 }], fold: true }]) {
@@ -222,7 +230,9 @@ describe("the streaming composition on a worker thread", () => {
     const spec = loadDevice("trn1");
     const scn = scenarioOf(SHAPES[3]!);
     const one = compileStreamed(scn, spec, [0], { fold: true });
-    const two = compileStreamed(scn, spec, [0], { fold: true, runner: threadFeed(0, { entry: "noSuchEntry", stallMs: 1500 }) });
+    const runner = threadFeed(0, { entry: "noSuchEntry", stallMs: 1500, splitMinPods: 2 });
+    const two = compileStreamed(scn, spec, [0], { fold: true, runner });
+    expect(runner.threads.split).toBe(1);
     expect(two.folding).toEqual(one.folding);
     expect(outcome(simulate(spec, two.image, { storePayload: false }))).toEqual(outcome(simulate(spec, one.image, { storePayload: false })));
   }, 60_000);
