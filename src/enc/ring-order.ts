@@ -93,8 +93,27 @@ function* hamiltonianCycles(adj: readonly (readonly number[])[], set: readonly n
  * cycle (or the routed fallback of deviceRing) when that is all there is.
  */
 export function deviceRings(adj: readonly (readonly number[])[], devices: readonly number[]): DeviceRing[] {
-  const first = deviceRing(adj, devices);
   const set = [...new Set(devices)].sort((a, b) => a - b);
+  // Cycles that follow links depend on the links among the devices alone: another node's devices
+  // with the same links (ids shifted) take the same cycles, shifted (4,096 ranks: 128 nodes, one
+  // search). A fallback tour routes over other devices: searched each time.
+  const base = set[0] ?? 0;
+  const key = set.map((d) => `${d - base}:${(adj[d] ?? []).filter((e) => set.includes(e)).map((e) => e - base).join(",")}`).join(" ");
+  let memo = RINGS.get(adj);
+  if (!memo) RINGS.set(adj, (memo = new Map()));
+  const known = memo.get(key);
+  if (known) return known.map((r) => ({ order: r.order.map((d) => d + base), followsLinks: true }));
+  const rings = searchRings(adj, set);
+  if (rings.every((r) => r.followsLinks)) memo.set(key, rings.map((r) => ({ order: r.order.map((d) => d - base), followsLinks: true })));
+  return rings;
+}
+
+/** Cycles found through sets of devices, by adjacency and by the links among a set's devices (relative to its lowest id). */
+const RINGS = new WeakMap<readonly (readonly number[])[], Map<string, DeviceRing[]>>();
+
+/** `deviceRings` of the sorted, de-duplicated `set`, searched. */
+function searchRings(adj: readonly (readonly number[])[], set: readonly number[]): DeviceRing[] {
+  const first = deviceRing(adj, set);
   if (!first.followsLinks || set.length < 5) return [first];
   const budget = { left: 200_000 };
   let candidates = 0;

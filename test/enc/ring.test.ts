@@ -26,6 +26,27 @@ describe("device ring order from the physical topology", () => {
     expect(new Set(r.order).size).toBe(16);
   });
 
+  it("another node's devices with the same links take the same cycles, shifted, whether searched or remembered", () => {
+    // Two nodes of a 16-chip torus each, as a two-node fabric has them (ids 16-31 the second).
+    const twoNodes = () => [...torus.map((row) => [...row]), ...torus.map((row) => row.map((e) => e + 16))];
+    const second = [...Array(16).keys()].map((d) => d + 16);
+    const searched = deviceRings(twoNodes(), second);
+    const adj = twoNodes();
+    const first = deviceRings(adj, [...Array(16).keys()]);
+    const remembered = deviceRings(adj, second);
+    expect(searched).toHaveLength(2);
+    expect(remembered).toEqual(searched);
+    expect(remembered).toEqual(first.map((r) => ({ order: r.order.map((d) => d + 16), followsLinks: true })));
+    // Cycles of a set whose links differ are searched, not taken from an alike-sized set's.
+    deviceRings(adj, [0, 1, 2, 3, 4, 5, 6, 7]);
+    const columns = [16, 17, 20, 21, 24, 25, 28, 29];
+    expect(deviceRings(adj, columns)).toEqual(deviceRings(twoNodes(), columns));
+    // A tour that cannot follow links (routed through other devices) is searched each time.
+    const tour = deviceRings(adj, [16, 21, 26]);
+    expect(tour).toEqual([{ order: deviceRing(adj, [16, 21, 26]).order, followsLinks: false }]);
+    expect(deviceRings(adj, [0, 5, 10])).toEqual([{ order: deviceRing(adj, [0, 5, 10]).order, followsLinks: false }]);
+  });
+
   it("finds the two edge-disjoint Hamiltonian cycles of the 16-chip torus, so four channels use every link", () => {
     const rs = deviceRings(torus, [...Array(16).keys()]);
     expect(rs).toHaveLength(2);
