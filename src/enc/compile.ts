@@ -133,8 +133,10 @@ function compileStreamedWith(scn: Scenario, spec: DeviceSpec, opIndices: readonl
   let stores = new Map<string, VringStore>();
   let counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
   const theirs = elsewhere?.wait();
-  let reason = theirs ? whyNotFoldSigs([...deviceSigs(counted.image, unitDevices, fold.signatures, mine), ...theirs], unitDevices) : elsewhere ? "" : whyNotFold(counted.image, unitDevices, fold.signatures);
-  if (reason !== undefined && mine) {
+  let reason: string | undefined;
+  if (!mine) reason = whyNotFold(counted.image, unitDevices, fold.signatures);
+  else if (theirs) reason = whyNotFoldSigs([...deviceSigs(counted.image, unitDevices, fold.signatures, mine), ...theirs], unitDevices);
+  if (mine && (!theirs || reason !== undefined)) {
     // Not alike (or the other count failed): the whole program counted here, as it is streamed then.
     fold = { unitDevices, signatures: new Map<string, Signature>() };
     stores = new Map<string, VringStore>();
@@ -207,12 +209,8 @@ export interface CountHandle {
 /** The counting pass of `job`'s units in this thread: the signatures of their devices (`whyNotFoldSigs`). */
 export function countUnits(job: CountJob, beat?: () => void): DeviceSig[] {
   const signatures = new Map<string, Signature>();
-  const g = composeProgram(job.scn, job.spec, job.opIndices, { kind: "count", stores: new Map(), fold: { unitDevices: job.unitDevices, signatures, units: job.units } });
-  for (;;) {
-    const r = g.next();
-    if (r.done) return deviceSigs(r.value!.image, job.unitDevices, signatures, job.units);
-    beat?.();
-  }
+  const counted = drain(composeProgram(job.scn, job.spec, job.opIndices, { kind: "count", stores: new Map(), fold: { unitDevices: job.unitDevices, signatures, units: job.units } }), beat)!;
+  return deviceSigs(counted.image, job.unitDevices, signatures, job.units);
 }
 
 /** Where a streamed compile's streaming pass may run instead of the run's own thread. */
@@ -275,10 +273,12 @@ function feedOf(src: FeedSource, counted: ProgramImage, atEnd?: (hashed: Readonl
   };
 }
 
-function drain<T>(g: Generator<void, T>): T {
+/** Run a composition to its end (`beat` between its rounds: a thread's sign of life). */
+function drain<T>(g: Generator<void, T>, beat?: () => void): T {
   for (;;) {
     const r = g.next();
     if (r.done) return r.value;
+    beat?.();
   }
 }
 

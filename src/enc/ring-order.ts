@@ -98,7 +98,8 @@ export function deviceRings(adj: readonly (readonly number[])[], devices: readon
   // with the same links (ids shifted) take the same cycles, shifted (4,096 ranks: 128 nodes, one
   // search). A fallback tour routes over other devices: searched each time.
   const base = set[0] ?? 0;
-  const key = set.map((d) => `${d - base}:${(adj[d] ?? []).filter((e) => set.includes(e)).map((e) => e - base).join(",")}`).join(" ");
+  const inSet = new Set(set);
+  const key = set.map((d) => `${d - base}:${(adj[d] ?? []).filter((e) => inSet.has(e)).map((e) => e - base).join(",")}`).join(" ");
   let memo = RINGS.get(adj);
   if (!memo) RINGS.set(adj, (memo = new Map()));
   const known = memo.get(key);

@@ -139,14 +139,22 @@ interface Thread {
 
 /** The worker's counting pass's signatures, waited for; undefined when it failed, or composed nothing for `stallMs`. */
 function counted(t: Thread, stallMs: number): readonly DeviceSig[] | undefined {
+  return (nextMessage(t, COUNTED, stallMs)?.message as { sigs?: readonly DeviceSig[] } | undefined)?.sigs;
+}
+
+/**
+ * The thread's next message, waiting (on its `signal` counter) while it shows signs of life (its
+ * heartbeat moves); undefined once it has been silent for `stallMs` (a long step is waited for).
+ */
+function nextMessage(t: Thread, signal: number, stallMs: number): { message: unknown } | undefined {
   const { port, ctrl } = t;
   let beat = Atomics.load(ctrl, BEAT);
   let since = performance.now();
   for (;;) {
-    const seen = Atomics.load(ctrl, COUNTED);
+    const seen = Atomics.load(ctrl, signal);
     const m = receiveMessageOnPort(port);
-    if (m) return (m.message as { sigs?: readonly DeviceSig[] }).sigs;
-    if (Atomics.wait(ctrl, COUNTED, seen, Math.min(1000, stallMs)) !== "timed-out") continue;
+    if (m) return m;
+    if (Atomics.wait(ctrl, signal, seen, Math.min(1000, stallMs)) !== "timed-out") continue;
     const now = Atomics.load(ctrl, BEAT);
     if (now !== beat) {
       beat = now;
@@ -259,23 +267,10 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
         }
         return more;
       }
-      let beat = Atomics.load(ctrl, BEAT);
-      let since = performance.now();
-      for (;;) {
-        const seen = Atomics.load(ctrl, POSTED);
-        const m = receiveMessageOnPort(port);
-        if (m) return apply(take(m));
-        if (Atomics.wait(ctrl, POSTED, seen, Math.min(1000, stallMs)) !== "timed-out") continue;
-        // Still composing (a long step)? Wait on; silent too long: it has stopped.
-        const now = Atomics.load(ctrl, BEAT);
-        if (now !== beat) {
-          beat = now;
-          since = performance.now();
-        } else if (performance.now() - since > stallMs) {
-          close();
-          throw new InternalError(`the composition thread composed nothing for ${stallMs / 1000} s and posted no descriptors`);
-        }
-      }
+      const m = nextMessage(t, POSTED, stallMs);
+      if (m) return apply(take(m));
+      close();
+      throw new InternalError(`the composition thread composed nothing for ${stallMs / 1000} s and posted no descriptors`);
     },
     hashes: () => hashes,
     close,
