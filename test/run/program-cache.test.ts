@@ -65,7 +65,7 @@ describe("a kept program runs again", () => {
   const points: [string, Record<string, unknown>][] = [
     ["ring8", { instance: "trn1", ranks: 8, ops: [{ op: "all-reduce", bytes: 3 << 20, dtype: "fp32", reduce: "sum" }] }],
     ["two nodes, folded", { instance: "trn1", ranks: 64, ranksPerDevice: 2, nodes: 2, algorithm: "ring", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] }],
-    ["hierarchical, four nodes", { instance: "trn1", ranks: 128, ranksPerDevice: 2, nodes: 4, ops: [{ op: "all-reduce", bytes: 864846, dtype: "bf16", reduce: "sum" }] }],
+    ["hierarchical, four nodes", { instance: "trn1", ranks: 128, ranksPerDevice: 2, nodes: 4, algorithm: "hier", ops: [{ op: "all-reduce", bytes: 864846, dtype: "bf16", reduce: "sum" }] }],
     ["mesh on trn2", { instance: "trn2", ranks: 16, ops: [{ op: "reduce-scatter", bytes: 48 << 10, dtype: "bf16", reduce: "max" }] }],
   ];
   it.each(points)("%s: under other timing, the same outcome as a program compiled for it", (name, json) => {
