@@ -347,10 +347,16 @@ asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progre
 
 /**
  * --explain: for each op of several pods, whether one pod stood for all and why (see
- * src/encd/fold.ts); and for each timing-only op, whether whole periods were skipped.
+ * src/encd/fold.ts); for each timing-only op, whether whole periods were skipped; for each checked
+ * op, that it ran whole (the difference between a checked run's time and a timing-only run's).
  */
 function foldLines(ops: readonly OpOutcome[]): string {
-  return ops.map((o, i) => (o.folding ? `op ${i}: ${describeFolding(o.folding)}\n` : "") + (o.steady ? `op ${i}: ${describeSteady(o.steady)}\n` : "")).join("");
+  return ops.map((o, i) => (o.folding ? `op ${i}: ${describeFolding(o.folding)}\n` : "") + (o.steady ? `op ${i}: ${describeSteady(o.steady)}\n` : "") + (o.checked !== "none" ? `op ${i}: ${checkedWhole(o.checked)}\n` : "")).join("");
+}
+
+/** Why a checked op simulates every device and every event. */
+function checkedWhole(checked: "values" | "symbolic"): string {
+  return `checked (${checked}): every device and every event simulated, each rank's data followed (folding alike pods into one, and skipping repeated periods, are for timing-only runs: --check none)`;
 }
 
 /** What skipping periods did in a run, in a line. */

@@ -184,8 +184,11 @@ describe("folding alike pods", () => {
     const tracks = new Set(podTrace.events.map((e) => e.track));
     expect(podTrace.events.length).toBeGreaterThan(0);
     expect(podTrace.events.map((e) => e.key).sort()).toEqual(everyPod.events.filter((e) => tracks.has(e.track)).map((e) => e.key).sort());
-    // A values check simulates every pod.
-    expect(runSim(["scenarios/inter-rdh8.json", "--explain"]).out).not.toMatch(/alike pods/);
+    // A values check simulates every pod, and --explain says why.
+    const checked = runSim(["scenarios/inter-rdh8.json", "--explain"]).out;
+    expect(checked).not.toMatch(/simulated pod 0 of/);
+    expect(checked).toMatch(/\nop 0: checked \(values\): every device and every event simulated, [^\n]*--check none\)\n/);
+    expect(explained.out).not.toMatch(/op 0: checked/);
   });
 });
 
