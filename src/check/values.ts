@@ -7,6 +7,20 @@ import { dtypeSize, type Dtype, type ReduceOp } from "../ir/dtypes.ts";
 import type { RingOpName } from "../ir/spec.ts";
 import { InternalError } from "../ir/errors.ts";
 
+/**
+ * A rank's values (generated, and the references made of them): integers, each exactly an
+ * element of the type, in 4 bytes an element (8 for uint32, which int32 cannot hold). A plain
+ * array took 8 bytes an element: a values check at 64 MiB a rank touched a gigabyte more.
+ */
+export type Values = Int32Array | Float64Array;
+/** Values as the reference functions take them (a test's plain array too). */
+export type ValueList = Values | readonly number[];
+
+/** A zeroed array of `n` values of type `d`. */
+function valuesOf(d: Dtype, n: number): Values {
+  return d === "uint32" ? new Float64Array(n) : new Int32Array(n);
+}
+
 /** Largest |integer| exactly representable with the type's significand. */
 const EXACT_LIMIT: Partial<Record<Dtype, number>> = { bf16: 256, fp16: 2048, fp32: 1 << 24, fp8e4: 16, fp8e5: 8 };
 const INT_RANGE: Partial<Record<Dtype, [number, number]>> = {
@@ -130,9 +144,9 @@ export function decodeValue(d: Dtype, view: DataView, off: number): number {
  * The integer values rank `rank` (of `rankSpace` global ranks) contributes to op `opIndex`
  * (deterministic in the seed), summed over at most `nranks` ranks.
  */
-export function generateValues(seed: number, opIndex: number, rank: number, d: Dtype, count: number, reduce: ReduceOp, nranks: number, rankSpace = nranks): number[] {
+export function generateValues(seed: number, opIndex: number, rank: number, d: Dtype, count: number, reduce: ReduceOp, nranks: number, rankSpace = nranks): Values {
   const rng = seedrandom.alea(`ccsim/${seed}/op${opIndex}/rank${rank}`);
-  const out = new Array<number>(count);
+  const out = valuesOf(d, count);
   const floatLimit = EXACT_LIMIT[d];
   if (floatLimit !== undefined && reduce === "sum" && nranks > floatLimit) {
     // More summands than the type's exact integers (fp8): element i is ±1 or 0 on the ranks of
@@ -151,7 +165,7 @@ export function generateValues(seed: number, opIndex: number, rank: number, d: D
   return out;
 }
 
-export function toBytes(d: Dtype, values: readonly number[]): Uint8Array {
+export function toBytes(d: Dtype, values: ValueList): Uint8Array {
   const es = dtypeSize(d);
   const out = new Uint8Array(values.length * es);
   const v = new DataView(out.buffer);
@@ -177,14 +191,15 @@ function combine(d: Dtype, op: ReduceOp, a: number, b: number): number {
  * Reference outputs per group rank: all-reduce = element-wise reduce of all inputs; all-gather =
  * concatenation of inputs in group-rank order; reduce-scatter = block k of the reduced input.
  */
-export function referenceValues(op: RingOpName, d: Dtype, reduce: ReduceOp, inputs: readonly (readonly number[])[]): number[][] {
+export function referenceValues(op: RingOpName, d: Dtype, reduce: ReduceOp, inputs: readonly ValueList[]): Values[] {
   const n = inputs.length;
   if (op === "all-gather") {
-    const all = inputs.flatMap((x) => [...x]);
+    const all = concatValues(d, inputs);
     return inputs.map(() => all);
   }
   const len = inputs[0]!.length;
-  const reduced = inputs[0]!.slice();
+  const reduced = valuesOf(d, len);
+  reduced.set(inputs[0]!);
   // Source by source over the elements; a float sum (exact on these integers) needs no wrapping.
   const plainSum = reduce === "sum" && !INT_RANGE[d];
   for (let r = 1; r < n; r++) {
@@ -204,10 +219,10 @@ export interface Mismatch {
   readonly got: number;
 }
 
-const ENCODED = new WeakMap<readonly number[], Uint8Array>();
+const ENCODED = new WeakMap<ValueList, Uint8Array>();
 
 /** The expected values as bytes; references shared by several ranks are encoded once. */
-export function expectedBytes(d: Dtype, values: readonly number[]): Uint8Array {
+export function expectedBytes(d: Dtype, values: ValueList): Uint8Array {
   let b = ENCODED.get(values);
   if (!b) {
     b = toBytes(d, values);
@@ -217,7 +232,7 @@ export function expectedBytes(d: Dtype, values: readonly number[]): Uint8Array {
 }
 
 /** First element where `got` differs bit for bit from the expected values, or undefined. */
-export function compare(d: Dtype, rank: number, expected: readonly number[], got: Uint8Array): Mismatch | undefined {
+export function compare(d: Dtype, rank: number, expected: ValueList, got: Uint8Array): Mismatch | undefined {
   const es = dtypeSize(d);
   const want = expectedBytes(d, expected);
   if (want.length !== got.length) return { rank, index: Math.min(want.length, got.length) / es, expected: Number.NaN, got: Number.NaN };
@@ -233,7 +248,7 @@ export function compare(d: Dtype, rank: number, expected: readonly number[], got
 }
 
 /** all-to-all: rank j's output is block j of every rank's input, in rank order. */
-export function referenceAllToAll(inputs: readonly (readonly number[])[]): number[][] {
+export function referenceAllToAll(inputs: readonly ValueList[]): number[][] {
   const n = inputs.length;
   // (Element by element into arrays of their final length: an output per rank is as big as an
   // input, and `flatMap` over slices took seconds and twice the memory at 24 ranks x 2 M elements.)
@@ -250,24 +265,38 @@ export function referenceAllToAll(inputs: readonly (readonly number[])[]): numbe
 }
 
 /** all-to-all-v: `counts[i][j]` elements from i to j; rank j's output concatenates them by source. */
-export function referenceAllToAllV(inputs: readonly (readonly number[])[], counts: readonly (readonly number[])[]): number[][] {
-  return inputs.map((_, j) =>
-    inputs.flatMap((x, i) => {
+export function referenceAllToAllV(inputs: readonly ValueList[], counts: readonly (readonly number[])[]): number[][] {
+  return inputs.map((_, j) => {
+    const out: number[] = [];
+    inputs.forEach((x, i) => {
       let start = 0;
       for (let k = 0; k < j; k++) start += counts[i]![k]!;
-      return x.slice(start, start + counts[i]![j]!);
-    }),
-  );
+      for (let e = start, end = start + counts[i]![j]!; e < end; e++) out.push(x[e]!);
+    });
+    return out;
+  });
 }
 
 /** permute (and send / recv): the target's output is the source's input; permute-reduce reduces it with the target's own. */
-export function referencePermute(d: Dtype, reduce: ReduceOp | undefined, inputs: ReadonlyMap<number, readonly number[]>, pairs: readonly (readonly [number, number])[]): Map<number, number[]> {
-  const out = new Map<number, number[]>();
+export function referencePermute(d: Dtype, reduce: ReduceOp | undefined, inputs: ReadonlyMap<number, ValueList>, pairs: readonly (readonly [number, number])[]): Map<number, ValueList> {
+  const out = new Map<number, ValueList>();
   for (const [src, dst] of pairs) {
     const a = inputs.get(src)!;
-    out.set(dst, reduce === undefined ? [...a] : a.map((v, k) => combineValues(d, reduce, inputs.get(dst)![k]!, v)));
+    const b = inputs.get(dst)!;
+    out.set(dst, reduce === undefined ? a : Array.from(a, (v, k) => combineValues(d, reduce, b[k]!, v)));
   }
   return out;
+}
+
+/** The inputs one after another (all-gather), in an array of the type's values. */
+export function concatValues(d: Dtype, inputs: readonly ValueList[]): Values {
+  const all = valuesOf(d, inputs.reduce((n, x) => n + x.length, 0));
+  let at = 0;
+  for (const x of inputs) {
+    all.set(x, at);
+    at += x.length;
+  }
+  return all;
 }
 
 /** One element of the reduction in the element type's arithmetic. */

@@ -11,7 +11,7 @@ import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
 import { compileProgram, compileStreamed, algorithmLabel, type CompiledProgram, type Folding } from "../enc/compile.ts";
 import { materialize } from "./program-cache.ts";
 import type { Explanation } from "../enc/post.ts";
-import { compare, type Mismatch } from "../check/values.ts";
+import { compare, type Mismatch, type ValueList } from "../check/values.ts";
 import { compareSymbolic, type SymbolicMismatch } from "../check/symbolic.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
 import type { ProgramImage } from "../encd/program.ts";
@@ -151,7 +151,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     const symbolic = mode === "symbolic";
     if (i === 0 && !again) warnRouted(log, layout.rings.filter((r) => !r.followsLinks).map((r) => r.group));
     // Each rank's input values, then the reference outputs (ranks a permute leaves alone are not checked).
-    const expected = values ? referenceOutputs(scn, i, ol) : new Map<number, number[]>();
+    const expected = values ? referenceOutputs(scn, i, ol) : new Map<number, ValueList>();
     if (values) {
       loadInputs(scn, i, ol, image);
       // (Kept for the run of all ops at once, when one follows: it loads them again.)
@@ -269,7 +269,7 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: Pipe
   if (scn.check === "values" && !values) log.warn("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
   const composeThread = hooks.composeThread;
   const { image, layout } = compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});
-  const expected = new Map<number, Map<number, number[]>>();
+  const expected = new Map<number, Map<number, ValueList>>();
   if (values) {
     layout.ops.forEach((ol, k) => {
       expected.set(k, referenceOutputs(scn, k, ol));

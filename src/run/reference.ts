@@ -5,7 +5,7 @@ import { opEntry } from "../ir/ops.ts";
 import { isRingOp, opGroups, type Scenario } from "../ir/spec.ts";
 import { InternalError } from "../ir/errors.ts";
 import type { OpLayout } from "../enc/compile.ts";
-import { generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes } from "../check/values.ts";
+import { concatValues, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, type ValueList, type Values } from "../check/values.ts";
 import { expectedRanges, type ExpectedRange } from "../check/symbolic.ts";
 import type { ProgramImage } from "../encd/program.ts";
 
@@ -27,12 +27,12 @@ function summands(scn: Scenario, i: number): number {
   return Math.max(...opGroups(scn, i).map((g) => g.length));
 }
 
-function inputValues(scn: Scenario, i: number, rank: number, bytes: number): number[] {
+function inputValues(scn: Scenario, i: number, rank: number, bytes: number): Values {
   const op = scn.ops[i]!;
   return memoInputs(scn, i, rank, () => generateValues(scn.seed, i, rank, op.dtype, bytes / dtypeSize(op.dtype), op.reduce, summands(scn, i), scn.ranks));
 }
 
-const INPUTS = new WeakMap<Scenario, Map<string, number[]>>();
+const INPUTS = new WeakMap<Scenario, Map<string, Values>>();
 
 /**
  * Op `i`'s inputs are loaded and its reference made: let its values go (a run of 1,024 ranks held
@@ -44,7 +44,7 @@ export function forgetInputs(scn: Scenario, i: number): void {
   if (!m) return;
   for (const key of [...m.keys()]) if (key.startsWith(`${i}/`)) m.delete(key);
 }
-function memoInputs(scn: Scenario, i: number, rank: number, make: () => number[]): number[] {
+function memoInputs(scn: Scenario, i: number, rank: number, make: () => Values): Values {
   let m = INPUTS.get(scn);
   if (!m) INPUTS.set(scn, (m = new Map()));
   const key = `${i}/${rank}`;
@@ -67,10 +67,10 @@ export function symbolicReference(scn: Scenario, i: number, ol: OpLayout): Map<n
 }
 
 /** The reference output of every rank whose output the op defines. */
-export function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<number, number[]> {
+export function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<number, ValueList> {
   const op = scn.ops[i]!;
   const inputs = new Map(ol.ranks.map((rl) => [rl.rank, inputValues(scn, i, rl.rank, rl.input.bytes)]));
-  const out = new Map<number, number[]>();
+  const out = new Map<number, ValueList>();
   const entry = opEntry(op.op);
   if (entry.reference === "permute") return referencePermute(op.dtype, entry.reduces ? op.reduce : undefined, inputs, op.pairs!);
   const esize = dtypeSize(op.dtype);
@@ -84,7 +84,7 @@ export function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<nu
           : entry.reference === "alltoall-v"
             ? referenceAllToAllV(ins, op.counts!.map((row) => row.map((b) => b / esize)))
             : entry.reference === "all-gather-v"
-              ? sharedBy(ins.length, ins.flat())
+              ? sharedBy(ins.length, concatValues(op.dtype, ins))
               : undefined;
     if (!refs) throw new InternalError(`no reference collective for ${op.op}`);
     g.forEach((r, k) => out.set(r, refs[k]!));
@@ -93,6 +93,6 @@ export function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<nu
 }
 
 /** One reference output that `n` ranks share (one array, not a copy each). */
-function sharedBy(n: number, values: number[]): number[][] {
+function sharedBy(n: number, values: Values): Values[] {
   return Array.from({ length: n }, () => values);
 }

@@ -8,20 +8,36 @@ describe("reference collectives", () => {
     [1, 2, 3, 4],
     [10, 20, 30, 40],
   ];
+  /** References as plain arrays (they come as typed arrays of the type's values). */
+  const plain = (xs: readonly ArrayLike<number>[]): number[][] => xs.map((x) => Array.from(x));
   it("all-reduce, all-gather, reduce-scatter", () => {
-    expect(referenceValues("all-reduce", "int32", "sum", inputs)).toEqual([
+    expect(plain(referenceValues("all-reduce", "int32", "sum", inputs))).toEqual([
       [11, 22, 33, 44],
       [11, 22, 33, 44],
     ]);
-    expect(referenceValues("all-gather", "int32", "sum", inputs)[1]).toEqual([1, 2, 3, 4, 10, 20, 30, 40]);
-    expect(referenceValues("reduce-scatter", "int32", "max", inputs)).toEqual([
+    expect(plain(referenceValues("all-gather", "int32", "sum", inputs))[1]).toEqual([1, 2, 3, 4, 10, 20, 30, 40]);
+    expect(plain(referenceValues("reduce-scatter", "int32", "max", inputs))).toEqual([
       [10, 20],
       [30, 40],
     ]);
   });
   it("integer sums wrap to the type", () => {
-    expect(referenceValues("all-reduce", "uint8", "sum", [[250], [10]])[0]).toEqual([4]);
-    expect(referenceValues("all-reduce", "int8", "sum", [[120], [10]])[0]).toEqual([-126]);
+    expect(plain(referenceValues("all-reduce", "uint8", "sum", [[250], [10]]))[0]).toEqual([4]);
+    expect(plain(referenceValues("all-reduce", "int8", "sum", [[120], [10]]))[0]).toEqual([-126]);
+    // uint32's values pass 2^31 (held in 8 bytes: 4 would wrap them), and its sums wrap at 2^32.
+    expect(plain(referenceValues("all-reduce", "uint32", "sum", [[0xfffffff0], [0x20]]))[0]).toEqual([0x10]);
+    expect(plain(referenceValues("all-reduce", "uint32", "max", [[0xfffffff0], [0x20]]))[0]).toEqual([0xfffffff0]);
+  });
+  it("every type's generated values are held exactly (encoded and decoded back, the same numbers)", () => {
+    for (const d of ["uint8", "int8", "uint16", "int16", "uint32", "int32", "fp32", "bf16", "fp16", "fp8e4", "fp8e5"] as const) {
+      const vals = generateValues(4, 0, 1, d, 2000, "max", 2);
+      const bytes = toBytes(d, vals);
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+      const es = bytes.length / vals.length;
+      expect(Array.from(vals, (_, i) => decodeValue(d, view, i * es)), d).toEqual(Array.from(vals));
+    }
+    expect(Math.max(...generateValues(4, 0, 1, "uint32", 2000, "max", 2))).toBeGreaterThan(0x7fffffff);
+    expect(Math.min(...generateValues(4, 0, 1, "int32", 2000, "max", 2))).toBeLessThan(-0x40000000);
   });
 });
 
