@@ -268,6 +268,12 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
 
   const hang = hangReport(devices, proxies, summary.endPs, faultNotes);
   if (!hang) checkBalance(image, devices, violation, seen, violations);
+  /** An HBM address read back (a result's bytes). */
+  const readBack = (addr: number, from: number): Extract<DecodedAddress, { kind: "hbm" }> => {
+    const a = decodeAddress(addr, from);
+    if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr, from)}, which is not HBM`, { value: addr });
+    return a;
+  };
   return {
     endPs: summary.endPs,
     events: summary.events,
@@ -281,9 +287,12 @@ function run(spec: DeviceSpec, image: ProgramImage, opts: SimOptions): SimResult
     violations,
     ...(steady ? { steady: steady.report } : {}),
     read(addr, len, from = 0) {
-      const a = decodeAddress(addr, from);
-      if (a.kind !== "hbm") throw new SimError("SIM1512", `read-back of ${describeAddress(addr, from)}, which is not HBM`, { value: addr });
+      const a = readBack(addr, from);
       return dev(a.device).memory.read(a.offset, len);
+    },
+    each(addr, len, fn, from = 0) {
+      const a = readBack(addr, from);
+      dev(a.device).memory.each(a.offset, len, fn);
     },
     symbolic(addr, len, fn, from = 0) {
       const a = decodeAddress(addr, from);

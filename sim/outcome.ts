@@ -49,6 +49,8 @@ export interface SimResult {
   readonly hbm: readonly ResourceStat[];
   /** Read simulated memory (HBM) back; `addr` as device `from` addresses it (default 0). */
   read(addr: number, len: number, from?: number): Uint8Array;
+  /** Read HBM back a page at a time, without a copy: views (zeros where nothing was written) and where each starts; `fn` returning false stops. */
+  each(addr: number, len: number, fn: (bytes: Uint8Array, at: number) => boolean, from?: number): void;
   /** Symbolic runs: the pieces of HBM [addr, addr + len) (offsets from addr) and the seed terms each holds. */
   symbolic(addr: number, len: number, fn: (start: number, end: number, terms: readonly Term[], how: number) => void, from?: number): void;
   /**

@@ -231,6 +231,18 @@ export function expectedBytes(d: Dtype, values: ValueList): Uint8Array {
   return b;
 }
 
+/**
+ * True when read-back walked a piece at a time (`each`, as the simulator's result gives it: no
+ * copy of an output made) holds exactly the expected values' bytes, `len` of them.
+ */
+export function matches(d: Dtype, expected: ValueList, len: number, each: (fn: (bytes: Uint8Array, at: number) => boolean) => void): boolean {
+  const want = expectedBytes(d, expected);
+  if (want.length !== len) return false;
+  let same = true;
+  each((got, at) => (same = Buffer.from(want.buffer, want.byteOffset + at, got.length).equals(got)));
+  return same;
+}
+
 /** First element where `got` differs bit for bit from the expected values, or undefined. */
 export function compare(d: Dtype, rank: number, expected: ValueList, got: Uint8Array): Mismatch | undefined {
   const es = dtypeSize(d);
