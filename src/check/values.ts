@@ -9,16 +9,35 @@ import { InternalError } from "../ir/errors.ts";
 
 /**
  * A rank's values (generated, and the references made of them): integers, each exactly an
- * element of the type, in 4 bytes an element (8 for uint32, which int32 cannot hold). A plain
- * array took 8 bytes an element: a values check at 64 MiB a rank touched a gigabyte more.
+ * element of the type. The integer types and fp32 keep them in the type's own array, whose bytes
+ * are the input's (`toBytes` makes none: a values check at 64 MiB a rank made and touched its
+ * inputs twice); the narrow floats, whose bytes are encodings, in an integer array as wide.
  */
-export type Values = Int32Array | Float64Array;
+export type Values = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array;
 /** Values as the reference functions take them (a test's plain array too). */
 export type ValueList = Values | readonly number[];
 
+/** The array that holds a type's values: its own where its elements are them, else as wide an integer one. */
+const VALUES_ARRAY: Record<Dtype, new (n: number) => Values> = {
+  uint8: Uint8Array,
+  int8: Int8Array,
+  uint16: Uint16Array,
+  int16: Int16Array,
+  uint32: Uint32Array,
+  int32: Int32Array,
+  fp32: Float32Array,
+  bf16: Int16Array,
+  fp16: Int16Array,
+  fp8e4: Int8Array,
+  fp8e5: Int8Array,
+};
+
+/** Types whose values array is their bytes (little-endian hosts). */
+const OWN_BYTES = new Set<Dtype>(new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? ["uint8", "int8", "uint16", "int16", "uint32", "int32", "fp32"] : []);
+
 /** A zeroed array of `n` values of type `d`. */
 function valuesOf(d: Dtype, n: number): Values {
-  return d === "uint32" ? new Float64Array(n) : new Int32Array(n);
+  return new VALUES_ARRAY[d](n);
 }
 
 /** Largest |integer| exactly representable with the type's significand. */
@@ -166,6 +185,8 @@ export function generateValues(seed: number, opIndex: number, rank: number, d: D
 }
 
 export function toBytes(d: Dtype, values: ValueList): Uint8Array {
+  // The type's own array (little-endian): its bytes, shared, not copied.
+  if (OWN_BYTES.has(d) && values instanceof VALUES_ARRAY[d]) return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
   const es = dtypeSize(d);
   const out = new Uint8Array(values.length * es);
   const v = new DataView(out.buffer);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compare, generateValues, referenceAllToAll, referenceValues, toBytes, decodeValue } from "../../src/check/values.ts";
+import { compare, generateValues, referenceAllToAll, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
 import { cceReduce, f32ToBf16, f32ToF16, f16ToF32, bf16ToF32, f32ToMini, miniToF32 } from "../../sim/hw/cce.ts";
 import { FP8, SDMA_DTYPE, DTYPES, REDUCE_TO_CCE, dtypeSize } from "../../src/ir/dtypes.ts";
 
@@ -37,6 +37,15 @@ describe("reference collectives", () => {
       expect(Array.from(vals, (_, i) => decodeValue(d, view, i * es)), d).toEqual(Array.from(vals));
     }
     expect(Math.max(...generateValues(4, 0, 1, "uint32", 2000, "max", 2))).toBeGreaterThan(0x7fffffff);
+    // The integer types' and fp32's bytes are their values' own (no copy), the same as encoding each.
+    for (const d of ["uint8", "int8", "uint16", "int16", "uint32", "int32", "fp32", "bf16"] as const) {
+      const vals = generateValues(4, 0, 1, d, 999, "sum", 3);
+      const es = toBytes(d, vals).length / vals.length;
+      const each = new Uint8Array(vals.length * es);
+      vals.forEach((v: number, i: number) => encodeValue(d, v, new DataView(each.buffer), i * es));
+      expect(Buffer.from(toBytes(d, vals)).equals(each), d).toBe(true);
+      if (d !== "bf16") expect((toBytes(d, vals).buffer as ArrayBuffer) === (vals.buffer as ArrayBuffer), d).toBe(true);
+    }
     expect(Math.min(...generateValues(4, 0, 1, "int32", 2000, "max", 2))).toBeLessThan(-0x40000000);
   });
 });
