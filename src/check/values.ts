@@ -281,13 +281,12 @@ export function compare(d: Dtype, rank: number, expected: ValueList, got: Uint8A
 }
 
 /** all-to-all: rank j's output is block j of every rank's input, in rank order. */
-export function referenceAllToAll(inputs: readonly ValueList[]): number[][] {
+export function referenceAllToAll(d: Dtype, inputs: readonly ValueList[]): Values[] {
   const n = inputs.length;
-  // (Element by element into arrays of their final length: an output per rank is as big as an
-  // input, and `flatMap` over slices took seconds and twice the memory at 24 ranks x 2 M elements.)
+  // (Block by block into arrays of their final length: an output per rank is as big as an input.)
   const length = inputs.reduce((k, x) => k + x.length / n, 0);
   return inputs.map((_, j) => {
-    const out = new Array<number>(length);
+    const out = valuesOf(d, length);
     let o = 0;
     for (const x of inputs) {
       const block = x.length / n;
@@ -298,13 +297,14 @@ export function referenceAllToAll(inputs: readonly ValueList[]): number[][] {
 }
 
 /** all-to-all-v: `counts[i][j]` elements from i to j; rank j's output concatenates them by source. */
-export function referenceAllToAllV(inputs: readonly ValueList[], counts: readonly (readonly number[])[]): number[][] {
+export function referenceAllToAllV(d: Dtype, inputs: readonly ValueList[], counts: readonly (readonly number[])[]): Values[] {
   return inputs.map((_, j) => {
-    const out: number[] = [];
+    const out = valuesOf(d, inputs.reduce((n, _x, i) => n + counts[i]![j]!, 0));
+    let o = 0;
     inputs.forEach((x, i) => {
       let start = 0;
       for (let k = 0; k < j; k++) start += counts[i]![k]!;
-      for (let e = start, end = start + counts[i]![j]!; e < end; e++) out.push(x[e]!);
+      for (let e = start, end = start + counts[i]![j]!; e < end; e++) out[o++] = x[e]!;
     });
     return out;
   });
@@ -316,7 +316,13 @@ export function referencePermute(d: Dtype, reduce: ReduceOp | undefined, inputs:
   for (const [src, dst] of pairs) {
     const a = inputs.get(src)!;
     const b = inputs.get(dst)!;
-    out.set(dst, reduce === undefined ? a : Array.from(a, (v, k) => combineValues(d, reduce, b[k]!, v)));
+    if (reduce === undefined) {
+      out.set(dst, a);
+      continue;
+    }
+    const r = valuesOf(d, a.length);
+    for (let k = 0; k < a.length; k++) r[k] = combineValues(d, reduce, b[k]!, a[k]!);
+    out.set(dst, r);
   }
   return out;
 }

@@ -80,9 +80,9 @@ export function referenceOutputs(scn: Scenario, i: number, ol: OpLayout): Map<nu
       entry.reference === "collective" && isRingOp(op.op)
         ? referenceValues(op.op, op.dtype, op.reduce, ins)
         : entry.reference === "alltoall"
-          ? referenceAllToAll(ins)
+          ? referenceAllToAll(op.dtype, ins)
           : entry.reference === "alltoall-v"
-            ? referenceAllToAllV(ins, op.counts!.map((row) => row.map((b) => b / esize)))
+            ? referenceAllToAllV(op.dtype, ins, op.counts!.map((row) => row.map((b) => b / esize)))
             : entry.reference === "all-gather-v"
               ? sharedBy(ins.length, concatValues(op.dtype, ins))
               : undefined;

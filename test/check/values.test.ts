@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compare, generateValues, referenceAllToAll, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
+import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
 import { cceReduce, f32ToBf16, f32ToF16, f16ToF32, bf16ToF32, f32ToMini, miniToF32 } from "../../sim/hw/cce.ts";
 import { FP8, SDMA_DTYPE, DTYPES, REDUCE_TO_CCE, dtypeSize } from "../../src/ir/dtypes.ts";
 
@@ -157,13 +157,27 @@ describe("CCE arithmetic (simulator) against the reference encoding (checker)", 
     expect([...toBytes("bf16", [1 << 16])]).toEqual([0x80, 0x47]);
     expect([...toBytes("bf16", [1])]).toEqual([0x80, 0x3f]);
   });
+  it("all-to-all-v: rank j gets counts[i][j] elements from each rank i, after those i sends to ranks before j", () => {
+    const ins = [
+      [1, 2, 3],
+      [10, 20, 30, 40],
+    ];
+    const counts = [
+      [1, 2],
+      [3, 1],
+    ];
+    expect(referenceAllToAllV("uint8", ins, counts).map((x) => Array.from(x))).toEqual([
+      [1, 10, 20, 30],
+      [2, 3, 40],
+    ]);
+  });
   it("all-to-all: rank j gets block j of every rank's input, in rank order", () => {
     const ins = [
       [1, 2, 3, 4, 5, 6],
       [10, 20, 30, 40, 50, 60],
       [100, 200, 300, 400, 500, 600],
     ];
-    expect(referenceAllToAll(ins)).toEqual([
+    expect(referenceAllToAll("int32", ins).map((x) => Array.from(x))).toEqual([
       [1, 2, 10, 20, 100, 200],
       [3, 4, 30, 40, 300, 400],
       [5, 6, 50, 60, 500, 600],
