@@ -10,12 +10,14 @@ import type { ProgramImage } from "../encd/program.ts";
 
 
 /**
- * Memory a values check of `payload` bytes (every rank's input + output) holds: the bytes in
- * simulated HBM, and each element as a number (8 bytes) in the inputs, the reference outputs and the
- * read-back.
+ * Memory a values check of `payload` bytes (every rank's input + output) holds, at most: the bytes
+ * in simulated HBM, the inputs' values (an integer type's or fp32's are the HBM bytes themselves; a
+ * narrow float's, as many bytes again), and the references with their bytes (the outputs' size,
+ * twice for a narrow float). Every one of them is a typed array of the type's size: none is on the
+ * JavaScript heap.
  */
-export function valuesCheckMemory(payload: number, esize: number): number {
-  return payload * (2 + 24 / esize);
+export function valuesCheckMemory(payload: number): number {
+  return payload * 3;
 }
 
 /** What a values check may use: half of this machine's memory (so runs repeat on the machine). */
@@ -36,44 +38,13 @@ function payloadBytes(op: OpSpec, groups: readonly (readonly number[])[]): numbe
 }
 
 /**
- * The JavaScript heap a values check of `op` takes for its numbers: every rank's input elements,
- * and the reference outputs' (one array a group shares for all-reduce, all-gather and
- * all-gather-v; one per rank otherwise), 8 bytes each, twice over for the arrays built on the way
- * (measured: an all-to-all of 4 MiB bf16 over 24 ranks, 100 M numbers, peaks at 1.3 GB).
- */
-export function valuesCheckHeap(op: OpSpec, groups: readonly (readonly number[])[]): number {
-  const esize = dtypeSize(op.dtype);
-  const shared = op.op === "all-reduce" || op.op === "all-gather" || op.op === "all-gather-v";
-  let numbers = 0;
-  for (const g of groups) {
-    let sharedOut = 0;
-    for (let k = 0; k < g.length; k++) {
-      const b = bufferBytes(op, opTypeOf(op.op), g.length, k);
-      numbers += b.inBytes / esize;
-      if (shared) sharedOut = Math.max(sharedOut, b.outBytes / esize);
-      else numbers += b.outBytes / esize;
-    }
-    numbers += sharedOut;
-  }
-  return numbers * 16;
-}
-
-/** What a values check's numbers may take: three quarters of the JavaScript heap. */
-export function valuesHeapBudget(): number {
-  return Math.floor((getHeapStatistics().heap_size_limit * 3) / 4);
-}
-
-/**
  * Whether a values check of `op` over these groups fits: every rank's input + output and the
- * memory that takes, within `budget`; its numbers within the JavaScript heap. `why`: what does not
- * fit, for a warning.
+ * memory that takes, within `budget`. `why`: what does not fit, for a warning.
  */
-export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[], budget = valuesCheckBudget(), heapBudget = valuesHeapBudget()): { fits: boolean; why?: string } {
+export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[], budget = valuesCheckBudget()): { fits: boolean; why?: string } {
   const payload = payloadBytes(op, groups);
-  const need = valuesCheckMemory(payload, dtypeSize(op.dtype));
+  const need = valuesCheckMemory(payload);
   if (need > budget) return { fits: false, why: `checking values holds ${payload} bytes of payload, about ${gib(need)} of memory; a values check may use ${gib(budget)} (half of this machine's ${gib(totalmem())}; ${gib(freemem())} free)` };
-  const heap = valuesCheckHeap(op, groups);
-  if (heap > heapBudget) return { fits: false, why: `checking values holds its inputs and reference outputs as numbers, about ${gib(heap)} of the JavaScript heap; they may use ${gib(heapBudget)} (three quarters of its ${gib(getHeapStatistics().heap_size_limit)})` };
   return { fits: true };
 }
 

@@ -77,8 +77,6 @@ export interface PipelineHooks {
   readonly mutateImage?: (image: ProgramImage, op: number) => void;
   /** Tests: the memory a values check may use, instead of half of this machine's. */
   readonly valuesBudget?: number;
-  /** Tests: the JavaScript heap a values check's numbers may take, instead of three quarters of it. */
-  readonly valuesHeapBudget?: number;
   /** Tests: the memory race detection may use, instead of half of the JavaScript heap. */
   readonly racesBudget?: number;
   /** Tests: whether a symbolic run is out of room (a reason stops it), instead of `heapFull`. */
@@ -227,7 +225,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     let mode = scn.check;
     let races = scn.races;
     if (mode === "values") {
-      const { fits, why } = valuesCheckFit(op, opGroups(scn, i), hooks.valuesBudget, hooks.valuesHeapBudget);
+      const { fits, why } = valuesCheckFit(op, opGroups(scn, i), hooks.valuesBudget);
       if (!fits) {
         log.warn(`op ${i} (${op.op} ${op.bytes} B): ${why}: checking symbolically instead, without race detection (its shadow memory grows with the op's packets; --check symbolic keeps it)`);
         mode = "symbolic";
@@ -265,7 +263,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
  */
 function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks): { kind: "done"; outcome: ConcurrentOutcome } | { kind: "hang"; op: number; hang: HangReport } {
   const all = scn.ops.map((_, i) => i);
-  const values = scn.check === "values" && scn.ops.every((op, i) => valuesCheckFit(op, opGroups(scn, i), hooks.valuesBudget, hooks.valuesHeapBudget).fits);
+  const values = scn.check === "values" && scn.ops.every((op, i) => valuesCheckFit(op, opGroups(scn, i), hooks.valuesBudget).fits);
   if (scn.check === "values" && !values) log.warn("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
   const composeThread = hooks.composeThread;
   const { image, layout } = compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});
