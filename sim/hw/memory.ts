@@ -34,20 +34,14 @@ export class DeviceMemory {
    */
   load(off: number, bytes: Uint8Array): void {
     if (!this.storePayload) this.loaded.push({ start: off, end: off + bytes.length });
-    let done = 0;
-    while (done < bytes.length) {
-      const a = off + done;
-      const p = Math.floor(a / PAGE);
-      const po = a - p * PAGE;
-      const n = Math.min(bytes.length - done, PAGE - po);
+    eachPage(off, bytes.length, (p, po, n, done) => {
       if (n === PAGE && !this.pages.has(p)) {
         this.pages.set(p, bytes.subarray(done, done + PAGE));
         this.shared.add(p);
         if (p === this.lastP) this.lastP = -1;
         this.keptWrites++;
-      } else this.write(a, bytes.subarray(done, done + n));
-      done += n;
-    }
+      } else this.write(p * PAGE + po, bytes.subarray(done, done + n));
+    });
   }
 
   /** Pages that are the image's bytes (`load`), copied before they are written. */
@@ -59,16 +53,10 @@ export class DeviceMemory {
    * returning false.
    */
   each(off: number, len: number, fn: (bytes: Uint8Array, at: number) => boolean): void {
-    let done = 0;
-    while (done < len) {
-      const a = off + done;
-      const p = Math.floor(a / PAGE);
-      const po = a - p * PAGE;
-      const n = Math.min(len - done, PAGE - po);
-      const page = this.dropped(a, n) ? undefined : this.pages.get(p);
-      if (!fn(page ? page.subarray(po, po + n) : ZEROS.subarray(0, n), done)) return;
-      done += n;
-    }
+    eachPage(off, len, (p, po, n, done) => {
+      const page = this.dropped(p * PAGE + po, n) ? undefined : this.pages.get(p);
+      return fn(page ? page.subarray(po, po + n) : ZEROS.subarray(0, n), done);
+    });
   }
 
   /** True when the bytes of [off, off+len) are not kept (a timing-only run, outside the loaded ranges). */
@@ -104,16 +92,10 @@ export class DeviceMemory {
       return page ? page.slice(po, po + len) : new Uint8Array(len);
     }
     const out = new Uint8Array(len);
-    let done = 0;
-    while (done < len) {
-      const a = off + done;
-      const p = Math.floor(a / PAGE);
-      const po = a - p * PAGE;
-      const n = Math.min(len - done, PAGE - po);
+    eachPage(off, len, (p, po, n, done) => {
       const page = this.pages.get(p);
       if (page) out.set(page.subarray(po, po + n), done);
-      done += n;
-    }
+    });
     return out;
   }
 
@@ -138,15 +120,7 @@ export class DeviceMemory {
       this.page(p0).set(bytes, po0);
       return;
     }
-    let done = 0;
-    while (done < bytes.length) {
-      const a = off + done;
-      const p = Math.floor(a / PAGE);
-      const po = a - p * PAGE;
-      const n = Math.min(bytes.length - done, PAGE - po);
-      this.page(p).set(bytes.subarray(done, done + n), po);
-      done += n;
-    }
+    eachPage(off, bytes.length, (p, po, n, done) => void this.page(p).set(bytes.subarray(done, done + n), po));
   }
 
   /** Zeroed pages not yet used: the rest of the last slab taken. */
@@ -184,6 +158,22 @@ export class DeviceMemory {
     this.lastP = p;
     this.lastPage = page;
     return page;
+  }
+}
+
+/**
+ * [off, off + len) page by page: page `p`, the offset in it, the bytes there and how many came
+ * before; `fn` returning false stops.
+ */
+function eachPage(off: number, len: number, fn: (p: number, po: number, n: number, done: number) => boolean | void): void {
+  let done = 0;
+  while (done < len) {
+    const a = off + done;
+    const p = Math.floor(a / PAGE);
+    const po = a - p * PAGE;
+    const n = Math.min(len - done, PAGE - po);
+    if (fn(p, po, n, done) === false) return;
+    done += n;
   }
 }
 
