@@ -47,6 +47,11 @@ describe("reference collectives", () => {
       if (d !== "bf16") expect((toBytes(d, vals).buffer as ArrayBuffer) === (vals.buffer as ArrayBuffer), d).toBe(true);
     }
     expect(Math.min(...generateValues(4, 0, 1, "int32", 2000, "max", 2))).toBeLessThan(-0x40000000);
+    // Every value of a small type turns up, each about as often (10,000 draws over int8's 256).
+    const seen = new Map<number, number>();
+    for (const v of generateValues(8, 0, 2, "int8", 10000, "max", 2)) seen.set(v, (seen.get(v) ?? 0) + 1);
+    expect(seen.size).toBe(256);
+    expect(Math.max(...seen.values())).toBeLessThan(80);
   });
 });
 
