@@ -2,10 +2,10 @@
 // read-back a page at a time sees what reads see.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DeviceMemory } from "../../../sim/hw/memory.ts";
+import { DeviceMemory, PAGE_BYTES } from "../../../sim/hw/memory.ts";
 import { matches, toBytes } from "../../../src/check/values.ts";
 
-const PAGE = 65536;
+const PAGE = PAGE_BYTES;
 
 /** Byte for byte the same (a deep equality of a megabyte is slow). */
 const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
