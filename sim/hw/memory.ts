@@ -45,7 +45,6 @@ export class DeviceMemory {
       if (n === PAGE && !this.pages.has(p)) {
         this.pages.set(p, bytes.subarray(done, done + PAGE));
         this.shared.add(p);
-        if (p === this.lastP) this.lastP = -1;
         this.keptWrites++;
       } else this.write(p * PAGE + po, bytes.subarray(done, done + n));
     });

@@ -315,7 +315,7 @@ export function compare(d: Dtype, rank: number, expected: ValueList, got: Uint8A
 /** all-to-all: rank j's output is block j of every rank's input, in rank order. */
 export function referenceAllToAll(d: Dtype, inputs: readonly ValueList[]): Values[] {
   const n = inputs.length;
-  // (Block by block into arrays of their final length: an output per rank is as big as an input.)
+  // (Element by element into arrays of their final length: an output per rank is as big as an input.)
   const length = inputs.reduce((k, x) => k + x.length / n, 0);
   return inputs.map((_, j) => {
     const out = valuesOf(d, length);

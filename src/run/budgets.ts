@@ -1,6 +1,6 @@
-// What a run may hold: the memory a values check, its numbers and race detection would take, against
-// this machine's budgets (half its memory, the JavaScript heap), and the words that say what was
-// left out.
+// What a run may hold: the memory a values check and race detection would take, against this
+// machine's budgets (half its memory; half the JavaScript heap for race detection), and the words
+// that say what was left out.
 import { freemem, totalmem } from "node:os";
 import { getHeapStatistics } from "node:v8";
 import { dtypeSize } from "../ir/dtypes.ts";
