@@ -3,7 +3,7 @@
 // with it.
 import { dirname, resolve } from "node:path";
 import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
-import type { OpName } from "../ir/spec.ts";
+import { groupsRanksLcm, type OpName } from "../ir/spec.ts";
 import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { collectiveScenario } from "../run/collective.ts";
 import type { StreamPlan } from "../run/overrides.ts";
@@ -385,7 +385,7 @@ function streamPlans(file: string, argv: readonly string[], env: Readonly<Record
     const op = scn.ops[0]!;
     const groups = scn.replicaGroups;
     const sw = one.run.sweep!;
-    const { sizes, unit } = opSweepSizes(op, groups[0]!.length, sw);
+    const { sizes, unit } = opSweepSizes(op, groupsRanksLcm(groups), sw);
     if (sizes.length === 0) bad(`${where}: every size from ${sw.min} B to ${sw.max} B is below one unit of ${op.op} (${unit} B)`);
     const { bytes: _b, counts: _c, replicaGroups: _g, stream: _s, reduce, ...rest } = scn.ops[0]!;
     return { op: { ...rest, ...(opEntry(op.op).reduces ? { reduce } : {}) }, sizes, opsPerIter, replicaGroups: groups };

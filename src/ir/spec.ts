@@ -296,6 +296,15 @@ export interface CalibrationAccuracy {
   readonly heldOut: { readonly points: number; readonly within25: number; readonly geomeanErrorFactor: number };
 }
 
+/**
+ * Ranks every group splits a size over in whole blocks: the least common multiple of the groups'
+ * rank counts (groups of 3 and 5 ranks: 15). A size in whole blocks of it suits each group.
+ */
+export function groupsRanksLcm(groups: readonly (readonly unknown[])[]): number {
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  return groups.reduce((m: number, g) => (g.length > 0 ? (m / gcd(m, g.length)) * g.length : m), 1);
+}
+
 /** Op `i`'s replica groups: its own where it gives them, else the scenario's. */
 export function opGroups(scn: Pick<Scenario, "ops" | "replicaGroups">, i: number): readonly (readonly number[])[] {
   return scn.ops[i]!.replicaGroups ?? scn.replicaGroups;

@@ -3,7 +3,7 @@
 // `npm run nccom` and by HLO replay, so the same collective is the same scenario in both.
 import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { UsageError } from "../ir/errors.ts";
-import type { OpName } from "../ir/spec.ts";
+import { groupsRanksLcm, type OpName } from "../ir/spec.ts";
 import { loadDevice, resolveInstance } from "./load.ts";
 
 export interface CollectiveRequest {
@@ -43,7 +43,7 @@ export function collectiveScenario(r: CollectiveRequest): CollectiveScenario {
   const rpd = Math.min(perNode, cores);
   if (perNode % rpd !== 0) throw new UsageError(`-r ${r.ranks} on ${r.nodes} node(s) does not fill whole ${where.instance} devices of ${cores} NeuronCores`);
   const esize = dtypeSize(r.dtype);
-  const o: Record<string, unknown> = { op: r.op, bytes: esize * r.ranks, dtype: r.dtype, ...(r.reduce && r.reduce !== "sum" ? { reduce: r.reduce } : {}) };
+  const o: Record<string, unknown> = { op: r.op, bytes: esize * (isGroups(r.groups) ? groupsRanksLcm(r.groups) : r.ranks), dtype: r.dtype, ...(r.reduce && r.reduce !== "sum" ? { reduce: r.reduce } : {}) };
   if (r.op === "send" || r.op === "permute") o["pairs"] = r.pairs;
   if (r.op === "all-to-all-v" || r.op === "all-gather-v") {
     const g = r.groups;
@@ -64,4 +64,9 @@ export function collectiveScenario(r: CollectiveRequest): CollectiveScenario {
     ops: [o],
   };
   return { scenario, instance: where.instance, devicesDir: where.dir };
+}
+
+/** Replica groups as given (checked later by the scenario's validation): a list of lists. */
+function isGroups(groups: unknown): groups is unknown[][] {
+  return Array.isArray(groups) && groups.every((g) => Array.isArray(g));
 }

@@ -3,7 +3,7 @@ import { UsageError } from "../ir/errors.ts";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import { opEntry } from "../ir/ops.ts";
-import type { CheckMode, DeviceSpec, OpName, OpSpec, Scenario } from "../ir/spec.ts";
+import { groupsRanksLcm, type CheckMode, type DeviceSpec, type OpName, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
@@ -81,7 +81,8 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
 export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void, pieces?: Pieces<SweepTaskResult>): SweepResult | ShardResults<SweepTaskResult> {
   if (src.streams) return runStreams(src, spec, args, log, hooks, progress, pieces);
   const sweep = args.sweep!;
-  const n = scn.replicaGroups[0]!.length;
+  // (Sizes in whole blocks of every group: uneven groups of 3 and 5 ranks take blocks of 15.)
+  const n = groupsRanksLcm(scn.replicaGroups);
   const ops: OpSpec[] = args.op
     ? [{ ...(scn.ops.find((o) => o.op === args.op) ?? { op: args.op, bytes: 0, dtype: "fp32", reduce: "sum", stream: 0, priorityClass: 0 }), ...(args.dtype ? { dtype: args.dtype } : {}) }]
     : scn.ops.filter((o, i) => scn.ops.findIndex((p) => p.op === o.op) === i).map((o) => ({ ...o, ...(args.dtype ? { dtype: args.dtype } : {}) }));

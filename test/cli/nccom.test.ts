@@ -112,6 +112,18 @@ describe("nccom-test's command line", () => {
     expect(run([...args, "--link-stats"]).out).toMatch(/busiest link/);
   });
 
+  it("groups of uneven sizes (3 and 5 ranks) take sizes in whole blocks of both: 15 ranks' elements, checked by values", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-nccom-uneven-"));
+    const groups = join(dir, "groups.json");
+    writeFileSync(groups, JSON.stringify([[0, 3, 5], [1, 2, 4, 6, 7]]));
+    // 100,000 B of int16: rounded down to whole 30 B (2 bytes x 15 ranks), which both groups split.
+    const r = run(["redsct", "-r", "8", "-b", "100000", "-e", "100000", "-d", "int16", "--custom-replica-groups", groups, "--check", "values", "--json"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    const rows = JSON.parse(r.out).results as { bytes: number; check: string }[];
+    expect(rows.map((x) => [x.bytes, x.check])).toEqual([[99990, "pass"]]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("runs the documented files as written: pairs and groups wrapped in one more list, allgv's metadata", () => {
     const dir = mkdtempSync(join(tmpdir(), "ccsim-nccom-doc-"));
     const groups = join(dir, "groups.json");
