@@ -315,6 +315,19 @@ export class Resource {
     return start;
   }
 
+  /** Seen in use by `usedSoFar` (it stays so). */
+  private used = false;
+
+  /**
+   * Steady state: whether the resource has been in use (booked, or counted busy or carrying bytes)
+   * when this or an earlier mark looked. Once true it stays true, so two marks that find as many
+   * resources used find the same ones; one never used holds its first state, which no period moves.
+   */
+  usedSoFar(): boolean {
+    if (!this.used && (this.freeAt !== 0 || this.busyPs !== 0 || this.bytes !== 0 || this.len !== this.head)) this.used = true;
+    return this.used;
+  }
+
   /** Steady state: the bookings still ahead (from now, touching ones as one), `freeAt`, and the counters. */
   steady(v: SteadyVisitor): void {
     const b = this.booked;

@@ -68,3 +68,24 @@ describe("event kernel", () => {
     );
   });
 });
+
+describe("a resource as the steady-state search reads it", () => {
+  it("is unused until first booked or counted, and used from then on, whatever its bookings become", () => {
+    const fresh = new Resource("link", 1e9);
+    expect(fresh.usedSoFar()).toBe(false);
+    // Booked: used, and still used once every booking has ended and been forgotten (many of them,
+    // so that the bookings array is compacted back to empty).
+    const r = new Resource("link", 1e9);
+    for (let i = 0; i < 100; i++) r.reserve(i * 10, 5, i * 10);
+    expect(r.usedSoFar()).toBe(true);
+    r.reserve(100_000, 0, 100_000);
+    expect(r.usedSoFar()).toBe(true);
+    // Counted busy or carrying bytes without a booking (a core's time, a stage's share): used.
+    const busy = new Resource("core", 0);
+    busy.busyPs += 7;
+    expect(busy.usedSoFar()).toBe(true);
+    const carried = new Resource("hbm", 0);
+    carried.bytes += 64;
+    expect(carried.usedSoFar()).toBe(true);
+  });
+});
