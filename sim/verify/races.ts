@@ -38,13 +38,17 @@ export function entry(c: Clock, agent: number): number {
   return ch === undefined ? 0 : ch[agent & MASK]!;
 }
 
-/** A clock of these entries (tests, and clocks built by hand). */
+/**
+ * A clock of these entries (tests, and clocks built by hand), as the run makes them: a chunk only
+ * where an entry is above 0 (`raised` makes one for a positive epoch; joins keep or merge them), so
+ * that a join that adds nothing gives back the clock it was given.
+ */
 export function clockOf(entries: readonly number[]): Clock {
   const c: Clock = [];
   for (let k = 0; k < entries.length; k += CHUNK) {
     const ch = zeros();
     for (let i = 0; i < CHUNK && k + i < entries.length; i++) ch[i] = entries[k + i]!;
-    c.push(ch);
+    c.push(ch.some((x) => x > 0) ? ch : undefined);
   }
   return c;
 }

@@ -113,6 +113,8 @@ describe("vector clocks", () => {
         expect(entriesOf(joinInto(clockOf(xs), b, agent, epoch), want.length + 70)).toEqual([...want, ...Array(70).fill(0)]);
         expect(entriesOf(b, ys.length)).toEqual(keep);
       }),
+      // (A clock of zeros only, joined into an empty one: it adds nothing, so the same clock comes back.)
+      { examples: [[[], [0], 0, 0]] },
     );
   });
 
