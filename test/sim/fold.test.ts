@@ -8,7 +8,10 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
-import { compileStreamed } from "../../src/enc/compile.ts";
+import { compileStreamed, countUnits } from "../../src/enc/compile.ts";
+import { whyNotFoldSigs } from "../../src/encd/fold.ts";
+import { idsPerNodeOf } from "../../src/enc/program-plan.ts";
+import { podNodesOf } from "../../src/ir/topology.ts";
 import { CompileError } from "../../src/ir/errors.ts";
 import { simulate } from "../../sim/index.ts";
 import { runSim } from "../run-sim.ts";
@@ -148,6 +151,30 @@ describe("folding alike pods", () => {
     const out = both({ instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 4, algorithm: "mesh", op: "all-gather", kib: 1 });
     expect(out?.folded).toBeUndefined();
     expect(out?.reason).toMatch(/device 16's program differs from device 0's|receives it twice/);
+  });
+
+  it("the reason a program is not folded (its devices signed as the comparison needs them) is the one every device signed gives", () => {
+    const cases: Case[] = [
+      { instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 4, algorithm: "mesh", op: "all-gather", kib: 1 },
+      { instance: "trn1", ranksPerNode: 16, rpd: 1, nodes: 3, algorithm: "mesh", op: "all-reduce", kib: 4 },
+      { instance: "trn1", ranksPerNode: 16, rpd: 1, nodes: 2, algorithm: "hier", op: "all-reduce", kib: 4 },
+      { instance: "trn2", ranksPerNode: 16, rpd: 1, nodes: 3, algorithm: "ring", op: "reduce-scatter", kib: 4 },
+      { instance: "ideal-net", ranksPerNode: 1, rpd: 1, nodes: 8, algorithm: "auto", op: "all-gather", kib: 32 },
+    ];
+    const reasons = new Set<string | undefined>();
+    for (const c of cases) {
+      const scn = scenarioOf(c);
+      const spec = loadDevice(c.instance);
+      const f = compileStreamed(scn, spec, [0], { fold: true });
+      const podNodes = podNodesOf(spec.topology, scn.nodes);
+      const unitDevices = podNodes * idsPerNodeOf(scn, spec);
+      const every = whyNotFoldSigs(countUnits({ scn, spec, opIndices: [0], unitDevices, units: { from: 0, to: scn.nodes / podNodes } }), unitDevices);
+      expect(f.folding!.folded ? undefined : f.folding!.reason, JSON.stringify(c)).toBe(every);
+      reasons.add(every);
+    }
+    // Folded and refused programs both (not one kind only).
+    expect(reasons.has(undefined)).toBe(true);
+    expect(reasons.size).toBeGreaterThan(1);
   });
 
   it("the simulator refuses a folded image that does not hold pod 0 of whole pods (SIM1517)", () => {
