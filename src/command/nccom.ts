@@ -403,6 +403,8 @@ function dataParallelGroups(ranks: number, d: number): number[][] {
 }
 
 function defaultPairs(opName: string, ranks: number): [number, number][] {
+  // (sendrecv pairs rank 0 with 1, 2 with 3, ...: one rank alone has no partner.)
+  if (opName === "sendrecv" && ranks < 2) throw new UsageError(`sendrecv -r ${ranks}: ranks are paired (0 with 1, 2 with 3, ...), so it needs -r 2 or more (or --custom-src-target-pairs)`);
   if (opName === "sendrecv") return Array.from({ length: ranks - (ranks % 2) }, (_, i) => [i, i ^ 1] as [number, number]);
   return Array.from({ length: ranks }, (_, i) => [i, (i + 1) % ranks] as [number, number]);
 }

@@ -93,6 +93,7 @@ describe("nccom-test's command line", () => {
     [["permute", "-r", "2", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json"], /pairs\[2\]\[0\]: must be between 0 and 1/],
     [["allr", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json"], /applies to sendrecv and permute/],
     [["allr", "-r", "8", "--custom-replica-groups", "no/such.json"], /cannot read no\/such.json/],
+    [["sendrecv", "-r", "1"], /sendrecv -r 1: ranks are paired \(0 with 1, 2 with 3, \.\.\.\), so it needs -r 2 or more/],
   ])("%j exits 1: %s", (args, says) => {
     const r = run(args as string[]);
     expect(r.code).toBe(EXIT.BAD_INPUT);
