@@ -4,7 +4,7 @@
 import seedrandom from "seedrandom";
 import pino from "pino";
 import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
-import { ALGORITHMS, SCENARIO_OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
+import { ALGORITHMS, groupsRanksLcm, SCENARIO_OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import { parseDeviceSpec, parseScenario } from "../scenario/index.ts";
 import { loadDevice, loadDeviceJson } from "./load.ts";
@@ -55,9 +55,6 @@ const BLOCKED: readonly OpName[] = ["all-gather", "reduce-scatter", "all-to-all"
 const REDUCING: readonly OpName[] = ["all-reduce", "reduce-scatter", "reduce", "permute-reduce", "permute-reduce-implicit"];
 const PAIRS: readonly OpName[] = ["send", "recv", "permute", "permute-reduce", "permute-implicit", "permute-reduce-implicit"];
 
-const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
-const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
-
 /** How many nodes a preset can join: through its network, or its pod's NeuronLinks. */
 /** The matrix keeps to groups a case runs in seconds (scale has scenarios and the bench of its own). */
 const CASE_RANKS_MAX = 128;
@@ -102,7 +99,7 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
     const op = rng() < 0.6 ? pick(["all-reduce", "all-gather", "reduce-scatter"] as const) : pick(SCENARIO_OP_NAMES.filter((o) => (o !== "all-to-all-v" && o !== "all-gather-v") || sizes.length === 1));
     const dtype: Dtype = pick(DTYPES);
     const esize = dtypeSize(dtype);
-    const unit = BLOCKED.includes(op) ? sizes.reduce((a, n) => lcm(a, n), 1) * esize : esize;
+    const unit = BLOCKED.includes(op) ? groupsRanksLcm(groups) * esize : esize;
     const maxUnits = Math.max(1, Math.floor(opts.maxBytes / unit));
     const minUnits = Math.min(maxUnits, Math.max(1, Math.floor((opts.minBytes ?? 1) / unit)));
     const units = Math.max(1, Math.floor(2 ** (Math.log2(minUnits) + rng() * (Math.log2(maxUnits) - Math.log2(minUnits)))));

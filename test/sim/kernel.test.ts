@@ -70,11 +70,11 @@ describe("event kernel", () => {
 });
 
 describe("a resource as the steady-state search reads it", () => {
-  it("is unused until first booked or counted, and used from then on, whatever its bookings become", () => {
+  it("is unused until first booked or counted, and used from then on", () => {
     const fresh = new Resource("link", 1e9);
     expect(fresh.usedSoFar()).toBe(false);
-    // Booked: used, and still used once every booking has ended and been forgotten (many of them,
-    // so that the bookings array is compacted back to empty).
+    // Booked: used, and still used once its bookings have ended and been forgotten (many of them,
+    // so that the bookings array is compacted).
     const r = new Resource("link", 1e9);
     for (let i = 0; i < 100; i++) r.reserve(i * 10, 5, i * 10);
     expect(r.usedSoFar()).toBe(true);
