@@ -4,6 +4,7 @@ import { SdmaCceType } from "../../src/ir/enums.ts";
 import { SimError } from "../../src/ir/errors.ts";
 import { FP8, type MiniFloat } from "../../src/ir/dtypes.ts";
 import { LITTLE_ENDIAN } from "../../src/encd/bits.ts";
+import { copyBytes } from "./arena.ts";
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -208,7 +209,7 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
     else for (let k = 0; k < n; k++) acc[k] = acc[k]! <= next[k]! ? acc[k]! : next[k]!;
     if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]!);
   }
-  if (LITTLE_ENDIAN && encodeInto(sdmaDtype, acc, n)) return SCRATCH.u8.slice(0, first.length);
+  if (LITTLE_ENDIAN && encodeInto(sdmaDtype, acc, n)) return copyBytes(SCRATCH.u8.subarray(0, first.length));
   const out = new Uint8Array(first.length);
   const ov = new DataView(out.buffer);
   const set = el.set;

@@ -12,6 +12,7 @@ import type { DescriptorFeed } from "../../src/encd/image.ts";
 import { Kernel, Prio, Resource } from "../kernel/kernel.ts";
 import { Mode, steadyStable, type SteadyInput, type SteadyVisitor } from "../kernel/steady.ts";
 import { cceReduce } from "./cce.ts";
+import { takeBytes } from "./arena.ts";
 import { regionAt, type Region } from "./memory.ts";
 import { PacketClock, type Fabric } from "./fabric.ts";
 import type { Access, Clock, QueueClock, RaceDetector } from "../verify/races.ts";
@@ -694,7 +695,7 @@ export class DmaEngine {
       const result = cceReduce(p.op, p.dtype, this.readSources(mem, p));
       if (result.length >= p.bytes) return result;
       // Replication: the one result lands at every destination.
-      const data = new Uint8Array(p.bytes);
+      const data = takeBytes(p.bytes);
       for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
       return data;
     }
@@ -710,7 +711,7 @@ export class DmaEngine {
       }
       return this.kept;
     }
-    const data = new Uint8Array(p.bytes);
+    const data = takeBytes(p.bytes);
     let o = 0;
     for (let i = 0; i < p.nSrc; i++) {
       data.set(mem.read(p.srcOff[i]!, p.srcLen[i]!), o);

@@ -2,6 +2,7 @@
 // loads (the constants semaphore writes copy) and nothing else: the data its DMA moves is never
 // read back, so neither kept nor computed.
 import type { SteadyVisitor } from "../kernel/steady.ts";
+import { copyBytes, takeBytes } from "./arena.ts";
 
 /**
  * Bytes a page holds. A values check of 1,024 ranks at 64 KiB a rank writes a few bytes here and
@@ -89,15 +90,15 @@ export class DeviceMemory {
   }
 
   read(off: number, len: number): Uint8Array {
-    if (this.dropped(off, len)) return new Uint8Array(len);
-    // Within one page (a semaphore constant, most reads): a copy of its bytes, one allocation.
+    if (this.dropped(off, len)) return takeBytes(len);
+    // Within one page (a semaphore constant, most reads): a copy of its bytes.
     const p0 = Math.floor(off / PAGE);
     if (len > 0 && Math.floor((off + len - 1) / PAGE) === p0) {
       const page = this.pages.get(p0);
       const po = off - p0 * PAGE;
-      return page ? page.slice(po, po + len) : new Uint8Array(len);
+      return page ? copyBytes(page.subarray(po, po + len)) : takeBytes(len);
     }
-    const out = new Uint8Array(len);
+    const out = takeBytes(len);
     eachPage(off, len, (p, po, n, done) => {
       const page = this.pages.get(p);
       if (page) out.set(page.subarray(po, po + n), done);
