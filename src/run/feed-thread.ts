@@ -8,7 +8,7 @@
 // keeps at most AHEAD descriptors (16 MiB) unread, or two batches where one step holds more, so
 // memory stays proportional to what is in flight.
 import { availableParallelism } from "node:os";
-import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
+import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from "node:worker_threads";
 import { countUnits, streamPass, type CountJob, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
 import type { DeviceSig } from "../encd/fold.ts";
 import { InternalError } from "../ir/errors.ts";
@@ -105,12 +105,13 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
       if (!t || !usable() || job.units.to < (opts.splitMinPods ?? SPLIT_MIN_PODS)) return undefined;
       threads.split++;
       t.port.postMessage({ count: job });
+      t.sent();
       return {
         wait: () => {
           const sigs = counted(t, opts.stallMs ?? STALL_MS);
           if (!sigs) {
             // (It failed or went silent: the run's thread counts every pod, and composes the stream itself or on a new thread.)
-            t.close();
+            t.close(true);
             if (booted === t) booted = undefined;
           }
           return sigs;
@@ -134,7 +135,13 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
 interface Thread {
   readonly port: MessagePort;
   readonly ctrl: Int32Array;
-  close(): void;
+  /** A job was posted to it. */
+  sent(): void;
+  /**
+   * Done with it: kept for the next run unless it `failed` (an error, or silence), or was sent a
+   * job and never showed a sign of life; else stopped.
+   */
+  close(failed?: boolean): void;
 }
 
 /** The worker's counting pass's signatures, waited for; undefined when it failed, or composed nothing for `stallMs`. */
@@ -163,27 +170,63 @@ function nextMessage(t: Thread, signal: number, stallMs: number): { message: unk
   }
 }
 
+/**
+ * Feed threads between runs, kept for the process's next big program: a thread takes 0.3-0.4 s of
+ * a core to start (most of it loading the tool), which a sweep of several big sizes, or a calibration,
+ * paid for each. A thread goes back here only when its last job ended as it should (nothing sent,
+ * the count answered, the stream's last batch taken); one stopped part-way is let go.
+ */
+const idle: { readonly worker: Worker; readonly control: MessagePort; readonly entry: string }[] = [];
+/** The most threads kept between runs (a run uses one). */
+const MAX_IDLE = 2;
+
+/** Threads started so far in this process (not taken from `idle`): for tests. */
+export let feedThreadsStarted = 0;
+
 function boot(entry: string): Thread {
+  const kept = idle.findIndex((k) => k.entry === entry);
+  const k = kept >= 0 ? idle.splice(kept, 1)[0]! : spawn(entry);
   const ctrl = new Int32Array(new SharedArrayBuffer(32));
   const ch = new MessageChannel();
-  const worker = moduleWorker(import.meta.url, entry, { port: ch.port2, ctrl }, [ch.port2]);
-  // A worker that fails outside the pass (it could not start) says nothing on the port: the run
-  // composes here until a batch comes, or gives up waiting for one (STALL_MS); the event itself
-  // must not end the process.
-  worker.on("error", () => {});
+  k.control.postMessage({ port: ch.port2, ctrl }, [ch.port2]);
   let over = false;
+  /** A job was posted to it. */
+  let sent = false;
   return {
     port: ch.port1,
     ctrl,
-    close(): void {
+    sent(): void {
+      sent = true;
+    },
+    close(failed = false): void {
       if (over) return;
       over = true;
       Atomics.store(ctrl, STOP, 1);
       Atomics.notify(ctrl, TAKEN);
       ch.port1.close();
-      void worker.terminate();
+      // (A job stopped part-way ends at its next batch, and the thread takes the next run's then.)
+      const alive = !sent || Atomics.load(ctrl, BEAT) > 0 || Atomics.load(ctrl, POSTED) > 0;
+      if (!failed && alive && idle.length < MAX_IDLE) idle.push(k);
+      else void k.worker.terminate();
     },
   };
+}
+
+/** A new feed thread serving jobs of `entry`. */
+function spawn(entry: string): { readonly worker: Worker; readonly control: MessagePort; readonly entry: string } {
+  feedThreadsStarted++;
+  const ch = new MessageChannel();
+  const worker = moduleWorker(import.meta.url, entry, { control: ch.port2 }, [ch.port2]);
+  // A worker that fails outside the pass (it could not start) says nothing on the port: the run
+  // composes here until a batch comes, or gives up waiting for one (STALL_MS); the event itself
+  // must not end the process.
+  worker.on("error", () => {});
+  const k = { worker, control: ch.port1, entry };
+  worker.on("exit", () => {
+    const at = idle.indexOf(k);
+    if (at >= 0) idle.splice(at, 1);
+  });
+  return k;
 }
 
 /**
@@ -205,15 +248,16 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
     return s;
   });
   port.postMessage(job);
+  t.sent();
   let hashes: ReadonlyMap<string, string> = new Map();
   let over = false;
   /** Steps the rings hold, and the run's own pass while it composes them itself. */
   let steps = 0;
   let local: FeedSource | undefined = undefined;
   let fed = !composeWhileStarting;
-  const close = (): void => {
+  const close = (failed = false): void => {
     over = true;
-    t.close();
+    t.close(failed);
   };
   /** Take a posted batch (the thread may post the next). */
   const take = (m: { message: unknown }): Batch => {
@@ -221,7 +265,7 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
     Atomics.notify(ctrl, TAKEN);
     const batch = m.message as Batch;
     if (batch.error) {
-      close();
+      close(true);
       throw revive(batch.error);
     }
     return batch;
@@ -269,23 +313,28 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
       }
       const m = nextMessage(t, POSTED, stallMs);
       if (m) return apply(take(m));
-      close();
+      close(true);
       throw new InternalError(`the composition thread composed nothing for ${stallMs / 1000} s and posted no descriptors`);
     },
     hashes: () => hashes,
-    close,
+    close: () => close(),
   };
 }
 
-/** The worker's side: run the streaming pass into rings of its own, posting what they gain in batches. */
-export function serveFeed(data: { port: MessagePort; ctrl: Int32Array }): void {
-  // A counting job may come first (a folded program's second half of pods), then the streaming pass.
-  const next = (m: StreamJob | { readonly count: CountJob }): void => {
-    if (!("count" in m)) return compose(m, data.port, data.ctrl);
-    countFor(m.count, data.port, data.ctrl);
-    data.port.once("message", next);
-  };
-  data.port.once("message", next);
+/**
+ * The worker's side: each run's port and control words come on `control` (a thread is kept from
+ * run to run); on that port, a counting job may come first (a folded program's second half of
+ * pods), then the streaming pass, run into rings of its own and posted in batches.
+ */
+export function serveFeed(data: { control: MessagePort }): void {
+  data.control.on("message", ({ port, ctrl }: { port: MessagePort; ctrl: Int32Array }) => {
+    const next = (m: StreamJob | { readonly count: CountJob }): void => {
+      if (!("count" in m)) return compose(m, port, ctrl);
+      countFor(m.count, port, ctrl);
+      port.once("message", next);
+    };
+    port.once("message", next);
+  });
 }
 
 /** Count `job`'s units and post their devices' signatures (none, on an error: the run counts them itself). */

@@ -8,7 +8,7 @@ import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { compileProgram, compileStreamed, countUnits } from "../../src/enc/compile.ts";
 import { simulate } from "../../sim/index.ts";
-import { threadFeed } from "../../src/run/feed-thread.ts";
+import { feedThreadsStarted, threadFeed } from "../../src/run/feed-thread.ts";
 import { DescPages } from "../../src/encd/pages.ts";
 import { runScenario } from "../../src/run/pipeline.ts";
 import pino from "pino";
@@ -130,6 +130,27 @@ describe("the streaming composition on a worker thread", () => {
     const used = threadFeed(counted);
     simulate(spec, compileStreamed(scn, spec, [0], { runner: used }).image, { storePayload: false });
     expect(used.threads).toEqual({ started: 1, used: 1, split: 0 });
+  });
+
+  it("a thread a run is done with serves the next run (one started for both), and one that failed is not kept", () => {
+    const spec = loadDevice("trn1");
+    const scn = scenarioOf(SHAPES[0]!);
+    const a = outcome(simulate(spec, compileStreamed(scn, spec, [0]).image, { storePayload: false }));
+    const run = (opts: Parameters<typeof threadFeed>[1]) => outcome(simulate(spec, compileStreamed(scn, spec, [0], { runner: threadFeed(0, opts) }).image, { storePayload: false }));
+    // (A thread kept from an earlier test of this file may serve the first run.)
+    const before = feedThreadsStarted;
+    expect(run({ composeWhileStarting: false })).toEqual(a);
+    const first = feedThreadsStarted;
+    expect(first - before).toBeLessThanOrEqual(1);
+    expect(run({ composeWhileStarting: false })).toEqual(a);
+    expect(run({})).toEqual(a);
+    expect(feedThreadsStarted).toBe(first);
+    // A thread that never serves (no such entry) goes silent: stopped, not kept; the next run of it starts another.
+    const broken = { entry: "noSuchEntry", stallMs: 1000, composeWhileStarting: false };
+    expect(() => run(broken)).toThrow(/composed nothing/);
+    const after = feedThreadsStarted;
+    expect(() => run(broken)).toThrow(/composed nothing/);
+    expect(feedThreadsStarted).toBe(after + 1);
   });
 
   it("a composition that fails on the thread fails the run with its error", () => {
