@@ -57,6 +57,8 @@ export interface ThreadFeedOptions {
   readonly entry?: string;
   /** A folded program's pods counted on two threads from this many pods on (default `SPLIT_MIN_PODS`). */
   readonly splitMinPods?: number;
+  /** False: start a thread even when one is kept from an earlier run (a test of a thread that is not ready yet). */
+  readonly kept?: boolean;
 }
 
 /**
@@ -80,7 +82,7 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
   const threads = { started: 0, used: 0, split: 0 };
   const start = (): Thread => {
     threads.started++;
-    return boot(opts.entry ?? "serveFeed");
+    return boot(opts.entry ?? "serveFeed", opts.kept ?? true);
   };
   return {
     threads,
@@ -183,8 +185,8 @@ const MAX_IDLE = 2;
 /** Threads started so far in this process (not taken from `idle`): for tests. */
 export let feedThreadsStarted = 0;
 
-function boot(entry: string): Thread {
-  const kept = idle.findIndex((k) => k.entry === entry);
+function boot(entry: string, reuse: boolean): Thread {
+  const kept = reuse ? idle.findIndex((k) => k.entry === entry) : -1;
   const k = kept >= 0 ? idle.splice(kept, 1)[0]! : spawn(entry);
   const ctrl = new Int32Array(new SharedArrayBuffer(32));
   const ch = new MessageChannel();
