@@ -111,9 +111,10 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
       return {
         wait: () => {
           const sigs = counted(t, opts.stallMs ?? STALL_MS);
-          if (!sigs) {
+          if (sigs) t.ended();
+          else {
             // (It failed or went silent: the run's thread counts every pod, and composes the stream itself or on a new thread.)
-            t.close(true);
+            t.close();
             if (booted === t) booted = undefined;
           }
           return sigs;
@@ -137,13 +138,11 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
 interface Thread {
   readonly port: MessagePort;
   readonly ctrl: Int32Array;
-  /** A job was posted to it. */
+  /** A job was posted to it; `ended`: the run has seen that job's end (its answer, or its last batch). */
   sent(): void;
-  /**
-   * Done with it: kept for the next run unless it `failed` (an error, or silence), or was sent a
-   * job and never showed a sign of life; else stopped.
-   */
-  close(failed?: boolean): void;
+  ended(): void;
+  /** Done with it: kept for the next run if every job it was sent has ended as it should (not an error, not silence); else stopped. */
+  close(): void;
 }
 
 /** The worker's counting pass's signatures, waited for; undefined when it failed, or composed nothing for `stallMs`. */
@@ -174,9 +173,10 @@ function nextMessage(t: Thread, signal: number, stallMs: number): { message: unk
 
 /**
  * Feed threads between runs, kept for the process's next big program: a thread takes 0.3-0.4 s of
- * a core to start (most of it loading the tool), which a sweep of several big sizes, or a calibration,
- * paid for each. A thread goes back here only when its last job ended as it should (nothing sent,
- * the count answered, the stream's last batch taken); one stopped part-way is let go.
+ * a core to start (tsx's loader, then the tool loaded again), which a sweep of several big sizes
+ * paid for each. A thread goes back here only when every job it was sent has ended as it should
+ * (the count answered, the stream's last batch taken; or it was sent none): one stopped part-way
+ * (a run that ended before its feed) or one that failed is let go.
  */
 const idle: { readonly worker: Worker; readonly control: MessagePort; readonly entry: string }[] = [];
 /** The most threads kept between runs (a run uses one). */
@@ -192,23 +192,24 @@ function boot(entry: string, reuse: boolean): Thread {
   const ch = new MessageChannel();
   k.control.postMessage({ port: ch.port2, ctrl }, [ch.port2]);
   let over = false;
-  /** A job was posted to it. */
-  let sent = false;
+  /** Jobs posted to it whose end the run has not seen. */
+  let running = 0;
   return {
     port: ch.port1,
     ctrl,
     sent(): void {
-      sent = true;
+      running++;
     },
-    close(failed = false): void {
+    ended(): void {
+      running--;
+    },
+    close(): void {
       if (over) return;
       over = true;
       Atomics.store(ctrl, STOP, 1);
       Atomics.notify(ctrl, TAKEN);
       ch.port1.close();
-      // (A job stopped part-way ends at its next batch, and the thread takes the next run's then.)
-      const alive = !sent || Atomics.load(ctrl, BEAT) > 0 || Atomics.load(ctrl, POSTED) > 0;
-      if (!failed && alive && idle.length < MAX_IDLE) idle.push(k);
+      if (running === 0 && idle.length < MAX_IDLE) idle.push(k);
       else void k.worker.terminate();
     },
   };
@@ -257,9 +258,9 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
   let steps = 0;
   let local: FeedSource | undefined = undefined;
   let fed = !composeWhileStarting;
-  const close = (failed = false): void => {
+  const close = (): void => {
     over = true;
-    t.close(failed);
+    t.close();
   };
   /** Take a posted batch (the thread may post the next). */
   const take = (m: { message: unknown }): Batch => {
@@ -267,7 +268,7 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
     Atomics.notify(ctrl, TAKEN);
     const batch = m.message as Batch;
     if (batch.error) {
-      close(true);
+      close();
       throw revive(batch.error);
     }
     return batch;
@@ -289,6 +290,7 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
     steps = batch.steps;
     if (batch.done) {
       hashes = new Map(batch.hashes ?? []);
+      t.ended();
       close();
     }
     return !batch.done;
@@ -315,11 +317,11 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
       }
       const m = nextMessage(t, POSTED, stallMs);
       if (m) return apply(take(m));
-      close(true);
+      close();
       throw new InternalError(`the composition thread composed nothing for ${stallMs / 1000} s and posted no descriptors`);
     },
     hashes: () => hashes,
-    close: () => close(),
+    close,
   };
 }
 
