@@ -4,14 +4,9 @@
 // module went through a loader thread of its own: a process took 0.71-0.84 s to print --help, this
 // way 0.41-0.55 s.
 "use strict";
-const { existsSync } = require("node:fs");
 const { resolve } = require("node:path");
 
 const file = resolve(__dirname, "../..", process.argv[2] ?? "");
-if (!/\.ts$/.test(file) || !existsSync(file)) {
-  process.stderr.write("usage: node --require tsx/cjs src/cli/start.cjs src/cli/<tool>.ts [args...] (or npm run <tool> -- args)\n");
-  process.exit(1);
-}
 // The module is the entry, as with `node <module.ts> args...` (src/cli/entry.ts checks argv[1]).
 process.argv.splice(1, 2, file);
 require(file);

@@ -110,20 +110,6 @@ describe("the sim entry point as a process", () => {
     expect(words[0]).toBe("node");
     return words.slice(1);
   };
-  it("the scripts' starter, given no tool module or one that does not exist, prints its usage and exits 1 (no stack trace)", async () => {
-    const { spawnSync } = await import("node:child_process");
-    // The script's words up to the module (node's flags and src/cli/start.cjs).
-    const start = (await script()).slice(0, -1);
-    expect(start.at(-1)).toBe("src/cli/start.cjs");
-    for (const args of [[], ["src/cli/no-such-tool.ts"], ["scenarios/ring8.json"]]) {
-      const r = spawnSync(process.execPath, [...start, ...args], { encoding: "utf8" });
-      expect(r.status, args.join(" ")).toBe(1);
-      expect(r.stdout).toBe("");
-      expect(r.stderr).toMatch(/^usage: node --require tsx\/cjs src\/cli\/start.cjs src\/cli\/<tool>.ts/);
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-    }
-  });
-
   it("npm run sim's script prints help and exits 0, and exits 1 without a stack trace on bad input", async () => {
     const { spawnSync } = await import("node:child_process");
     const sim = await script();
