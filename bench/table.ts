@@ -14,9 +14,7 @@ interface Row {
   readonly slow?: boolean;
 }
 
-const TSX = ["--max-semi-space-size=64", "--require", "tsx/cjs", "src/cli/start.cjs"];
-/** B's process, as it has always been measured (through tsx's import hooks, so that B stays comparable from table to table). */
-const BARE = ["--max-semi-space-size=64", "--import", "tsx"];
+const TSX = ["--max-semi-space-size=64", "--import", "tsx"];
 /** The older runtime's logs (what --from reads), and where the fit row writes its preset. */
 const OLDER_LOGS = readdirSync("calibration/logs")
   .filter((f) => f.startsWith("older-") && f.endsWith(".log"))
@@ -54,7 +52,7 @@ function bare(): number {
     const step = () => { if (--left <= 0) return; x = (x * 1103515245 + 12345) & 0x7fffffff; k.after(1 + (x % 1000), Prio.ENGINE, step); };
     for (let i = 0; i < 64; i++) k.after(i, Prio.ENGINE, step);
     k.run();`;
-  return measure([...BARE, "--input-type=module", "-e", code]).wall;
+  return measure([...TSX, "--input-type=module", "-e", code]).wall;
 }
 
 const skipSlow = process.argv.includes("--skip-slow");
