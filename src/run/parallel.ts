@@ -2,9 +2,7 @@
 // the caller blocks (Atomics.wait) until results come back, reading them with
 // receiveMessageOnPort. Results come back in task order, so output does not depend on the jobs.
 import { existsSync, readlinkSync } from "node:fs";
-import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort, type TransferListItem } from "node:worker_threads";
 import { CompileError, EncodeError, InternalError, ScenarioError, SimError, type CcsimError } from "../ir/errors.ts";
 
@@ -280,25 +278,17 @@ function runTask<T, R>(task: (input: T) => R, index: number, input: T): Outcome<
 const SELF = import.meta.url;
 
 /**
- * A worker thread that loads TypeScript module `moduleUrl` and calls its export `entry` with `data`
- * (whatever it posts, it posts on ports passed in `data`). It does not keep the process alive. The
- * worker loads the tool through tsx's require hook, in its own thread: tsx's import hooks run on a
- * loader thread of their own, which each worker started again (a worker took 340-380 ms to load
- * the feed thread's modules that way, 130-180 ms this way).
+ * A worker thread that loads TypeScript module `moduleUrl` (through tsx's loader) and calls its
+ * export `entry` with `data` (whatever it posts, it posts on ports passed in `data`). It does not
+ * keep the process alive.
  */
 export function moduleWorker(moduleUrl: string, entry: string, data: Record<string, unknown>, transferList: TransferListItem[] = []): Worker {
   const code = `
 const { workerData } = require("node:worker_threads");
-require("tsx/cjs/api").register();
-require(require("node:url").fileURLToPath(workerData.moduleUrl))[workerData.entry](workerData.data);`;
+import("tsx/esm/api").then((m) => { m.register(); return import(workerData.moduleUrl); }).then((mod) => mod[workerData.entry](workerData.data));`;
   const worker = new Worker(code, { eval: true, workerData: { moduleUrl, entry, data }, transferList });
   worker.unref();
   return worker;
-}
-
-/** A worker's task module, loaded as the worker loaded this one (`moduleWorker`). */
-function loadTasks(moduleUrl: string): TaskModule {
-  return createRequire(import.meta.url)(fileURLToPath(moduleUrl)) as TaskModule;
 }
 
 /** What a worker loads: `task` runs one input; `receive`, if there, sees each batch as it arrives (before any of its tasks run). */
@@ -314,9 +304,9 @@ interface TaskModule {
  * (a shared counter) until none is left, running `task` of the task module on each; results go
  * back on the port.
  */
-export function serveTasks(data: { moduleUrl: string; port: MessagePort; ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): void {
+export async function serveTasks(data: { moduleUrl: string; port: MessagePort; ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] }): Promise<void> {
   Atomics.store(data.ctrl, tidWord(data.slot), osThreadId());
-  const mod = loadTasks(data.moduleUrl);
+  const mod = (await import(data.moduleUrl)) as TaskModule;
   serveBatch(mod, data.port, data);
   data.port.close();
 }
@@ -340,8 +330,8 @@ function serveBatch(mod: TaskModule, port: MessagePort, batch: { ctrl: Int32Arra
  * A kept worker's loop (`WorkerPool`): it loads the task module once, then serves each batch that
  * comes on its port (`serveBatch`, as `serveTasks` serves its one), and waits for the next.
  */
-export function servePool(data: { moduleUrl: string; port: MessagePort }): void {
-  const mod = loadTasks(data.moduleUrl);
+export async function servePool(data: { moduleUrl: string; port: MessagePort }): Promise<void> {
+  const mod = (await import(data.moduleUrl)) as TaskModule;
   const tid = osThreadId();
   data.port.on("message", (msg: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] } | { hold: readonly (readonly [string, unknown])[] }) => {
     // What the caller made in the last batch, to hold for the next ones (`ParallelOptions.share`).
