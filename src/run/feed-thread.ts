@@ -72,9 +72,10 @@ export const SPLIT_MIN_PODS = 8;
 /**
  * The runner of `compileStreamed` that puts a big program's streaming pass on a worker thread:
  * when the machine has a second core, this is the main thread (a sweep's jobs already use the
- * cores), and the program has at least `minDescriptors` descriptors. The worker is started before
- * the counting pass when the ops look big enough (its start overlaps the count), and let go if the
- * count says otherwise. One runner serves one compile.
+ * cores), and the program has at least `minDescriptors` descriptors. The worker is taken (one kept
+ * from an earlier run, or started) before the counting pass when the ops look big enough (a start
+ * overlaps the count), and handed back if the count says otherwise. One runner serves one compile;
+ * `threads.started` counts the threads it took.
  */
 export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: ThreadFeedOptions = {}): FeedRunner & { readonly threads: { started: number; used: number; split: number } } {
   let booted: Thread | undefined;
@@ -89,7 +90,7 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
     warm(scn, opIndices) {
       // A reduce's descriptors move about 1 KiB of op bytes over the ranks each (a rank's 4 KiB CCE
       // packet takes four; ring16 0.97 KiB, ring8 1.04, kangaring32 1.45, hier-2x16 1.87): a program
-      // moving a KiB a descriptor of the floor may have enough. (A thread started and let go costs
+      // moving a KiB a descriptor of the floor may have enough. (A thread started and not used costs
       // its start, about 0.06 s of a run; one started at the run, the count's time, 0.14 s for ring8
       // at 1 GiB.)
       const moved = opIndices.reduce((n, i) => n + scn.ops[i]!.bytes * scn.ranks, 0);
@@ -134,7 +135,7 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
   };
 }
 
-/** A started worker, waiting for its job. */
+/** A worker taken for one run, waiting for its job. */
 interface Thread {
   readonly port: MessagePort;
   readonly ctrl: Int32Array;

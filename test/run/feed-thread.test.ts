@@ -133,7 +133,7 @@ describe("the streaming composition on a worker thread", () => {
     expect(used.threads).toEqual({ started: 1, used: 1, split: 0 });
   });
 
-  it("a thread a run is done with serves the next run (one started for both), and one that failed is not kept", () => {
+  it("a thread a run is done with serves the next run (one started for all three), and one that went silent is not kept", () => {
     const spec = loadDevice("trn1");
     const scn = scenarioOf(SHAPES[0]!);
     const a = outcome(simulate(spec, compileStreamed(scn, spec, [0]).image, { storePayload: false }));
