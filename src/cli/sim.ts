@@ -1,5 +1,4 @@
 // ccsim command line: npm run sim -- <scenario.json> [options]
-import pino from "pino";
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { describeFolding, explainScenario } from "../enc/compile.ts";
@@ -16,6 +15,7 @@ import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "../run/sweep.ts";
+import { newCommandLog, stderrLog } from "../run/stderr-log.ts";
 import { parseSource, sweepSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
 import { TraceCollector } from "./trace-writer.ts";
 import { asCommand } from "./entry.ts";
@@ -200,7 +200,8 @@ export interface RunStyle {
  * overrides, sweep or single run, output, exit code. `args.scenario` names the source in messages.
  */
 export function runSource(args: Args, source: () => ScenarioSource, out: (s: string) => void, err: (s: string) => void, hooks: PipelineHooks = {}, style: RunStyle = {}): number {
-  const log = pino({ level: args.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
+  newCommandLog();
+  const log = stderrLog(args.logLevel);
   let scn: Scenario | undefined;
   let spec: DeviceSpec | undefined;
   try {

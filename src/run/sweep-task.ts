@@ -1,8 +1,8 @@
 // One sweep point, as a worker thread runs it (see parallel.ts): load the preset, run the scenario,
 // hand back what the sweep reports.
-import pino from "pino";
 import { isMainThread } from "node:worker_threads";
 import type { Logger } from "pino";
+import { stderrLog } from "./stderr-log.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 import { CcsimError, InternalError } from "../ir/errors.ts";
 import type { Explanation } from "../enc/post.ts";
@@ -79,7 +79,7 @@ export function hold(items: readonly (readonly [string, CompiledProgram])[]): vo
 
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
-  const log = pino({ level: t.logLevel, base: null, timestamp: false }, pino.destination({ dest: 2, sync: true }));
+  const log = stderrLog(t.logLevel);
   let kept: CompiledProgram | undefined;
   const program = t.program ?? (t.heldProgram !== undefined ? HELD.get(t.heldProgram) : undefined);
   if (t.heldProgram !== undefined && !program) throw new InternalError(`a worker was sent a program's name it does not hold (${t.heldProgram.slice(0, 80)})`);
