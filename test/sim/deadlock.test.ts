@@ -1,6 +1,8 @@
 // A preset the validator accepts never yields a program that hangs: random legal trn1 variants
 // (ring channels, receive slots, chunk and fold sizes) under small ops of every ring-family
 // collective, faults off. Two receive slots deadlocked every ring; the validator now refuses them.
+// Then every shipped preset with any of its numbers set to the validator's bounds (or near
+// them): each run either is refused with a reason or ends, its values checked and passing.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { readFileSync } from "node:fs";
@@ -10,6 +12,19 @@ import { runScenario } from "../../src/run/pipeline.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
 
 const trn1 = JSON.parse(readFileSync("devices/trn1.json", "utf8"));
+const PRESETS = ["trn1", "trn1-legacy", "trn2", "trn2-lnc1", "trn2-ultraserver", "trn3", "inf2-48xl"] as const;
+const preset = Object.fromEntries(PRESETS.map((n) => [n, JSON.parse(readFileSync(`devices/${n}.json`, "utf8"))]));
+/** A preset's numbers and the validator's bounds for them (devices/device.schema.json), small bounds cut to what a small run can reach. */
+const BOUNDS: readonly (readonly [string, string, number, number])[] = [
+  ["topsp", "semaphores", 1, 256], ["topsp", "entryDecodePs", 0, 1e6], ["topsp", "stepIssuePs", 0, 1e6], ["topsp", "semaWakePs", 0, 1e6],
+  ["dma", "enginesPerCore", 1, 32], ["dma", "queuesPerEngine", 1, 16], ["dma", "engineBytesPerSecond", 0, 1e15], ["dma", "descriptorCostPs", 0, 1e6],
+  ["dma", "maxDescriptorBytes", 64, 65536], ["dma", "cceMaxElements", 1, 1 << 20], ["hbm", "bytesPerSecond", 0, 1e15],
+  ["link", "bytesPerSecond", 0, 1e15], ["link", "latencyPs", 0, 1e7], ["ring", "foldN", 1, 4], ["ring", "chunkBytes", 64, 1 << 22], ["ring", "bufferSlots", 3, 64],
+  ["ring", "defaultChannels", 1, 32], ["network", "bytesPerSecond", 0, 1e15], ["network", "latencyPs", 0, 1e7], ["network", "messageCostPs", 0, 1e6], ["network", "bufferSlots", 2, 256],
+  ["collectives", "meshMaxBytes", 0, 1 << 20], ["collectives", "meshMaxBytesTwoRanks", 0, 1 << 20], ["collectives", "meshMaxBytesMultiNode", 0, 1 << 20],
+  ["collectives", "flatRingMinBytes", 0, 1 << 20], ["collectives", "rdhMinBytes", 0, 1 << 20], ["collectives", "rdhMaxBytes", 0, 1 << 22],
+  ["collectives", "meshFolds", 1, 32], ["collectives", "permuteChannels", 1, 32], ["topsp", "perDevice", 1, 16],
+];
 const silent = pino({ level: "silent" });
 
 describe("legal presets never deadlock", () => {
@@ -50,6 +65,62 @@ describe("legal presets never deadlock", () => {
         },
       ),
       { numRuns: 40, seed: 35 },
+    );
+  });
+
+  it("any preset's numbers at the validator's bounds x small ops of every collective, values checked: refused with a reason, or ends and passes", () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          base: fc.constantFrom(...PRESETS),
+          // Each change: a field, and where in its range (its minimum, its maximum, a few above the minimum, or anywhere).
+          changes: fc.array(fc.record({ field: fc.integer({ min: 0, max: BOUNDS.length - 1 }), at: fc.oneof(fc.constantFrom(0, 1), fc.integer({ min: 2, max: 17 }), fc.double({ min: 0, max: 1, noNaN: true })) }), { minLength: 1, maxLength: 4 }),
+          op: fc.constantFrom("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "permute"),
+          ranks: fc.constantFrom(2, 4, 6, 8),
+          twoNodes: fc.boolean(),
+          elemsPerRank: fc.integer({ min: 1, max: 20_000 }),
+          dtype: fc.constantFrom("fp32", "bf16", "int8"),
+        }),
+        (c) => {
+          const j = structuredClone(preset[c.base]);
+          const changed: string[] = [];
+          for (const { field, at } of c.changes) {
+            const [section, key, lo, hi] = BOUNDS[field]!;
+            if (!j[section] || !(key in j[section])) continue;
+            const v = at === 0 ? lo : at === 1 ? hi : at >= 2 ? Math.min(hi, lo + at) : Math.round(lo + (at as number) * (hi - lo));
+            j[section][key] = v;
+            changed.push(`${section}.${key}=${v}`);
+          }
+          const nodes = c.twoNodes && j.network ? 2 : 1;
+          const ranks = c.ranks * nodes;
+          const esize = c.dtype === "fp32" ? 4 : c.dtype === "bf16" ? 2 : 1;
+          const what = `${c.base} ${changed.join(", ")}: ${c.op} ${ranks} ranks on ${nodes} node(s), ${c.elemsPerRank * ranks * esize} B ${c.dtype}`;
+          let out: ReturnType<typeof runScenario>;
+          try {
+            const spec = parseDeviceSpec("p.json", j);
+            const scn = parseScenario("s.json", {
+              name: "p",
+              instance: c.base,
+              ranks,
+              nodes,
+              check: "values",
+              ops: [{ op: c.op, bytes: c.elemsPerRank * ranks * esize, dtype: c.dtype, ...(c.op === "permute" ? { pairs: Array.from({ length: ranks }, (_, r) => [r, (r + 1) % ranks]) } : {}) }],
+            });
+            out = runScenario(scn, spec, silent);
+          } catch (e) {
+            // A refusal (the validator's, or the composer's before any program) is a clear answer.
+            if (e instanceof CcsimError) return;
+            throw new Error(`${what}: ${String(e)}`);
+          }
+          expect(out.kind, what).toBe("done");
+          if (out.kind !== "done") return;
+          for (const o of out.ops) {
+            expect(o.row.check, what).toBe("pass");
+            expect(o.violations, what).toEqual([]);
+          }
+        },
+      ),
+      { numRuns: 60, seed: 36 },
     );
   });
 });
