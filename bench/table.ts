@@ -15,6 +15,8 @@ interface Row {
 }
 
 const TSX = ["--max-semi-space-size=64", "--import", "tsx"];
+/** What the npm scripts run: bin/run.mjs (the compiled copy where it is fresh, `npm run build`). */
+const RUN = ["--max-semi-space-size=64", "bin/run.mjs"];
 /** The older runtime's logs (what --from reads), and where the fit row writes its preset. */
 const OLDER_LOGS = readdirSync("calibration/logs")
   .filter((f) => f.startsWith("older-") && f.endsWith(".log"))
@@ -22,17 +24,17 @@ const OLDER_LOGS = readdirSync("calibration/logs")
   .map((f) => `calibration/logs/${f}`);
 const FIT_OUT = join(tmpdir(), "ccsim-bench-fit.json");
 const ROWS: readonly Row[] = [
-  { label: "process start: npm run sim -- --help", argv: [...TSX, "src/cli/sim.ts", "--help"] },
-  { label: "npm run sim -- scenarios/ring8.json -b 1G -e 1G --op all-reduce", argv: [...TSX, "src/cli/sim.ts", "scenarios/ring8.json", "-b", "1G", "-e", "1G", "--op", "all-reduce"] },
-  { label: "npm run nccom -- allr -r 64 -N 2 -b 8 -e 1G -f 8 -d fp32", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "64", "-N", "2", "-b", "8", "-e", "1G", "-f", "8", "-d", "fp32"] },
-  { label: "npm run nccom -- allr -r 128 -N 4 -b 864847135 -d fp8 --check none", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "128", "-N", "4", "-b", "864847135", "-d", "fp8", "--check", "none"], slow: true },
-  { label: "npm run nccom -- allr -r 128 -N 4 -b 1G -d fp8 --check none", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "128", "-N", "4", "-b", "1G", "-d", "fp8", "--check", "none"] },
-  { label: "npm run nccom -- allr -r 4096 -N 128 -b 1G -e 1G -d fp32 --check none", argv: [...TSX, "src/cli/nccom.ts", "allr", "-r", "4096", "-N", "128", "-b", "1G", "-e", "1G", "-d", "fp32", "--check", "none"], slow: true },
-  { label: "npm run conformance -- --cases 200", argv: [...TSX, "src/cli/conformance.ts", "--cases", "200"] },
-  { label: "npm run calibrate (every published point, one parameter set)", argv: [...TSX, "src/cli/calibrate.ts"] },
+  { label: "process start: npm run sim -- --help", argv: [...RUN, "src/cli/sim.ts", "--help"] },
+  { label: "npm run sim -- scenarios/ring8.json -b 1G -e 1G --op all-reduce", argv: [...RUN, "src/cli/sim.ts", "scenarios/ring8.json", "-b", "1G", "-e", "1G", "--op", "all-reduce"] },
+  { label: "npm run nccom -- allr -r 64 -N 2 -b 8 -e 1G -f 8 -d fp32", argv: [...RUN, "src/cli/nccom.ts", "allr", "-r", "64", "-N", "2", "-b", "8", "-e", "1G", "-f", "8", "-d", "fp32"] },
+  { label: "npm run nccom -- allr -r 128 -N 4 -b 864847135 -d fp8 --check none", argv: [...RUN, "src/cli/nccom.ts", "allr", "-r", "128", "-N", "4", "-b", "864847135", "-d", "fp8", "--check", "none"], slow: true },
+  { label: "npm run nccom -- allr -r 128 -N 4 -b 1G -d fp8 --check none", argv: [...RUN, "src/cli/nccom.ts", "allr", "-r", "128", "-N", "4", "-b", "1G", "-d", "fp8", "--check", "none"] },
+  { label: "npm run nccom -- allr -r 4096 -N 128 -b 1G -e 1G -d fp32 --check none", argv: [...RUN, "src/cli/nccom.ts", "allr", "-r", "4096", "-N", "128", "-b", "1G", "-e", "1G", "-d", "fp32", "--check", "none"], slow: true },
+  { label: "npm run conformance -- --cases 200", argv: [...RUN, "src/cli/conformance.ts", "--cases", "200"] },
+  { label: "npm run calibrate (every published point, one parameter set)", argv: [...RUN, "src/cli/calibrate.ts"] },
   // A fit's trials (the first compiles; the six after it run the kept programs): 38 points each.
-  { label: "npm run calibrate -- --from calibration/logs/older-*.log --instance trn1-legacy --params dma.engineBytesPerSecond,link.latencyPs --rounds 1 --max-bytes 64M (7 trials)", argv: [...TSX, "src/cli/calibrate.ts", "--from", ...OLDER_LOGS, "--instance", "trn1-legacy", "--params", "dma.engineBytesPerSecond,link.latencyPs", "--rounds", "1", "--max-bytes", "64M", "--out", FIT_OUT] },
-  { label: "npm run replay -- test/fixtures/hlo/tp8-dp2-layer.hlo.txt --instance trn1,trn2", argv: [...TSX, "src/cli/replay.ts", "test/fixtures/hlo/tp8-dp2-layer.hlo.txt", "--instance", "trn1,trn2"] },
+  { label: "npm run calibrate -- --from calibration/logs/older-*.log --instance trn1-legacy --params dma.engineBytesPerSecond,link.latencyPs --rounds 1 --max-bytes 64M (7 trials)", argv: [...RUN, "src/cli/calibrate.ts", "--from", ...OLDER_LOGS, "--instance", "trn1-legacy", "--params", "dma.engineBytesPerSecond,link.latencyPs", "--rounds", "1", "--max-bytes", "64M", "--out", FIT_OUT] },
+  { label: "npm run replay -- test/fixtures/hlo/tp8-dp2-layer.hlo.txt --instance trn1,trn2", argv: [...RUN, "src/cli/replay.ts", "test/fixtures/hlo/tp8-dp2-layer.hlo.txt", "--instance", "trn1,trn2"] },
 ];
 
 /** Wall seconds and peak RSS (MiB) of one process. */

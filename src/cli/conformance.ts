@@ -6,6 +6,7 @@ import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
 import { writeWhole } from "./write.ts";
 import { asCommand } from "./entry.ts";
+import { siblingUrl } from "../run/paths.ts";
 
 /** The largest op a conformance case may draw. */
 const MAX_CASE_BYTES = 16 * 2 ** 30;
@@ -142,7 +143,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const ran = merged
     ? merged.results
     : parallel
-      ? runParallel<ConformanceCase, CaseOutcome>(new URL("../run/conformance.ts", import.meta.url).href, mine, jobs, { local: task, label: (k) => `case ${mine[k]!.id}`, onResult: (_k, o) => status?.piece(o.kind === "fail") })
+      ? runParallel<ConformanceCase, CaseOutcome>(siblingUrl(import.meta.url, "../run/conformance.ts"), mine, jobs, { local: task, label: (k) => `case ${mine[k]!.id}`, onResult: (_k, o) => status?.piece(o.kind === "fail") })
       : mine.map((c) => {
           const o = runCase(c);
           status?.piece(o.kind === "fail");

@@ -3,11 +3,11 @@
 // and the README section written from it).
 import { readFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { seriesOf, type ErrorSummary, type FitResult, type Series } from "./fit.ts";
 import { parseConsoleLog } from "./log.ts";
+import { projectRoot } from "../run/paths.ts";
 
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const ROOT = projectRoot(import.meta.url);
 export const MANIFEST = resolve(ROOT, "calibration/published.json");
 export const ACCURACY = resolve(ROOT, "calibration/accuracy.json");
 

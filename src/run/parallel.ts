@@ -278,14 +278,16 @@ function runTask<T, R>(task: (input: T) => R, index: number, input: T): Outcome<
 const SELF = import.meta.url;
 
 /**
- * A worker thread that loads TypeScript module `moduleUrl` (through tsx's loader) and calls its
- * export `entry` with `data` (whatever it posts, it posts on ports passed in `data`). It does not
- * keep the process alive.
+ * A worker thread that loads module `moduleUrl` and calls its export `entry` with `data` (whatever
+ * it posts, it posts on ports passed in `data`). A TypeScript module loads through tsx's loader (a
+ * fifth of a second of a core before the first module); a compiled one (.build/, bin/run.mjs) as
+ * it is. It does not keep the process alive.
  */
 export function moduleWorker(moduleUrl: string, entry: string, data: Record<string, unknown>, transferList: TransferListItem[] = []): Worker {
+  const load = moduleUrl.endsWith(".js") ? "import(workerData.moduleUrl)" : `import("tsx/esm/api").then((m) => { m.register(); return import(workerData.moduleUrl); })`;
   const code = `
 const { workerData } = require("node:worker_threads");
-import("tsx/esm/api").then((m) => { m.register(); return import(workerData.moduleUrl); }).then((mod) => mod[workerData.entry](workerData.data));`;
+${load}.then((mod) => mod[workerData.entry](workerData.data));`;
   const worker = new Worker(code, { eval: true, workerData: { moduleUrl, entry, data }, transferList });
   worker.unref();
   return worker;

@@ -13,6 +13,7 @@ import { biggestFirst, runPoint, startWorkers, task, type SweepTask, type SweepT
 import type { ResultRow } from "../report/table.ts";
 import type { Dtype } from "../ir/dtypes.ts";
 import { sweepSizes } from "../ir/sizes.ts";
+import { siblingUrl } from "./paths.ts";
 import { streamPoints, streamsPoint, sweepPoint, type ScenarioSource } from "./overrides.ts";
 import { valuesCheckFit } from "./budgets.ts";
 import { assignShards, pieceCost, presetHash, type Pieces, type ShardResults, type ShardSpec } from "./shard.ts";
@@ -50,7 +51,7 @@ export type SweepResult =
   | { readonly kind: "done"; readonly points: readonly SweepPoint[]; readonly notes: readonly string[] }
   | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport };
 
-const SWEEP_TASK = new URL("./sweep-task.ts", import.meta.url).href;
+const SWEEP_TASK = siblingUrl(import.meta.url, "./sweep-task.ts");
 
 export { biggestFirst, startWorkers };
 
