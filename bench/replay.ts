@@ -37,10 +37,10 @@ if (process.argv[1]?.endsWith("replay.ts")) {
     const file = join(dir, "unrolled.hlo.txt");
     writeFileSync(file, largeModule(layers));
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, ["--max-semi-space-size=64", "--import", "tsx", "src/cli/replay.ts", file, "--instance", "trn1,trn2", "--top", "3"], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--max-semi-space-size=64", "bin/run.mjs", "src/cli/replay.ts", file, "--instance", "trn1,trn2", "--top", "3"], { encoding: "utf8" });
     const wall = (performance.now() - t0) / 1000;
     if (r.status !== 0) throw new Error(`replay failed (${r.status}): ${r.stderr}`);
-    const time = spawnSync("/usr/bin/time", ["-f", "%M", process.execPath, "--max-semi-space-size=64", "--import", "tsx", "src/cli/replay.ts", file, "--instance", "trn1,trn2"], { encoding: "utf8" });
+    const time = spawnSync("/usr/bin/time", ["-f", "%M", process.execPath, "--max-semi-space-size=64", "bin/run.mjs", "src/cli/replay.ts", file, "--instance", "trn1,trn2"], { encoding: "utf8" });
     const rss = time.status === 0 ? `${Math.round(Number(time.stderr.trim().split("\n").pop()) / 1024)} MiB` : "n/a (no /usr/bin/time)";
     console.log(`module: ${layers} layers, ${(statSync(file).size / 1024).toFixed(0)} KB, ${layers * 5} collectives`);
     console.log(r.stdout.split("\n").filter((l) => /^collectives:|^communication/.test(l)).join("\n"));
