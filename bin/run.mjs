@@ -3,6 +3,7 @@
 // copy is newer than every source file, else the sources through tsx, as before there was a copy:
 // an edited source is never run stale. Compiled, a command starts in a fraction of the time, and
 // so does each worker thread it starts (tsx's loader costs each thread about a fifth of a second).
+// CCSIM_FROM_SOURCES=1 runs the sources whatever the copy (stack traces name the .ts lines).
 import { dirname, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { runnable } from "./fresh.mjs";
@@ -13,7 +14,7 @@ if (source === undefined || !source.endsWith(".ts")) {
   process.exit(2);
 }
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const run = runnable(root, resolve(root, source));
+const run = process.env.CCSIM_FROM_SOURCES === "1" ? resolve(root, source) : runnable(root, resolve(root, source));
 // (The command's module runs as the process's entry: `asCommand` looks for itself in argv[1].)
 process.argv.splice(1, 2, run);
 if (run.endsWith(".ts")) await import("tsx");

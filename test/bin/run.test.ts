@@ -45,6 +45,16 @@ describe("bin/run.mjs", () => {
     expect(runnable(root, join(root, "src/cli/new.ts"))).toBe(join(root, "src/cli/new.ts"));
   });
 
+  it("CCSIM_FROM_SOURCES=1 runs the sources through tsx: the same output as the script's run", () => {
+    const args = ["bin/run.mjs", "src/cli/sim.ts", "scenarios/ring8.json", "--json"];
+    const sources = spawnSync(process.execPath, args, { encoding: "utf8", env: { ...process.env, CCSIM_FROM_SOURCES: "1" } });
+    const script = spawnSync(process.execPath, args, { encoding: "utf8" });
+    expect(sources.status, sources.stderr).toBe(0);
+    expect(script.status, script.stderr).toBe(0);
+    expect(sources.stdout).toBe(script.stdout);
+    expect(JSON.parse(sources.stdout).results.length).toBeGreaterThan(0);
+  });
+
   it("the compiled copy prints what the sources print (a sweep, conformance cases), and its worker threads run compiled modules", () => {
     // (Compiled into a folder of its own, inside the project so that its packages resolve: .build/
     // is left alone, which other tests' commands may be running.)
