@@ -5,9 +5,9 @@ import { readFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { seriesOf, type ErrorSummary, type FitResult, type Series } from "./fit.ts";
 import { parseConsoleLog } from "./log.ts";
-import { projectRoot } from "../run/paths.ts";
+import { PROJECT_ROOT } from "../run/paths.ts";
 
-export const ROOT = projectRoot(import.meta.url);
+export const ROOT = PROJECT_ROOT;
 export const MANIFEST = resolve(ROOT, "calibration/published.json");
 export const ACCURACY = resolve(ROOT, "calibration/accuracy.json");
 

@@ -4,10 +4,10 @@ import { basename, dirname, join, resolve } from "node:path";
 import { ScenarioError } from "../ir/errors.ts";
 import type { CalibrationAccuracy, DeviceSpec, Scenario } from "../ir/spec.ts";
 import type { ScenarioSource } from "./overrides.ts";
-import { projectRoot } from "./paths.ts";
+import { PROJECT_ROOT } from "./paths.ts";
 import { parseDeviceSpec, parseJson, parseScenario } from "../scenario/index.ts";
 
-export const DEFAULT_DEVICES_DIR = resolve(projectRoot(import.meta.url), "devices");
+export const DEFAULT_DEVICES_DIR = resolve(PROJECT_ROOT, "devices");
 
 function readText(file: string): string {
   try {
@@ -71,7 +71,7 @@ export function resolveInstance(instance: string, dir: string): { instance: stri
   return { instance: name, dir: resolve(dirname(instance)) };
 }
 
-export const ACCURACY_FILE = resolve(projectRoot(import.meta.url), "calibration/accuracy.json");
+export const ACCURACY_FILE = resolve(PROJECT_ROOT, "calibration/accuracy.json");
 
 /** How far each calibrated preset is from measured tables (npm run calibrate -- --cross-validate --write-accuracy); {} when absent. */
 export function loadAccuracy(file = ACCURACY_FILE): Readonly<Record<string, CalibrationAccuracy>> {

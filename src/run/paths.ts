@@ -18,6 +18,9 @@ export function projectRoot(moduleUrl: string): string {
   }
 }
 
+/** This project's folder (found once: the sources and the compiled copy find the same one). */
+export const PROJECT_ROOT = projectRoot(import.meta.url);
+
 /** The module `relative` (written as its source, `./x.ts`) next to `moduleUrl`, compiled where `moduleUrl` is. */
 export function siblingUrl(moduleUrl: string, relative: string): string {
   return new URL(moduleUrl.endsWith(".js") ? relative.replace(/\.ts$/, ".js") : relative, moduleUrl).href;

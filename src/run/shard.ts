@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { UsageError } from "../ir/errors.ts";
 import { fromWire, toWire, WireError } from "./wire.ts";
-import { projectRoot } from "./paths.ts";
+import { PROJECT_ROOT } from "./paths.ts";
 import { join } from "node:path";
 
 export interface ShardSpec {
@@ -225,7 +225,7 @@ export function mergePartials(files: readonly string[]): { tool: string; argv: r
 /** ccsim's version (package.json), as partials record it. */
 export function ccsimVersion(): string {
   try {
-    return (JSON.parse(readFileSync(join(projectRoot(import.meta.url), "package.json"), "utf8")) as { version?: string }).version ?? "0";
+    return (JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { version?: string }).version ?? "0";
   } catch {
     return "0";
   }

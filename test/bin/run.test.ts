@@ -64,7 +64,9 @@ describe("bin/run.mjs", () => {
     expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
     const run = (cli: string, args: string[]) => spawnSync(process.execPath, [join(out, "src/cli", cli), ...args], { encoding: "utf8" });
 
-    // 16 ranks at 128 MiB move 2 GiB: the sweep's worker threads start at once, loading the compiled task module.
+    // 16 ranks at 128 MiB move 2 GiB: the sweep's worker threads start at once. (A worker that could
+    // not load its task module would leave every point to this thread, the same output: the probe
+    // below loads the module the compiled sweep names, in a worker, as they do.)
     const sweep = ["allr", "-r", "16", "-b", "128M", "-e", "256M", "-d", "fp32", "--check", "none", "-j", "2"];
     const compiled = run("nccom.js", sweep);
     expect(compiled.status, compiled.stderr).toBe(0);
@@ -73,9 +75,18 @@ describe("bin/run.mjs", () => {
     expect(compiled.stdout).toBe(here);
 
     // A worker thread started by the compiled copy loads compiled modules: a probe module there
-    // sizes a sweep with the compiled size parser and posts the sizes back.
+    // sizes a sweep with the compiled size parser, loads the task module the compiled sweep names
+    // for its workers, and posts both back.
     const probe = join(out, "probe.js");
-    writeFileSync(probe, `import { sweepSizes } from "./src/ir/sizes.js";\nexport function probe(d) { d.port.postMessage(sweepSizes({ min: 8, max: 64, factor: 2 })); }\n`);
+    writeFileSync(
+      probe,
+      `import { sweepSizes } from "./src/ir/sizes.js";
+       import { siblingUrl } from "./src/run/paths.js";
+       export async function probe(d) {
+         const task = await import(siblingUrl(new URL("./src/run/sweep.js", import.meta.url).href, "./sweep-task.ts"));
+         d.port.postMessage([sweepSizes({ min: 8, max: 64, factor: 2 }), typeof task.task]);
+       }\n`,
+    );
     const url = (m: string) => JSON.stringify(pathToFileURL(m).href);
     const driver = join(out, "driver.mjs");
     writeFileSync(
@@ -88,7 +99,7 @@ describe("bin/run.mjs", () => {
     );
     const onWorker = spawnSync(process.execPath, [driver], { encoding: "utf8", timeout: 60_000 });
     expect(onWorker.stderr).toBe("");
-    expect(onWorker.stdout.trim()).toBe("[8,16,32,64]");
+    expect(onWorker.stdout.trim()).toBe('[[8,16,32,64],"function"]');
 
     const cases = ["--cases", "8", "--seed", "3", "-j", "2"];
     const c = run("conformance.js", cases);
