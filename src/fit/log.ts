@@ -98,7 +98,8 @@ export function parseConsoleLog(file: string, text: string): MeasuredLog {
       };
       const bytes = num(col("size(B)"), "size(B)", true);
       const count = num(col("count(elems)"), "count(elems)", true);
-      if (!Number.isInteger(bytes) || !Number.isInteger(count)) throw new LogError(file, i + 1, "size(B) and count(elems) must be whole numbers", cells[0]);
+      if (!Number.isInteger(bytes)) throw new LogError(file, i + 1, "size(B) must be a whole number", cells[col("size(B)")]);
+      if (!Number.isInteger(count)) throw new LogError(file, i + 1, "count(elems) must be a whole number", cells[col("count(elems)")]);
       const dtype = dtypeOf(cells[col("type")]!);
       if (!dtype) throw new LogError(file, i + 1, `type must be one of ${DTYPES.join(", ")}`, cells[col("type")]);
       const timeUs = num(time, header[time]!, true);

@@ -118,6 +118,7 @@ describe("calibrate --from", () => {
   it.each([
     ["no command line", "size(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n", /:1: the first line must be the nccom-test command line/],
     ["a zero time", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n1024 256 fp32 0 0.1 0.1\n", /:3: time:avg\(us\) must be a positive number/],
+    ["a count that is not whole, naming the count", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n65536 1.5 fp32 8.18 8.01 7.76\n", /:3: count\(elems\) must be a whole number \(got "1\.5"\)/],
     ["wrong columns", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type algbw(GB/s) busbw(GB/s)\n", /:2: the header has no time\(us\)/],
     ["a type the command does not give", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n1024 512 fp16 10.0 0.10 0.09\n", /:3: type fp16 is not the command's -d fp32/],
   ])("refuses %s", (_what, text, want) => {
