@@ -14,6 +14,9 @@ import { ccAlgorithmAllowed } from "../../src/enc/algorithms.ts";
 import { simulate } from "../../sim/index.ts";
 import { expectRunChecks, scenario, anyDtype, collectiveOp } from "../helpers.ts";
 import { commContext } from "../../src/enc/gates.ts";
+import { parseScenario } from "../../src/scenario/scenario.ts";
+import { runScenario } from "../../src/run/pipeline.ts";
+import pino from "pino";
 
 const pod = loadDevice("trn2-ultraserver");
 
@@ -105,6 +108,29 @@ describe("trn2 UltraServer pod", () => {
     const mesh = (nodes: number) => commContext({ scn: { ...scn, nodes, ranks: nodes * 2, allowedAlgorithms: undefined }, spec: pod, channels: 1, chunkBytes: 4096 }, Array.from({ length: nodes * 2 }, (_, i) => i));
     expect(ccAlgorithmAllowed(mesh(8), EncAlgType.MESH).reason).toMatch(/spans 2 pods/);
     expect(ccAlgorithmAllowed(mesh(4), EncAlgType.MESH).ok).toBe(true);
+  });
+
+  // scenarios/trn2-us4x.json's shape (its 1,024 ranks run timing only in the suite) on the fewest
+  // ranks that keep it: four ranks a device, more than one UltraServer, the hierarchical all-reduce
+  // with a mesh in each node and a single-cycle ring between nodes, over EFA between the pods.
+  it("four ranks a device over two UltraServers: the hierarchical all-reduce (mesh, single-cycle ring over EFA, mesh) checks its values, and pod 0 standing for both gives its time exactly", () => {
+    const silent = pino({ level: "silent" });
+    for (const bytes of [65536, 30002]) {
+      const json = { name: "us2", instance: pod.name, algorithm: "auto", ranks: 64, ranksPerDevice: 4, nodes: 8, ops: [{ op: "all-reduce", bytes, dtype: "bf16", reduce: "sum" }] };
+      const checked = runScenario(parseScenario("us2.json", json), pod, silent);
+      const timing = runScenario(parseScenario("us2.json", { ...json, check: "none" }), pod, silent);
+      if (checked.kind !== "done" || timing.kind !== "done") throw new Error(`${bytes} B: hung`);
+      const [c] = checked.ops;
+      const [t] = timing.ops;
+      expect(c!.row.algorithm).toBe("hier(mesh,single-cycle-ring,mesh)");
+      expect(c!.checked).toBe("values");
+      expect(c!.row.check).toBe("pass");
+      expect(c!.violations).toEqual([]);
+      // Between the pods the network carries it (each chip's NIC).
+      expect(c!.stats.links.some((l) => l.name.includes("nic") && l.bytes > 0)).toBe(true);
+      expect(t!.folding).toMatchObject({ folded: true, pods: 2 });
+      expect(t!.row.timeUs).toBe(c!.row.timeUs);
+    }
   });
 
   it("refuses nodes that do not fill whole pods, and several pods without a network", () => {
