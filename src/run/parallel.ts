@@ -285,9 +285,10 @@ const SELF = import.meta.url;
  */
 export function moduleWorker(moduleUrl: string, entry: string, data: Record<string, unknown>, transferList: TransferListItem[] = []): Worker {
   const load = moduleUrl.endsWith(".js") ? "import(workerData.moduleUrl)" : `import("tsx/esm/api").then((m) => { m.register(); return import(workerData.moduleUrl); })`;
+  // (Dynamic imports only: the code runs as CommonJS or, where the process was started with
+  // --input-type=module, which a worker inherits, as an ES module; \`require\` is not there then.)
   const code = `
-const { workerData } = require("node:worker_threads");
-${load}.then((mod) => mod[workerData.entry](workerData.data));`;
+import("node:worker_threads").then(({ workerData }) => ${load}.then((mod) => mod[workerData.entry](workerData.data)));`;
   const worker = new Worker(code, { eval: true, workerData: { moduleUrl, entry, data }, transferList });
   worker.unref();
   return worker;

@@ -51,6 +51,16 @@ describe("runParallel", () => {
     expect(child.stdout.trim()).toBe("InternalError: internal error: worker thread 1 stopped while running task 2 of 3 (x = 99), without a result (out of memory?)");
   });
 
+  it("workers start where the process runs its code as ES modules (--input-type=module, which they inherit)", () => {
+    // (In a child process with a time limit: a worker whose start-up code cannot run never says so,
+    // and a caller without a task of its own would wait for it for good.)
+    const parallel = JSON.stringify(new URL("../../src/run/parallel.ts", import.meta.url).href);
+    const code = `const { runParallel } = await import(${parallel}); console.log(JSON.stringify(runParallel(${JSON.stringify(MODULE)}, [1, 2, 3].map((x) => ({ x })), 2).map((o) => o.square)));`;
+    const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { encoding: "utf8", timeout: 60_000 });
+    expect(child.signal, child.stderr).toBeNull();
+    expect(child.stdout.trim()).toBe("[1,4,9]");
+  });
+
   it("a pool's workers serve call after call: the same threads, their module's state kept", () => {
     const pool = new WorkerPool();
     try {
