@@ -10,7 +10,8 @@ import { crossValidate, deviceParams, Evaluator, fit, seriesFlag, seriesOf, summ
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import { withoutShardFlags } from "../command/args.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
-import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, ROOT, type Accuracy } from "../fit/files.ts";
+import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, type Accuracy } from "../fit/files.ts";
+import { PROJECT_ROOT } from "../run/paths.ts";
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "../ir/sizes.ts";
 import { defaultJobs } from "../run/parallel.ts";
@@ -291,7 +292,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     lines.push(`all: ${fmtSummary(summarize(allEv))}`);
     if (o.writeAccuracy) {
       writeWhole(ACCURACY, JSON.stringify(acc, null, 2) + "\n");
-      const readme = resolve(ROOT, "README.md");
+      const readme = resolve(PROJECT_ROOT, "README.md");
       const text = readFileSync(readme, "utf8");
       const begin = "<!-- accuracy:begin -->";
       const end = "<!-- accuracy:end -->";

@@ -7,9 +7,8 @@ import { seriesOf, type ErrorSummary, type FitResult, type Series } from "./fit.
 import { parseConsoleLog } from "./log.ts";
 import { PROJECT_ROOT } from "../run/paths.ts";
 
-export const ROOT = PROJECT_ROOT;
-export const MANIFEST = resolve(ROOT, "calibration/published.json");
-export const ACCURACY = resolve(ROOT, "calibration/accuracy.json");
+export const MANIFEST = resolve(PROJECT_ROOT, "calibration/published.json");
+export const ACCURACY = resolve(PROJECT_ROOT, "calibration/accuracy.json");
 
 /** The published series of the manifest, each on the preset it names. */
 export function publishedSeries(manifest = MANIFEST): Series[] {
