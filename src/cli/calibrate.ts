@@ -72,7 +72,8 @@ time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
   --keep-programs SIZE  with --fit, --from or --cv-rounds N: keep up to SIZE of compiled programs'
                      descriptor rings (default 1G; 0: none) to run the trials without recompiling: the composer reads
                      no rate, latency or cost, so a trial that moves only those runs the points'
-                     programs again (a program not kept compiles each trial)
+                     programs again (a program not kept compiles each trial; a full budget lets go of
+                     the programs no trial has used for longest)
   --no-fastforward   every point runs every event (by default a point skips whole periods once its
                      state repeats: the same picoseconds; npm run sim -- --help)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
@@ -372,7 +373,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   const params = o.params ? all.filter((p) => o.params!.includes(p.field)) : all;
   const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit"), params });
   if (process.stderr.isTTY) err("\n");
-  const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev.trialMs)})`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...firstFailure(r.evaluated), ...movedLines(r)];
+  const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${ev.pointsCompiled} of them compiled, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev.trialMs)})`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...firstFailure(r.evaluated), ...movedLines(r)];
   if (series.length > 1) {
     // Held out: each series left out, the others refit from the fit's device parameters (fixed costs
     // in closed form; --cv-rounds searches the device parameters again too).

@@ -124,7 +124,7 @@ function pointRun(o: OpOutcome): PointRun {
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
  */
-function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>): ({ run: PointRun } | { error: string })[] {
+function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>, counts?: { compiled: number }): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
@@ -137,6 +137,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
       const program = programs?.get(key);
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
       const full = noFastForward || (program !== undefined && fruitless?.has(key) === true);
+      if (counts && !program) counts.compiled++;
       inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true, programKey: key } : {}) });
       at.push(k);
       keys.push(key);
@@ -291,6 +292,8 @@ export class Evaluator {
   trials = 0;
   /** Points simulated, over all trials. */
   pointsRun = 0;
+  /** Of those, the ones compiled (no program kept for them). */
+  pointsCompiled = 0;
   /** Each trial's wall-clock milliseconds (the first compiles; later ones run kept programs). */
   readonly trialMs: number[] = [];
   constructor(
@@ -347,8 +350,14 @@ export class Evaluator {
     this.pointsRun += missing.length;
     // (Trials that keep programs keep their worker threads too: started once, not each trial.)
     if (this.programs && this.jobs > 1) this.pool ??= new WorkerPool();
+    this.programs?.nextRound();
     const t0 = performance.now();
-    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward, this.fruitless);
+    const counts = { compiled: 0 };
+    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward, this.fruitless, counts);
+    this.pointsCompiled += counts.compiled;
+    // (Programs the cache let go of for newer ones: the kept workers let them go too.)
+    const dropped = this.programs?.takeDropped() ?? [];
+    if (dropped.length > 0) this.pool?.drop(dropped);
     this.trialMs.push(performance.now() - t0);
     missing.forEach(([key], i) => this.cache.set(key, runs[i]!));
     this.onTrial?.();

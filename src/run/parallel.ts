@@ -93,6 +93,14 @@ export class WorkerPool {
     return this.live.slice(0, n);
   }
 
+  /** Items the caller let go of (by name, as `ParallelOptions.keeps` and `share` named them): each worker that holds one lets it go too. */
+  drop(names: readonly string[]): void {
+    for (const w of this.live) {
+      const gone = names.filter((n) => w.held.delete(n));
+      if (gone.length > 0) w.port.postMessage({ drop: gone });
+    }
+  }
+
   /** Stop every worker (the next call starts them anew). */
   close(): void {
     for (const w of this.live) void w.worker.terminate();
@@ -299,6 +307,7 @@ interface TaskModule {
   task(input: unknown): unknown;
   receive?(inputs: readonly unknown[]): void;
   hold?(items: readonly (readonly [string, unknown])[]): void;
+  drop?(names: readonly string[]): void;
 }
 
 /**
@@ -336,10 +345,15 @@ function serveBatch(mod: TaskModule, port: MessagePort, batch: { ctrl: Int32Arra
 export async function servePool(data: { moduleUrl: string; port: MessagePort }): Promise<void> {
   const mod = (await import(data.moduleUrl)) as TaskModule;
   const tid = osThreadId();
-  data.port.on("message", (msg: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] } | { hold: readonly (readonly [string, unknown])[] }) => {
+  data.port.on("message", (msg: { ctrl: Int32Array; slot: number; inputs: readonly unknown[]; order: readonly number[] } | { hold: readonly (readonly [string, unknown])[] } | { drop: readonly string[] }) => {
     // What the caller made in the last batch, to hold for the next ones (`ParallelOptions.share`).
     if ("hold" in msg) {
       mod.hold?.(msg.hold);
+      return;
+    }
+    // What the caller let go of (`WorkerPool.drop`).
+    if ("drop" in msg) {
+      mod.drop?.(msg.drop);
       return;
     }
     Atomics.store(msg.ctrl, tidWord(msg.slot), tid);

@@ -60,30 +60,73 @@ export function ringBytes(p: CompiledProgram): number {
 }
 
 /**
- * Programs kept for running again, by `programKey`, up to `budgetBytes` of descriptor rings: the
- * first ones offered are kept, later ones that would pass the budget are not (they compile again).
+ * Programs kept for running again, by `programKey`, up to `budgetBytes` of descriptor rings. A
+ * fit's trials come in rounds (`nextRound`: one a trial); when a program offered would pass the
+ * budget, the programs no round has used for longest make room for it, but never one used in the
+ * round under way (a round that needs more than the budget keeps what it met first and compiles
+ * the rest again, rather than each program pushing out the next one it needs). A fit that moves a
+ * count the composer reads (ring.defaultChannels) needs new programs from then on: those of the
+ * old count go.
  */
 export class ProgramCache {
-  private readonly kept = new Map<string, CompiledProgram>();
+  /** By key, the least recently used first. */
+  private readonly kept = new Map<string, { readonly program: CompiledProgram; readonly bytes: number; round: number }>();
   private used = 0;
+  private round = 0;
+  /** Keys let go since `takeDropped` was last called (what kept worker threads hold may go too). */
+  private dropped: string[] = [];
   constructor(readonly budgetBytes: number) {}
 
+  /** A new round of uses begins (a fit's next trial). */
+  nextRound(): void {
+    this.round++;
+  }
+
   get(key: string): CompiledProgram | undefined {
-    return this.kept.get(key);
+    const e = this.kept.get(key);
+    if (!e) return undefined;
+    e.round = this.round;
+    this.kept.delete(key);
+    this.kept.set(key, e);
+    return e.program;
   }
 
-  /** Room for more (a program offered now may be kept). */
+  /** Room for more (a program offered now may be kept): budget left, or a program of an earlier round to let go. */
   get open(): boolean {
-    return this.used < this.budgetBytes;
+    if (this.used < this.budgetBytes) return true;
+    const oldest = this.kept.values().next();
+    return !oldest.done && oldest.value.round < this.round;
   }
 
-  /** Keep `p` under `key` if it fits in what is left of the budget. */
+  /** Keep `p` under `key` if it fits in the budget, letting go of programs of earlier rounds (least recently used first) to make room. */
   offer(key: string, p: CompiledProgram): void {
     if (this.kept.has(key)) return;
     const n = ringBytes(p);
-    if (this.used + n > this.budgetBytes) return;
-    this.kept.set(key, p);
+    let room = this.budgetBytes - this.used;
+    for (const e of this.kept.values()) {
+      if (room >= n || e.round === this.round) break;
+      room += e.bytes;
+    }
+    if (room < n) {
+      // (Not kept here, so not by the kept workers either: one may have kept it on compiling it.)
+      this.dropped.push(key);
+      return;
+    }
+    for (const [k, e] of this.kept) {
+      if (this.used + n <= this.budgetBytes) break;
+      this.kept.delete(k);
+      this.used -= e.bytes;
+      this.dropped.push(k);
+    }
+    this.kept.set(key, { program: p, bytes: n, round: this.round });
     this.used += n;
+  }
+
+  /** The keys let go (or offered and not kept) since the last call. */
+  takeDropped(): string[] {
+    const d = this.dropped;
+    this.dropped = [];
+    return d;
   }
 
   /** Programs kept, and their rings' bytes. */

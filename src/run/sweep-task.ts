@@ -77,6 +77,11 @@ export function hold(items: readonly (readonly [string, CompiledProgram])[]): vo
   for (const [name, program] of items) HELD.set(name, program);
 }
 
+/** @public (parallel.ts calls it on a kept worker) Programs the caller let go of: let them go here too. */
+export function drop(names: readonly string[]): void {
+  for (const name of names) HELD.delete(name);
+}
+
 /** A worker thread's entry (parallel.ts): one sweep point. */
 export function task(t: SweepTask): SweepTaskResult {
   const log = stderrLog(t.logLevel);

@@ -97,15 +97,34 @@ describe("a kept program runs again", () => {
     expect(rings(kept)).toEqual(rings(whole));
   });
 
-  it("a cache keeps what fits in its budget, first come", () => {
+  it("a cache keeps what fits in its budget; a new round's programs push out those no round has used for longest, never the round's own", () => {
     const c = new ProgramCache(100);
     const p = (n: number) => ({ image: { devices: [{ queues: [{ tx: new Uint8Array(n), rx: new Uint8Array(0) }] }] } }) as unknown as ReturnType<typeof materialize>;
+    const kept = (...keys: string[]) => keys.map((k) => c.get(k) !== undefined);
     c.offer("a", p(60));
     c.offer("b", p(60));
     c.offer("c", p(40));
-    expect([c.get("a"), c.get("b"), c.get("c")].map((x) => x !== undefined)).toEqual([true, false, true]);
+    // In one round, the first that fit stay: "b" is not kept (nor held by a worker: it is let go).
+    expect(kept("a", "b", "c")).toEqual([true, false, true]);
     expect(c.size).toEqual({ programs: 2, bytes: 100 });
     expect(c.open).toBe(false);
+    expect(c.takeDropped()).toEqual(["b"]);
+    // The next round uses "c" only: "a" (least recently used) makes room for "d".
+    c.nextRound();
+    expect(c.open).toBe(true);
+    expect(kept("c")).toEqual([true]);
+    c.offer("d", p(50));
+    expect(c.takeDropped()).toEqual(["a"]);
+    expect(c.size).toEqual({ programs: 2, bytes: 90 });
+    // Within that round, "e" would need "c" or "d" to go, both used in it: not kept.
+    c.offer("e", p(20));
+    expect(kept("c", "d", "e")).toEqual([true, true, false]);
+    expect(c.takeDropped()).toEqual(["e"]);
+    // A program over the whole budget is never kept, and pushes nothing out.
+    c.nextRound();
+    c.offer("f", p(101));
+    expect(c.size).toEqual({ programs: 2, bytes: 90 });
+    expect(c.takeDropped()).toEqual(["f"]);
   });
 });
 
@@ -131,6 +150,36 @@ describe("a fit's evaluator with programs kept", () => {
         const other = retimed(spec, k);
         expect(reuse.run(other)).toEqual(new Evaluator(series, 1 << 20, 1).run(other));
       }
+    } finally {
+      reuse.close();
+    }
+  });
+
+  it("with a budget of one channel count's programs: trials of another count push them out (the workers let them go as well), and the times are the same", () => {
+    const series = publishedSeries().filter((s) => s.instance === "trn1").slice(0, 1);
+    const spec = loadDevice("trn1");
+    const channels = (c: number, k: number): DeviceSpec => ({ ...retimed(spec, k), ring: { ...spec.ring, defaultChannels: c } });
+    const sizing = new Evaluator(series, 1 << 18, 1, undefined, undefined, 1 << 30);
+    sizing.run(channels(1, 1));
+    const one = sizing.programs!.size;
+    const reuse = new Evaluator(series, 1 << 18, 2, undefined, undefined, one.bytes);
+    const cache = reuse.programs!;
+    const take = cache.takeDropped.bind(cache);
+    let dropped = 0;
+    cache.takeDropped = () => {
+      const d = take();
+      dropped += d.length;
+      return d;
+    };
+    try {
+      for (const [c, k] of [[1, 1], [2, 0.7], [2, 1.6], [1, 2.2]] as const) {
+        const other = channels(c, k);
+        expect(reuse.run(other)).toEqual(new Evaluator(series, 1 << 18, 1).run(other));
+        // (Each count's programs fill the budget: the last trial's are what is kept.)
+        expect(cache.size.bytes).toBeLessThanOrEqual(one.bytes);
+      }
+      expect(cache.size.programs).toBe(one.programs);
+      expect(dropped).toBeGreaterThanOrEqual(2 * one.programs);
     } finally {
       reuse.close();
     }
