@@ -274,7 +274,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
           lines.push(`wrote ${file}`);
         }
         if (process.stderr.isTTY) err("\n");
-        lines.push(`${inst} fitted on ${mine.map((s) => s.id).join(", ")} (${r.trials} trials, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev.trialMs)}): before ${fmtSummary(r.before)}; after ${fmtSummary(r.after)}`, ...movedLines(r));
+        lines.push(`${inst} fitted on ${mine.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${ev.pointsCompiled} of them compiled, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev.trialMs)}): before ${fmtSummary(r.before)}; after ${fmtSummary(r.after)}`, ...movedLines(r));
         (report[inst] as Record<string, unknown>)["fit"] = { moved: r.moved, before: r.before, after: r.after, trials: r.trials };
       }
       if (o.cv) {

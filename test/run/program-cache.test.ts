@@ -139,6 +139,10 @@ describe("a fit's evaluator with programs kept", () => {
       expect(reuse.run(other)).toEqual(plain);
     }
     expect(reuse.programs!.size.programs).toBeGreaterThan(3);
+    // Three trials ran every point; only the first compiled (what calibrate's fit line counts).
+    const points = reuse.run(retimed(spec, 1)).length;
+    expect(reuse.pointsRun).toBe(3 * points);
+    expect(reuse.pointsCompiled).toBe(points);
   });
 
   it("on kept worker threads: a worker keeps the programs it compiles, the caller's cross to it once after their trial, later trials name them, and the times are the same", () => {
