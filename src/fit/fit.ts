@@ -10,6 +10,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
 import { EncAlgType } from "../ir/enums.ts";
 import { explainScenario } from "../enc/compile.ts";
+import type { Explanation } from "../enc/post.ts";
 import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
 import { revive, WorkerPool } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
@@ -124,7 +125,7 @@ function pointRun(o: OpOutcome): PointRun {
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
  */
-function runPoints(points: readonly { readonly s: Series; readonly bytes: number }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>, counts?: { compiled: number }): ({ run: PointRun } | { error: string })[] {
+function runPoints(points: readonly { readonly s: Series; readonly bytes: number; readonly programKey: string }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>, counts?: { compiled: number }): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
@@ -133,7 +134,7 @@ function runPoints(points: readonly { readonly s: Series; readonly bytes: number
     try {
       const scenario = pointScenario(p.s, p.bytes);
       // A program compiled for an earlier trial runs again; one not yet kept comes back to be.
-      const key = programs ? programKey(scenario, spec, true) : "";
+      const key = programs ? p.programKey : "";
       const program = programs?.get(key);
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
       const full = noFastForward || (program !== undefined && fruitless?.has(key) === true);
@@ -268,15 +269,48 @@ function deviceKey(spec: DeviceSpec, windows: boolean): string {
 }
 
 /**
+ * Families whose composers build no mesh-tape program (src/enc/context.ts's meshProgram: mesh,
+ * UltraServer mesh and RDH build one). collectives.meshFolds sizes a mesh program's engines, and
+ * is read besides only by the mesh gate's step limit, whose verdict the decision holds: a point
+ * whose every op resolves to one of these (a hierarchical op: every stage it selects) runs alike
+ * whatever its meshFolds.
+ */
+const NO_MESH_TAPE: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.KANGARING, EncAlgType.SINGLE_CYCLE_RING];
+
+/**
+ * The fields of `spec` a point's program and run depend on beyond its decision (decisionKey):
+ * not the selection windows (read by the gates alone), not collectives.permuteChannels (read only
+ * to choose a permute's channel count, which the decision holds), and not collectives.meshFolds
+ * where `meshFree`. Two specs alike here, with the same decision, compile a point to the same
+ * bytes (test/fit/keys.test.ts compiles them and compares). For keys only: the fields dropped are missing.
+ */
+export function pointSpec(spec: DeviceSpec, meshFree: boolean): DeviceSpec {
+  const drop = new Set<string>([...WINDOW_FIELDS.map((f) => f.slice("collectives.".length)), "permuteChannels", ...(meshFree ? ["meshFolds"] : [])]);
+  return { ...spec, collectives: Object.fromEntries(Object.entries(spec.collectives).filter(([k]) => !drop.has(k))) as unknown as DeviceSpec["collectives"] };
+}
+
+/**
  * What the gates decide for a point's ops on `spec` (each op's algorithm, its hierarchical stages,
  * its channels, every gate's yes or no): two specs that differ in their windows alone run a point
  * alike when this is the same. A scenario the composer refuses keys by the whole spec.
  */
-function decisionKey(scn: Scenario, spec: DeviceSpec): string {
+export function decisionKey(scn: Scenario, spec: DeviceSpec): { readonly key: string; readonly meshFree: boolean } {
   try {
-    return JSON.stringify(explainScenario(scn, spec).map((e) => [e.resolved.value, e.channels, e.gates.map((g) => (g.verdict.ok ? 1 : 0)).join(""), e.resolved.value === EncAlgType.HIER ? (/Hier algorithm selections[^;]*/.exec(e.gates.find((g) => g.gate === "hierarchical")!.verdict.reason)?.[0] ?? "") : ""]));
+    const ex = explainScenario(scn, spec);
+    const selections = (e: Explanation): string => (e.resolved.value === EncAlgType.HIER ? (/Hier algorithm selections[^;]*/.exec(e.gates.find((g) => g.gate === "hierarchical")!.verdict.reason)?.[0] ?? "") : "");
+    // The families an op's program may compose: its own, or a hierarchical op's stage selections
+    // (alg_intra_allg 3 ...; INVALID where a stage is not used; none read: not known, so not free).
+    const families = (e: Explanation): EncAlgType[] => {
+      if (e.resolved.value !== EncAlgType.HIER) return [e.resolved.value];
+      const algs = [...selections(e).matchAll(/alg_\w+ (\d+)/g)].map((m) => Number(m[1]) as EncAlgType).filter((a) => a !== EncAlgType.INVALID);
+      return algs.length > 0 ? algs : [EncAlgType.HIER];
+    };
+    return {
+      key: JSON.stringify(ex.map((e) => [e.resolved.value, e.channels, e.gates.map((g) => (g.verdict.ok ? 1 : 0)).join(""), selections(e)])),
+      meshFree: ex.every((e) => families(e).every((a) => NO_MESH_TAPE.includes(a))),
+    };
   } catch (e) {
-    if (e instanceof CcsimError) return deviceKey(spec, true);
+    if (e instanceof CcsimError) return { key: deviceKey(spec, true), meshFree: false };
     throw e;
   }
 }
@@ -324,26 +358,35 @@ export class Evaluator {
     this.pool = undefined;
   }
 
-  /** The points of `only` up to maxBytes on `spec`, in order, each with its cache key. */
-  private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: { s: Series; p: Series["points"][number]; bytes: number }[]; keys: string[] } {
+  /**
+   * The points of `only` up to maxBytes on `spec`, in order, each with its cache key: the device
+   * fields it depends on beyond its decision (`pointSpec`), and the decision. Each point's
+   * `programKey` names its compiled program the same way (the run's timing fields aside).
+   */
+  private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: { s: Series; p: Series["points"][number]; bytes: number; programKey: string }[]; keys: string[] } {
     // The fixed costs shift a run exactly: the device's share is simulated with none.
     const device = withLaunch(spec, 0);
-    const base = deviceKey(device, false);
-    const points = only.flatMap((s) => s.points.filter((p) => p.bytes <= this.maxBytes).map((p) => ({ s, p, bytes: p.bytes })));
-    const keys = points.map(({ s, bytes }) => {
-      let scn: Scenario | undefined;
-      try {
-        scn = pointScenario(s, bytes);
-      } catch (e) {
-        if (!(e instanceof CcsimError)) throw e;
-      }
-      return `${base}|${s.id}|${bytes}|${scn ? decisionKey(scn, device) : "unbuilt"}`;
-    });
-    return { device, points, keys };
+    const bases = new Map<boolean, DeviceSpec>();
+    const points = only.flatMap((s) =>
+      s.points
+        .filter((p) => p.bytes <= this.maxBytes)
+        .map((p) => {
+          let scn: Scenario | undefined;
+          try {
+            scn = pointScenario(s, p.bytes);
+          } catch (e) {
+            if (!(e instanceof CcsimError)) throw e;
+          }
+          const decision = scn ? decisionKey(scn, device) : { key: "unbuilt", meshFree: false };
+          const base = bases.get(decision.meshFree) ?? bases.set(decision.meshFree, pointSpec(device, decision.meshFree)).get(decision.meshFree)!;
+          return { s, p, bytes: p.bytes, key: `${deviceKey(base, true)}|${s.id}|${p.bytes}|${decision.key}`, programKey: scn ? `${programKey(scn, base, true)}|${decision.key}` : "" };
+        }),
+    );
+    return { device, points, keys: points.map((x) => x.key) };
   }
 
   /** Run the points of `keys` not cached yet (each key once). */
-  private fill(device: DeviceSpec, points: readonly { s: Series; bytes: number }[], keys: readonly string[]): void {
+  private fill(device: DeviceSpec, points: readonly { s: Series; bytes: number; programKey: string }[], keys: readonly string[]): void {
     const missing = [...new Map(points.map((p, k) => [keys[k]!, p] as const).filter(([key]) => !this.cache.has(key))).entries()];
     if (missing.length === 0) return;
     this.trials++;

@@ -1,0 +1,105 @@
+// A fit's caches key a point by the device fields it depends on beyond what the gates decide
+// (src/fit/fit.ts's pointSpec): two presets alike there, with the same decision, compile the
+// point to the same bytes, so a trial that moves only what a point does not read runs nothing
+// for it (a mesh's engine count for a ring, a permute's channels for an all-reduce).
+import { describe, expect, it } from "vitest";
+import { compileProgram } from "../../src/enc/compile.ts";
+import { CcsimError } from "../../src/ir/errors.ts";
+import type { DeviceSpec } from "../../src/ir/spec.ts";
+import { generateCases, loadPresets } from "../../src/run/conformance.ts";
+import { parseScenario } from "../../src/scenario/index.ts";
+import { decisionKey, Evaluator, pointSpec, WINDOW_FIELDS } from "../../src/fit/fit.ts";
+import { publishedSeries } from "../../src/fit/files.ts";
+import { loadDevice } from "../../src/run/load.ts";
+
+/** Every byte of an image, and the rest of it as JSON. */
+function imageText(p: ReturnType<typeof compileProgram>): string {
+  return JSON.stringify(p.image, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
+}
+
+/** `spec` with the fields pointSpec may leave out moved: the mesh folds, the permute channels, every selection window. */
+function moved(spec: DeviceSpec, k: number): DeviceSpec {
+  const c: Record<string, unknown> = { ...spec.collectives, meshFolds: (spec.collectives.meshFolds % 8) + 1 + k, permuteChannels: ((spec.collectives.permuteChannels ?? spec.ring.defaultChannels) % 3) + 1 };
+  for (const f of WINDOW_FIELDS) {
+    const name = f.slice("collectives.".length);
+    const v = c[name];
+    c[name] = typeof v === "number" ? v * 4 : 1 << 20;
+  }
+  return { ...spec, collectives: c as unknown as DeviceSpec["collectives"] };
+}
+
+const specs = loadPresets();
+const cases = generateCases(41, 48, { maxBytes: 256 << 10, maxCheckedPayload: 0, maxRanks: 32 }, specs);
+
+describe("a point's key in a fit", () => {
+  it("two presets alike in a point's fields, with the same decision, compile it to the same bytes (generated cases)", () => {
+    const seen = { compared: 0, meshFoldsMoved: 0 };
+    for (const c of cases) {
+      const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
+      const spec = specs.get(scn.instance)!;
+      for (const k of [0, 1]) {
+        const other = moved(spec, k);
+        const a = decisionKey(scn, spec);
+        const b = decisionKey(scn, other);
+        if (a.key !== b.key || a.meshFree !== b.meshFree) continue;
+        if (JSON.stringify(pointSpec(spec, a.meshFree)) !== JSON.stringify(pointSpec(other, a.meshFree))) continue;
+        let x: ReturnType<typeof compileProgram>;
+        try {
+          x = compileProgram(scn, spec, scn.ops.map((_, i) => i));
+        } catch (e) {
+          if (e instanceof CcsimError) continue;
+          throw e;
+        }
+        expect(imageText(compileProgram(scn, other, scn.ops.map((_, i) => i))), `case ${c.id}: ${c.label}`).toBe(imageText(x));
+        seen.compared++;
+        if (a.meshFree) seen.meshFoldsMoved++;
+      }
+    }
+    // (Not vacuous: rings compared with their mesh folds moved.)
+    expect(seen.meshFoldsMoved).toBeGreaterThanOrEqual(10);
+  });
+
+  it.each([
+    ["the older runtime's two-node all-reduce: kangaring, single-cycle ring, kangaring", "trn1-legacy", { ranks: 64, ranksPerDevice: 2, nodes: 2 }, true],
+    ["hierarchical with a mesh in each node", "trn2-ultraserver", { ranks: 64, ranksPerDevice: 4, nodes: 8, algorithm: "hier", hierarchical: { intra: "mesh", inter: "single-cycle-ring" } }, false],
+  ] as const)("a hierarchical op is free of the mesh folds only where every stage it selects is: %s", (_name, instance, shape, free) => {
+    const spec = loadDevice(instance);
+    // (At 1 MiB the older runtime's intra stages are kangaring; at 64 KiB, mesh.)
+    const scn = parseScenario("h.json", { name: "h", instance, check: "none", ...shape, ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
+    const d = decisionKey(scn, spec);
+    expect(d.key).toContain("Hier algorithm selections");
+    expect(d.meshFree).toBe(free);
+    if (!free) return;
+    const other = { ...spec, collectives: { ...spec.collectives, meshFolds: spec.collectives.meshFolds + 3 } };
+    expect(decisionKey(scn, other)).toEqual(d);
+    expect(imageText(compileProgram(scn, other, [0]))).toBe(imageText(compileProgram(scn, spec, [0])));
+  });
+
+  it("a permute's channels are in its decision: moved, they key it apart; with the channels the scenario sets, the same bytes", () => {
+    const spec = loadDevice("trn1");
+    const json = { name: "p", instance: "trn1", ranks: 8, check: "none", ops: [{ op: "permute", bytes: 65536, dtype: "fp32", pairs: [[0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]] }] };
+    const a = { ...spec, collectives: { ...spec.collectives, permuteChannels: 1 } };
+    const b = { ...spec, collectives: { ...spec.collectives, permuteChannels: 3 } };
+    const free = parseScenario("p.json", json);
+    expect(decisionKey(free, a).key).not.toBe(decisionKey(free, b).key);
+    const set = parseScenario("p.json", { ...json, channels: 2 });
+    expect(decisionKey(set, a)).toEqual(decisionKey(set, b));
+    expect(JSON.stringify(pointSpec(a, true))).toBe(JSON.stringify(pointSpec(b, true)));
+    expect(imageText(compileProgram(set, b, [0]))).toBe(imageText(compileProgram(set, a, [0])));
+  });
+
+  it("a trial that moves only the mesh folds runs the mesh points alone, with the times a fresh evaluator gives", () => {
+    const series = publishedSeries().filter((s) => s.id === "older-trn1-r2-allr-fp32" || s.id === "older-trn1-r32-allg-fp32");
+    const spec = loadDevice("trn1-legacy");
+    const ev = new Evaluator(series, 1 << 20, 1, undefined, undefined, 1 << 30);
+    const first = ev.run(spec);
+    const other = { ...spec, collectives: { ...spec.collectives, meshFolds: spec.collectives.meshFolds + 1 } };
+    const ran = ev.pointsRun;
+    const again = ev.run(other);
+    const mesh = again.filter((e) => e.run?.algorithm === "mesh").length;
+    expect(mesh).toBeGreaterThan(0);
+    expect(mesh).toBeLessThan(first.length);
+    expect(ev.pointsRun - ran).toBe(mesh);
+    expect(again).toEqual(new Evaluator(series, 1 << 20, 1).run(other));
+  });
+});
