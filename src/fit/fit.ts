@@ -279,14 +279,15 @@ const NO_MESH_TAPE: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.KANGARI
 
 /**
  * The fields of `spec` a point's program and run depend on beyond its decision (decisionKey):
- * not the selection windows (read by the gates alone), not collectives.permuteChannels (read only
- * to choose a permute's channel count, which the decision holds), and not collectives.meshFolds
- * where `meshFree`. Two specs alike here, with the same decision, compile a point to the same
+ * not the selection windows (read by the gates alone), not ring.defaultChannels nor
+ * collectives.permuteChannels (read only to choose the channel count, which the decision holds),
+ * and not collectives.meshFolds where `meshFree`. Two specs alike here, with the same decision, compile a point to the same
  * bytes (test/fit/keys.test.ts compiles them and compares). For keys only: the fields dropped are missing.
  */
 export function pointSpec(spec: DeviceSpec, meshFree: boolean): DeviceSpec {
   const drop = new Set<string>([...WINDOW_FIELDS.map((f) => f.slice("collectives.".length)), "permuteChannels", ...(meshFree ? ["meshFolds"] : [])]);
-  return { ...spec, collectives: Object.fromEntries(Object.entries(spec.collectives).filter(([k]) => !drop.has(k))) as unknown as DeviceSpec["collectives"] };
+  const { defaultChannels: _channels, ...ring } = spec.ring;
+  return { ...spec, ring: ring as DeviceSpec["ring"], collectives: Object.fromEntries(Object.entries(spec.collectives).filter(([k]) => !drop.has(k))) as unknown as DeviceSpec["collectives"] };
 }
 
 /**
