@@ -281,13 +281,14 @@ const NO_MESH_TAPE: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.KANGARI
  * The fields of `spec` a point's program and run depend on beyond its decision (decisionKey):
  * not the selection windows (read by the gates alone), not ring.defaultChannels nor
  * collectives.permuteChannels (read only to choose the channel count, which the decision holds),
- * and not collectives.meshFolds where `meshFree`. Two specs alike here, with the same decision, compile a point to the same
+ * not collectives.meshFolds where `meshFree`, and not the network section where `oneNode` (a
+ * point on one node sends nothing over it). Two specs alike here, with the same decision, compile a point to the same
  * bytes (test/fit/keys.test.ts compiles them and compares). For keys only: the fields dropped are missing.
  */
-export function pointSpec(spec: DeviceSpec, meshFree: boolean): DeviceSpec {
+export function pointSpec(spec: DeviceSpec, meshFree: boolean, oneNode: boolean): DeviceSpec {
   const drop = new Set<string>([...WINDOW_FIELDS.map((f) => f.slice("collectives.".length)), "permuteChannels", ...(meshFree ? ["meshFolds"] : [])]);
   const { defaultChannels: _channels, ...ring } = spec.ring;
-  return { ...spec, ring: ring as DeviceSpec["ring"], collectives: Object.fromEntries(Object.entries(spec.collectives).filter(([k]) => !drop.has(k))) as unknown as DeviceSpec["collectives"] };
+  return { ...spec, ring: ring as DeviceSpec["ring"], collectives: Object.fromEntries(Object.entries(spec.collectives).filter(([k]) => !drop.has(k))) as unknown as DeviceSpec["collectives"], ...(oneNode ? { network: undefined } : {}) };
 }
 
 /**
@@ -367,7 +368,7 @@ export class Evaluator {
   private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: { s: Series; p: Series["points"][number]; bytes: number; programKey: string }[]; keys: string[] } {
     // The fixed costs shift a run exactly: the device's share is simulated with none.
     const device = withLaunch(spec, 0);
-    const bases = new Map<boolean, DeviceSpec>();
+    const bases = new Map<string, DeviceSpec>();
     const points = only.flatMap((s) =>
       s.points
         .filter((p) => p.bytes <= this.maxBytes)
@@ -379,7 +380,9 @@ export class Evaluator {
             if (!(e instanceof CcsimError)) throw e;
           }
           const decision = scn ? decisionKey(scn, device) : { key: "unbuilt", meshFree: false };
-          const base = bases.get(decision.meshFree) ?? bases.set(decision.meshFree, pointSpec(device, decision.meshFree)).get(decision.meshFree)!;
+          const oneNode = scn?.nodes === 1;
+          const shape = `${decision.meshFree}/${oneNode}`;
+          const base = bases.get(shape) ?? bases.set(shape, pointSpec(device, decision.meshFree, oneNode)).get(shape)!;
           return { s, p, bytes: p.bytes, key: `${deviceKey(base, true)}|${s.id}|${p.bytes}|${decision.key}`, programKey: scn ? `${programKey(scn, base, true)}|${decision.key}` : "" };
         }),
     );

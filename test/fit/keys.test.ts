@@ -11,6 +11,7 @@ import { parseScenario } from "../../src/scenario/index.ts";
 import { decisionKey, Evaluator, pointSpec, WINDOW_FIELDS } from "../../src/fit/fit.ts";
 import { publishedSeries } from "../../src/fit/files.ts";
 import { loadDevice } from "../../src/run/load.ts";
+import { simulate } from "../../sim/index.ts";
 
 /** Every byte of an image, and the rest of it as JSON. */
 function imageText(p: ReturnType<typeof compileProgram>): string {
@@ -26,7 +27,9 @@ function moved(spec: DeviceSpec, k: number): DeviceSpec {
     c[name] = typeof v === "number" ? v * 4 : 1 << 20;
   }
   // (The channel count moved on the second variation only: it changes most points' decisions.)
-  return { ...spec, ring: { ...spec.ring, defaultChannels: spec.ring.defaultChannels + k }, collectives: c as unknown as DeviceSpec["collectives"] };
+  // (And, on the second too, the network where there is one: a point on one node keys without it.)
+  const network = k >= 1 && spec.network && { ...spec.network, bytesPerSecond: spec.network.bytesPerSecond * 3, latencyPs: spec.network.latencyPs * 2 + 1, messageCostPs: spec.network.messageCostPs + 12345, bufferSlots: spec.network.bufferSlots + 1 };
+  return { ...spec, ring: { ...spec.ring, defaultChannels: spec.ring.defaultChannels + k }, collectives: c as unknown as DeviceSpec["collectives"], ...(network ? { network } : {}) };
 }
 
 const specs = loadPresets();
@@ -34,16 +37,17 @@ const cases = generateCases(41, 48, { maxBytes: 256 << 10, maxCheckedPayload: 0,
 
 describe("a point's key in a fit", () => {
   it("two presets alike in a point's fields, with the same decision, compile it to the same bytes (generated cases)", () => {
-    const seen = { compared: 0, meshFoldsMoved: 0 };
+    const seen = { compared: 0, meshFoldsMoved: 0, networkMoved: 0 };
     for (const c of cases) {
       const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
       const spec = specs.get(scn.instance)!;
-      for (const k of [0, 1]) {
-        const other = moved(spec, k);
+      for (const k of [0, 1, 2]) {
+        // (The third: the network alone.)
+        const other = k === 2 ? { ...spec, network: moved(spec, 2).network } : moved(spec, k);
         const a = decisionKey(scn, spec);
         const b = decisionKey(scn, other);
         if (a.key !== b.key || a.meshFree !== b.meshFree) continue;
-        if (JSON.stringify(pointSpec(spec, a.meshFree)) !== JSON.stringify(pointSpec(other, a.meshFree))) continue;
+        if (JSON.stringify(pointSpec(spec, a.meshFree, scn.nodes === 1)) !== JSON.stringify(pointSpec(other, a.meshFree, scn.nodes === 1))) continue;
         let x: ReturnType<typeof compileProgram>;
         try {
           x = compileProgram(scn, spec, scn.ops.map((_, i) => i));
@@ -53,11 +57,18 @@ describe("a point's key in a fit", () => {
         }
         expect(imageText(compileProgram(scn, other, scn.ops.map((_, i) => i))), `case ${c.id}: ${c.label}`).toBe(imageText(x));
         seen.compared++;
-        if (a.meshFree) seen.meshFoldsMoved++;
+        // (The run too, where the network moved: on one node it carries nothing.)
+        if (spec.network && scn.nodes === 1) {
+          const times = (s: DeviceSpec) => simulate(s, compileProgram(scn, s, scn.ops.map((_, i) => i)).image, { storePayload: false }).opEndPs;
+          expect(times(other), `case ${c.id}: ${c.label}`).toEqual(times(spec));
+          seen.networkMoved++;
+        }
+        if (a.meshFree && k !== 2) seen.meshFoldsMoved++;
       }
     }
-    // (Not vacuous: rings compared with their mesh folds moved.)
+    // (Not vacuous: rings compared with their mesh folds moved, and one-node runs with their network.)
     expect(seen.meshFoldsMoved).toBeGreaterThanOrEqual(10);
+    expect(seen.networkMoved).toBeGreaterThanOrEqual(10);
   });
 
   it.each([
@@ -87,11 +98,11 @@ describe("a point's key in a fit", () => {
     expect(decisionKey(free, a).key).not.toBe(decisionKey(free, b).key);
     const set = parseScenario("p.json", { ...json, channels: 2 });
     expect(decisionKey(set, a)).toEqual(decisionKey(set, b));
-    expect(JSON.stringify(pointSpec(a, true))).toBe(JSON.stringify(pointSpec(b, true)));
+    expect(JSON.stringify(pointSpec(a, true, true))).toBe(JSON.stringify(pointSpec(b, true, true)));
     expect(imageText(compileProgram(set, b, [0]))).toBe(imageText(compileProgram(set, a, [0])));
   });
 
-  it("a trial that moves only the mesh folds runs the mesh points alone, with the times a fresh evaluator gives", () => {
+  it("a trial that moves only the mesh folds runs the mesh points alone, with the times a fresh evaluator gives; one that moves the network runs no point on one node", () => {
     const series = publishedSeries().filter((s) => s.id === "older-trn1-r2-allr-fp32" || s.id === "older-trn1-r32-allg-fp32");
     const spec = loadDevice("trn1-legacy");
     const ev = new Evaluator(series, 1 << 20, 1, undefined, undefined, 1 << 30);
@@ -104,5 +115,10 @@ describe("a point's key in a fit", () => {
     expect(mesh).toBeLessThan(first.length);
     expect(ev.pointsRun - ran).toBe(mesh);
     expect(again).toEqual(new Evaluator(series, 1 << 20, 1).run(other));
+    // Both series run on one node: a trial that moves the network runs nothing.
+    const net = { ...other, network: { ...other.network!, bytesPerSecond: other.network!.bytesPerSecond * 2, messageCostPs: other.network!.messageCostPs + 1 } };
+    const before = ev.pointsRun;
+    expect(ev.run(net)).toEqual(again);
+    expect(ev.pointsRun).toBe(before);
   });
 });
