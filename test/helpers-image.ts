@@ -1,4 +1,5 @@
-// Tampering with emitted program images, to show the simulator catches broken programs.
+// Tampering with emitted program images, to show the simulator catches broken programs; and an
+// image as text, to compare two compiles byte for byte.
 import { decodeAddress, semaAddr } from "../src/encd/address.ts";
 import type { ProgramImage } from "../src/encd/program.ts";
 import { DESC_BYTES, decodeRx } from "../src/encd/udma.ts";
@@ -128,4 +129,9 @@ export function dropMeshWait(image: ProgramImage, device: number, nth: number): 
     }
   }
   throw new Error("no waiting mesh event found");
+}
+
+/** Every byte of an image, and the rest of it as JSON (two compiles compared whole). */
+export function imageText(p: { readonly image: ProgramImage }): string {
+  return JSON.stringify(p.image, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
 }

@@ -3,6 +3,7 @@
 // point to the same bytes, so a trial that moves only what a point does not read runs nothing
 // for it (a mesh's engine count for a ring, a permute's channels for an all-reduce).
 import { describe, expect, it } from "vitest";
+import { imageText } from "../helpers-image.ts";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
 import type { DeviceSpec } from "../../src/ir/spec.ts";
@@ -13,10 +14,6 @@ import { publishedSeries } from "../../src/fit/files.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { simulate } from "../../sim/index.ts";
 
-/** Every byte of an image, and the rest of it as JSON. */
-function imageText(p: ReturnType<typeof compileProgram>): string {
-  return JSON.stringify(p.image, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
-}
 
 /** `spec` with the fields pointSpec may leave out moved: the mesh folds, the channels, the permute channels, every selection window. */
 function moved(spec: DeviceSpec, k: number): DeviceSpec {

@@ -1,6 +1,7 @@
 // Trials without recompiling: the composer reads no timing field of the preset, and a program kept
 // from one run runs again under other timing exactly as a program compiled for that timing does.
 import { describe, expect, it } from "vitest";
+import { imageText } from "../helpers-image.ts";
 import pino from "pino";
 import { compileProgram } from "../../src/enc/compile.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
@@ -29,10 +30,6 @@ function retimed(spec: DeviceSpec, k: number): DeviceSpec {
   return out as unknown as DeviceSpec;
 }
 
-/** Every byte of an image, and the rest of it as JSON. */
-function imageText(p: ReturnType<typeof compileProgram>): string {
-  return JSON.stringify(p.image, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
-}
 
 const specs = loadPresets();
 const cases = generateCases(31, 24, { maxBytes: 256 << 10, maxCheckedPayload: 0, maxRanks: 32 }, specs);
