@@ -282,8 +282,9 @@ const NO_MESH_TAPE: readonly EncAlgType[] = [EncAlgType.RING, EncAlgType.KANGARI
  * not the selection windows (read by the gates alone), not ring.defaultChannels nor
  * collectives.permuteChannels (read only to choose the channel count, which the decision holds),
  * not collectives.meshFolds where `meshFree`, and not the network section where `oneNode` (a
- * point on one node sends nothing over it). Two specs alike here, with the same decision, compile a point to the same
- * bytes (test/fit/keys.test.ts compiles them and compares). For keys only: the fields dropped are missing.
+ * point on one node sends nothing over it). Two specs alike here, with the same decision, compile
+ * a point to the same bytes and run it to the same times (test/fit/keys.test.ts compiles them and
+ * compares). For keys only: the fields left out are missing.
  */
 export function pointSpec(spec: DeviceSpec, meshFree: boolean, oneNode: boolean): DeviceSpec {
   const drop = new Set<string>([...WINDOW_FIELDS.map((f) => f.slice("collectives.".length)), "permuteChannels", ...(meshFree ? ["meshFolds"] : [])]);
@@ -293,8 +294,9 @@ export function pointSpec(spec: DeviceSpec, meshFree: boolean, oneNode: boolean)
 
 /**
  * What the gates decide for a point's ops on `spec` (each op's algorithm, its hierarchical stages,
- * its channels, every gate's yes or no): two specs that differ in their windows alone run a point
- * alike when this is the same. A scenario the composer refuses keys by the whole spec.
+ * its channels, every gate's yes or no), and whether no stage builds a mesh program: two specs
+ * alike in `pointSpec` run a point alike when this is the same. A scenario the composer refuses
+ * keys by the whole spec.
  */
 export function decisionKey(scn: Scenario, spec: DeviceSpec): { readonly key: string; readonly meshFree: boolean } {
   try {
