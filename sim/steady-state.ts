@@ -69,7 +69,7 @@ const ROUND_UNITS = 1 << 13;
 /** Numbers of state read per event run, at most, before marks are looked at less often (up to every MAX_EVERY-th). */
 const READ_PER_EVENT = 4;
 /** Events run after which a run that has skipped fewer than it ran stops looking. */
-const GIVE_UP_EVENTS = Number(process.env.GIVEUP ?? 1 << 20);
+const GIVE_UP_EVENTS = 1 << 20;
 /** Marks looked at without comparing, at most, after fruitless comparisons. */
 const MAX_BACKOFF = 64;
 const MAX_EVERY = 1024;
