@@ -125,16 +125,28 @@ function pointRun(o: OpOutcome): PointRun {
  * Every point of a trial: on this thread and `jobs` - 1 worker threads (the sweep's own task,
  * biggest first, the workers started once the points left would take a second), in order.
  */
-function runPoints(points: readonly { readonly s: Series; readonly bytes: number; readonly programKey: string }[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>, counts?: { compiled: number }): ({ run: PointRun } | { error: string })[] {
+/** A point as a trial runs it: its series and size, its scenario (absent where it does not build), and what it is keyed by (Evaluator.keyed). */
+interface TrialPoint {
+  readonly s: Series;
+  readonly bytes: number;
+  readonly scn: Scenario | undefined;
+  /** The device fields it depends on beyond its decision (`pointSpec`), and the decision. */
+  readonly base: DeviceSpec;
+  readonly decision: string;
+}
+
+function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>, counts?: { compiled: number }): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
   const keys: string[] = [];
   points.forEach((p, k) => {
     try {
-      const scenario = pointScenario(p.s, p.bytes);
-      // A program compiled for an earlier trial runs again; one not yet kept comes back to be.
-      const key = programs ? p.programKey : "";
+      // (A point that does not build says why here.)
+      const scenario = p.scn ?? pointScenario(p.s, p.bytes);
+      // A program compiled for an earlier trial runs again; one not yet kept comes back to be. It
+      // is named the way the point is keyed (the run's timing fields aside).
+      const key = programs ? `${programKey(scenario, p.base, true)}|${p.decision}` : "";
       const program = programs?.get(key);
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
       const full = noFastForward || (program !== undefined && fruitless?.has(key) === true);
@@ -364,13 +376,23 @@ export class Evaluator {
 
   /**
    * The points of `only` up to maxBytes on `spec`, in order, each with its cache key: the device
-   * fields it depends on beyond its decision (`pointSpec`), and the decision. Each point's
-   * `programKey` names its compiled program the same way (the run's timing fields aside).
+   * fields it depends on beyond its decision (`pointSpec`), and the decision.
    */
-  private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: { s: Series; p: Series["points"][number]; bytes: number; programKey: string }[]; keys: string[] } {
+  private keyed(spec: DeviceSpec, only: readonly Series[]): { device: DeviceSpec; points: (TrialPoint & { p: Series["points"][number] })[]; keys: string[] } {
     // The fixed costs shift a run exactly: the device's share is simulated with none.
     const device = withLaunch(spec, 0);
-    const bases = new Map<string, DeviceSpec>();
+    // (A few shapes of the device a trial: each made and written out once.)
+    const bases = new Map<string, { spec: DeviceSpec; key: string }>();
+    const baseOf = (meshFree: boolean, oneNode: boolean): { spec: DeviceSpec; key: string } => {
+      const shape = `${meshFree}/${oneNode}`;
+      let b = bases.get(shape);
+      if (!b) {
+        const base = pointSpec(device, meshFree, oneNode);
+        bases.set(shape, (b = { spec: base, key: deviceKey(base, true) }));
+      }
+      return b;
+    };
+    const keys: string[] = [];
     const points = only.flatMap((s) =>
       s.points
         .filter((p) => p.bytes <= this.maxBytes)
@@ -382,17 +404,16 @@ export class Evaluator {
             if (!(e instanceof CcsimError)) throw e;
           }
           const decision = scn ? decisionKey(scn, device) : { key: "unbuilt", meshFree: false };
-          const oneNode = scn?.nodes === 1;
-          const shape = `${decision.meshFree}/${oneNode}`;
-          const base = bases.get(shape) ?? bases.set(shape, pointSpec(device, decision.meshFree, oneNode)).get(shape)!;
-          return { s, p, bytes: p.bytes, key: `${deviceKey(base, true)}|${s.id}|${p.bytes}|${decision.key}`, programKey: scn ? `${programKey(scn, base, true)}|${decision.key}` : "" };
+          const base = baseOf(decision.meshFree, scn?.nodes === 1);
+          keys.push(`${base.key}|${s.id}|${p.bytes}|${decision.key}`);
+          return { s, p, bytes: p.bytes, scn, base: base.spec, decision: decision.key };
         }),
     );
-    return { device, points, keys: points.map((x) => x.key) };
+    return { device, points, keys };
   }
 
   /** Run the points of `keys` not cached yet (each key once). */
-  private fill(device: DeviceSpec, points: readonly { s: Series; bytes: number; programKey: string }[], keys: readonly string[]): void {
+  private fill(device: DeviceSpec, points: readonly TrialPoint[], keys: readonly string[]): void {
     const missing = [...new Map(points.map((p, k) => [keys[k]!, p] as const).filter(([key]) => !this.cache.has(key))).entries()];
     if (missing.length === 0) return;
     this.trials++;
