@@ -64,10 +64,11 @@ describe("bin/run.mjs", () => {
     expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
     const run = (cli: string, args: string[]) => spawnSync(process.execPath, [join(out, "src/cli", cli), ...args], { encoding: "utf8" });
 
-    // 16 ranks at 128 MiB move 2 GiB: the sweep's worker threads start at once. (A worker that could
-    // not load its task module would leave every point to this thread, the same output: the probe
-    // below loads the module the compiled sweep names, in a worker, as they do.)
-    const sweep = ["allr", "-r", "16", "-b", "128M", "-e", "256M", "-d", "fp32", "--check", "none", "-j", "2"];
+    // 16 ranks at 128 MiB move 2 GiB: the sweep's worker threads start at once (two points, one for
+    // each thread). (A worker that could not load its task module would leave every point to this
+    // thread, the same output: the probe below loads the module the compiled sweep names, in a
+    // worker, as they do.)
+    const sweep = ["allr", "-r", "16", "-b", "64M", "-e", "128M", "-d", "fp32", "--check", "none", "-j", "2"];
     const compiled = run("nccom.js", sweep);
     expect(compiled.status, compiled.stderr).toBe(0);
     let here = "";
