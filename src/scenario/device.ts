@@ -20,6 +20,8 @@ export const MAX_COST_PS = 1_000_000_000;
 export const MAX_HOST_COST_PS = 10_000_000_000;
 /** Receive slots of a ring channel: at least three (see the ring section's check). */
 export const MIN_RING_SLOTS = 3;
+/** Receive slots of a network hop, at most: a step's drain target is an 8-bit field. */
+const MAX_NETWORK_SLOTS = 255;
 /** A ring chunk: at most 1 GiB (a chunk times ranks, channels and slots stays an exact integer). */
 export const MAX_CHUNK_BYTES = 2 ** 30;
 /** The algorithms' size windows, per rank: at most 1 TiB. */
@@ -100,7 +102,14 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
     k === "bufferSlots" && typeof f.value === "number" && f.value < MIN_RING_SLOTS ? f.fail("SCN1005", `must be at least ${MIN_RING_SLOTS}: a ring step sends both halves of its first piece before it receives and returns a credit only with its next send, so with ${f.value} slot(s) every rank of a ring waits for a credit no rank can return (the program deadlocks)`) :
     k === "foldN" ? f.int(1, 4) : k === "bufferSlots" ? f.int(2, 64) : k === "defaultChannels" ? f.int(1, 32) : f.int(64, MAX_CHUNK_BYTES),
   );
-  const network = r.has("network") ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) => (k === "bufferSlots" ? f.int(2, 256) : k === "nicPerDevice" ? f.int(0, 1) : k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS))) : undefined;
+  // A ring step that crosses the network drains the hop's credits (all of its receive slots home)
+  // before it issues, and its spad_slot_entry holds that count in 8 bits: 255 slots at most.
+  const network = r.has("network")
+    ? section("network", ["bytesPerSecond", "latencyPs", "messageCostPs", "bufferSlots", "nicPerDevice"] as const, (k, f) =>
+        k === "bufferSlots" && typeof f.value === "number" && f.value > MAX_NETWORK_SLOTS ? f.fail("SCN1005", `must be at most ${MAX_NETWORK_SLOTS}: a ring step across the network waits for all of the hop's slots to be free again, and its step entry (spad_slot_entry.drain_target) holds that count in 8 bits`) :
+        k === "bufferSlots" ? f.int(2, MAX_NETWORK_SLOTS) : k === "nicPerDevice" ? f.int(0, 1) : k === "bytesPerSecond" ? rate(f) : f.int(0, MAX_COST_PS),
+      )
+    : undefined;
   const collectives = parseCollectives(r.get("collectives"));
   const host = parseHost(r, numbers);
   numbers.push(...COLLECTIVE_KEYS.map((k) => `collectives.${k}`));
