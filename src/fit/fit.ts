@@ -135,7 +135,13 @@ interface TrialPoint {
   readonly decision: string;
 }
 
-function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, fruitless?: Set<string>, counts?: { compiled: number }): ({ run: PointRun } | { error: string })[] {
+/** What a trial's runs tell the next trials of the same programs: which found no period to skip, and how long each ran. */
+interface RunMemory {
+  readonly fruitless: Set<string>;
+  readonly lastMs: Map<string, number>;
+}
+
+function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number, programs?: ProgramCache, pool?: WorkerPool, noFastForward = false, memory?: RunMemory, counts?: { compiled: number }): ({ run: PointRun } | { error: string })[] {
   const out: ({ run: PointRun } | { error: string } | undefined)[] = new Array(points.length);
   const inputs: SweepTask[] = [];
   const at: number[] = [];
@@ -149,7 +155,7 @@ function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number
       const key = programs ? `${programKey(scenario, p.base, true)}|${p.decision}` : "";
       const program = programs?.get(key);
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
-      const full = noFastForward || (program !== undefined && fruitless?.has(key) === true);
+      const full = noFastForward || (program !== undefined && memory?.fruitless.has(key) === true);
       if (counts && !program) counts.compiled++;
       inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true, programKey: key } : {}) });
       at.push(k);
@@ -159,11 +165,17 @@ function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number
       out[k] = { error: e.render() };
     }
   });
-  const results = runTasks(inputs, jobs, pool);
+  // Once every point has run before, the longest first by their last runs: bytes x ranks put a
+  // 64-rank mesh of a few bytes (a tenth of a second) after two-rank points of megabytes (a
+  // millisecond), and a thread could be left alone with the meshes at a trial's end.
+  const lastMs = memory && programs ? keys.map((key) => memory.lastMs.get(key)) : [];
+  const cost = lastMs.length > 0 && lastMs.every((ms) => ms !== undefined) ? (lastMs as number[]) : undefined;
+  const results = runTasks(inputs, jobs, pool, cost);
   results.forEach((r, i) => {
     const k = at[i]!;
     if (r.kind === "done" && r.program) programs!.offer(keys[i]!, r.program);
-    if (r.kind === "done" && programs && r.outcome.steady?.periods === 0) fruitless?.add(keys[i]!);
+    if (r.kind === "done" && programs && r.outcome.steady?.periods === 0) memory?.fruitless.add(keys[i]!);
+    if (r.kind === "done" && programs) memory?.lastMs.set(keys[i]!, r.outcome.wallMs);
     if (r.kind === "done") out[k] = { run: pointRun(r.outcome) };
     else if (r.kind === "hang") out[k] = { error: `${points[k]!.s.id} hung at ${points[k]!.bytes} B` };
     else out[k] = { error: (revive(r.error) as CcsimError).render() };
@@ -364,8 +376,8 @@ export class Evaluator {
   }
   /** Programs kept for the next trials (trials without recompiling). */
   readonly programs: ProgramCache | undefined;
-  /** Kept programs whose run skipped no period: the next trials run them without looking. */
-  private readonly fruitless = new Set<string>();
+  /** Kept programs whose run skipped no period (the next trials run them without looking), and each point's last run time. */
+  private readonly memory: RunMemory = { fruitless: new Set(), lastMs: new Map() };
   private pool: WorkerPool | undefined;
 
   /** Stop the worker threads kept for the trials (the programs stay). */
@@ -423,7 +435,7 @@ export class Evaluator {
     this.programs?.nextRound();
     const t0 = performance.now();
     const counts = { compiled: 0 };
-    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward, this.fruitless, counts);
+    const runs = runPoints(missing.map(([, p]) => p), device, this.jobs, this.programs, this.pool, this.noFastForward, this.memory, counts);
     this.pointsCompiled += counts.compiled;
     // (Programs the cache let go of for newer ones: the kept workers let them go too.)
     const dropped = this.programs?.takeDropped() ?? [];

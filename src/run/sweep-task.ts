@@ -134,12 +134,13 @@ const SELF = import.meta.url;
 
 /**
  * Every task, in order: on this thread and up to `jobs` - 1 worker threads, biggest first (bytes
- * x ranks), the workers started as `startWorkers` says (or kept in `pool`, started once).
+ * x ranks, or `cost`: what each is known to take, a kept program's last run), the workers started
+ * as `startWorkers` says (or kept in `pool`, started once).
  */
-export function runTasks(inputs: readonly SweepTask[], jobs: number, pool?: WorkerPool): SweepTaskResult[] {
+export function runTasks(inputs: readonly SweepTask[], jobs: number, pool?: WorkerPool, cost?: readonly number[]): SweepTaskResult[] {
   const work = inputs.map((t) => t.scenario.ops[0]!.bytes * t.scenario.ranks);
   if (jobs <= 1 || inputs.length < 2) return inputs.map((t) => task(t));
-  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(work), startWhen: startWorkers(work), ...(pool ? { pool, lighten, keeps, share } : {}) });
+  return runParallel<SweepTask, SweepTaskResult>(SELF, inputs, jobs, { local: task, order: biggestFirst(cost ?? work), startWhen: startWorkers(work), ...(pool ? { pool, lighten, keeps, share } : {}) });
 }
 
 /**
