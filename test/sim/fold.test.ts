@@ -125,8 +125,10 @@ describe("folding alike pods", () => {
     expect(refused).toBeGreaterThanOrEqual(1);
   }, 240_000);
 
-  it("the bench's shape (hierarchical: kangaring, inter-node RDH, kangaring) folds, exactly", () => {
-    const out = both({ instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 4, algorithm: "hier", op: "all-reduce", kib: 512 });
+  it("a hierarchical all-reduce of full trn1 nodes (kangaring, single-cycle ring across the nodes, kangaring) folds, exactly", () => {
+    // (128 KiB a rank: the stages of 512 KiB, in half the time.)
+    const out = both({ instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 4, algorithm: "hier", op: "all-reduce", kib: 128 });
+    expect(out?.folded).toBeDefined();
     expect(out?.folded).toBe(out?.full);
   });
 
