@@ -8,7 +8,8 @@
 // keeps at most AHEAD descriptors (16 MiB) unread, or two batches where one step holds more, so
 // memory stays proportional to what is in flight. A batch's buffer, once read, goes back to the
 // worker to be filled again: fresh memory costs its first touch page by page (ring8's 1 GiB
-// all-reduce posted 127 buffers of 1 MiB; reused, 1.62-1.77 -> 1.53-1.56 s).
+// all-reduce posts about 127 batches of 1 MiB; five runs each, alternating: 1.51-1.90 s, median
+// 1.60, with a fresh buffer a batch; 1.50-1.55 s, median 1.50, with them reused).
 import { availableParallelism } from "node:os";
 import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from "node:worker_threads";
 import { countUnits, streamPass, type CountJob, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
