@@ -50,6 +50,8 @@ interface Batch {
   readonly bytes: Uint8Array;
   readonly done: boolean;
   readonly hashes?: readonly (readonly [string, string])[];
+  /** The last batch: buffers the worker made for the pass (the others were ones the run gave back). */
+  readonly buffers?: number;
   readonly error?: ErrorData;
 }
 
@@ -78,12 +80,12 @@ export const SPLIT_MIN_PODS = 8;
  * cores), and the program has at least `minDescriptors` descriptors. The worker is taken (one kept
  * from an earlier run, or started) before the counting pass when the ops look big enough (a start
  * overlaps the count), and handed back if the count says otherwise. One runner serves one compile;
- * `threads.started` counts the threads it took.
+ * `threads.started` counts the threads it took, `threads.buffers` the batch buffers they made.
  */
-export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: ThreadFeedOptions = {}): FeedRunner & { readonly threads: { started: number; used: number; split: number } } {
+export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: ThreadFeedOptions = {}): FeedRunner & { readonly threads: { started: number; used: number; split: number; buffers: number } } {
   let booted: Thread | undefined;
   const usable = () => isMainThread && availableParallelism() >= 2;
-  const threads = { started: 0, used: 0, split: 0 };
+  const threads = { started: 0, used: 0, split: 0, buffers: 0 };
   const start = (): Thread => {
     threads.started++;
     return boot(opts.entry ?? "serveFeed", opts.kept ?? true);
@@ -133,7 +135,7 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
         return undefined;
       }
       threads.used++;
-      return attach(t ?? start(), job, stores, opts.composeWhileStarting ?? true, opts.stallMs ?? STALL_MS);
+      return attach(t ?? start(), job, stores, opts.composeWhileStarting ?? true, opts.stallMs ?? STALL_MS, (n) => (threads.buffers += n));
     },
   };
 }
@@ -244,7 +246,7 @@ function spawn(entry: string): { readonly worker: Worker; readonly control: Mess
  * the composition's, so the rings get the same bytes. (`composeWhileStarting` false: the thread's
  * batches from the first on.)
  */
-function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, composeWhileStarting: boolean, stallMs: number): FeedSource {
+function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, composeWhileStarting: boolean, stallMs: number, made: (buffers: number) => void): FeedSource {
   const { port, ctrl } = t;
   const rings = job.keys.map((k) => {
     const s = stores.get(k);
@@ -275,6 +277,7 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
       close();
       throw revive(batch.error);
     }
+    if (batch.done) made(batch.buffers ?? 0);
     return batch;
   };
   /** A batch's buffer, read: the thread fills it again (fresh memory costs its first touch, page by page). */
@@ -378,12 +381,14 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
     const sizes: number[] = [];
     let untaken = 0;
     let counted = 0;
-    /** Buffers the run has read and given back, to fill again. */
+    /** Buffers the run has read and given back, to fill again; and how many were made. */
     const spare: ArrayBuffer[] = [];
+    let made = 0;
     const bufferFor = (bytes: number): ArrayBuffer => {
       for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) spare.push((m.message as { back: ArrayBuffer }).back);
       const k = spare.findIndex((b) => b.byteLength >= bytes);
       if (k >= 0) return spare.splice(k, 1)[0]!;
+      made++;
       return new ArrayBuffer(Math.max(bytes, 2 * BATCH_DESCRIPTORS * DESC_BYTES));
     };
     for (let more = true; more; ) {
@@ -410,7 +415,7 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
         sent[i] = list.count;
         list.release(list.count);
       }
-      const batch: Batch = { parts: Int32Array.from(parts), steps, bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()] }) };
+      const batch: Batch = { parts: Int32Array.from(parts), steps, bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()], buffers: made }) };
       port.postMessage(batch, [buffer]);
       sizes.push(waiting);
       untaken += waiting;
