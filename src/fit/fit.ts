@@ -173,11 +173,12 @@ function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number
   const results = runTasks(inputs, jobs, pool, cost);
   results.forEach((r, i) => {
     const k = at[i]!;
-    if (r.kind === "done" && r.program) programs!.offer(keys[i]!, r.program);
-    if (r.kind === "done" && programs && r.outcome.steady?.periods === 0) memory?.fruitless.add(keys[i]!);
-    if (r.kind === "done" && programs) memory?.lastMs.set(keys[i]!, r.outcome.wallMs);
-    if (r.kind === "done") out[k] = { run: pointRun(r.outcome) };
-    else if (r.kind === "hang") out[k] = { error: `${points[k]!.s.id} hung at ${points[k]!.bytes} B` };
+    if (r.kind === "done") {
+      if (r.program) programs!.offer(keys[i]!, r.program);
+      if (programs && r.outcome.steady?.periods === 0) memory?.fruitless.add(keys[i]!);
+      if (programs) memory?.lastMs.set(keys[i]!, r.outcome.wallMs);
+      out[k] = { run: pointRun(r.outcome) };
+    } else if (r.kind === "hang") out[k] = { error: `${points[k]!.s.id} hung at ${points[k]!.bytes} B` };
     else out[k] = { error: (revive(r.error) as CcsimError).render() };
   });
   return out as ({ run: PointRun } | { error: string })[];
