@@ -1,8 +1,8 @@
 // Virtual rings: descriptors appended per queue while composing, then dumped (padded) to the physical ring.
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
-import { DESC_BYTES, encodeLength, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescFlags, type DescSlot } from "./udma.ts";
-import { checkAddr } from "./bits.ts";
+import { DESC_BYTES, encodeLength, lenCtrl, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescFlags, type DescSlot } from "./udma.ts";
+import { checkAddr, put32 } from "./bits.ts";
 import { DescPages } from "./pages.ts";
 import { addUnitAddress, Signature } from "./signature.ts";
 
@@ -22,6 +22,37 @@ const CONCAT = flags({ concat: true });
 const LAST = flags({ last: true });
 const SINGLE = flags({ first: true, last: true });
 const SINGLE_DMB = flags({ first: true, last: true, dmb: true });
+/** A CCE packet's META descriptor, packed once per packet size (`packCcePackets`), as words. */
+const CCE_WORDS = (() => {
+  const bytes = new Uint8Array(DESC_BYTES);
+  return { bytes, offset: 0, words: new Uint32Array(bytes.buffer) };
+})();
+const TWO_32 = 0x100000000;
+
+/** `checkAddr`'s test, without the throw: a safe integer at or above 0. */
+function fitsAddr(a: number): boolean {
+  return Number.isSafeInteger(a) && a >= 0;
+}
+
+/** A descriptor's four little-endian words into `at` (through its words, where it has them). */
+function putWords(at: DescSlot, w0: number, w1: number, w2: number, w3: number): void {
+  const w = at.words;
+  if (w) {
+    const i = at.offset >>> 2;
+    w[i] = w0;
+    w[i + 1] = w1;
+    w[i + 2] = w2;
+    w[i + 3] = w3;
+    return;
+  }
+  const b = at.bytes;
+  const o = at.offset;
+  put32(b, o, w0);
+  put32(b, o + 4, w1);
+  put32(b, o + 8, w2);
+  put32(b, o + 12, w3);
+}
+
 /** Bytes of a semaphore poke or a pad no-op. */
 export const WORD_BYTES = 4;
 
@@ -185,21 +216,64 @@ export class Vring {
     if (srcs.length < (dsts.length > 1 ? 1 : 2)) throw new EncodeError("ENC1502", `a CCE reduce needs at least 2 sources, got ${srcs.length}`, { path: `vring.${this.name}`, value: srcs.length });
     if (this.mode?.sig) this.signCce(op, sdmaDtype, bytes, packetBytes, srcs, dsts, off);
     if (this.mode?.tally) return this.tallyCce(dsts, srcs.length, bytes, packetBytes, off);
-    let done = off;
     const end = off + bytes;
-    const c = { tx: 0, rx: 0 };
-    while (done < end) {
-      const chunk = Math.min(end - done, packetBytes);
-      packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.nextTx(), dsts.length);
-      for (let i = 0; i < srcs.length; i++) packTx(srcs[i]! + done, chunk, INITIAL_RING_ID, i === srcs.length - 1 ? LAST : CONCAT, 0, this.nextTx());
-      for (let i = 0; i < dsts.length; i++) packRx(dsts[i]! + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
-      this.totalTxBytes += chunk * srcs.length;
-      this.totalRxBytes += chunk * dsts.length;
-      c.tx += 1 + srcs.length;
-      c.rx += dsts.length;
-      done += chunk;
+    const packets = Math.ceil(bytes / packetBytes);
+    const c = { tx: packets * (1 + srcs.length), rx: packets * dsts.length };
+    if (!this.packCcePackets(op, sdmaDtype, srcs, dsts, off, end, packetBytes)) {
+      // (An address out of range, or a ring near its limit: packed one descriptor at a time, which
+      // throws where and as the packers do.)
+      for (let done = off; done < end; done += packetBytes) {
+        const chunk = Math.min(end - done, packetBytes);
+        packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, this.nextTx(), dsts.length);
+        for (let i = 0; i < srcs.length; i++) packTx(srcs[i]! + done, chunk, INITIAL_RING_ID, i === srcs.length - 1 ? LAST : CONCAT, 0, this.nextTx());
+        for (let i = 0; i < dsts.length; i++) packRx(dsts[i]! + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
+      }
     }
+    this.totalTxBytes += bytes * srcs.length;
+    this.totalRxBytes += bytes * dsts.length;
     return c;
+  }
+
+  /**
+   * `addCce`'s packets, packed as the packers would pack them, their words made once per packet
+   * size (every packet but the last is full) rather than once per descriptor: false, with nothing
+   * packed, where an address or the ring's limit needs the packers' own checks.
+   */
+  private packCcePackets(op: SdmaCceType, sdmaDtype: number, srcs: readonly number[], dsts: readonly number[], off: number, end: number, packetBytes: number): boolean {
+    const packets = Math.ceil((end - off) / packetBytes);
+    if (this.txList.count + packets * (1 + srcs.length) > this.limit || this.rxList.count + packets * dsts.length > this.limit) return false;
+    // (The packers check where each descriptor starts: every start lies in [a + off, a + end - 1].)
+    for (const a of srcs) if (!fitsAddr(a + off) || !fitsAddr(a + end - 1)) return false;
+    for (const a of dsts) if (!fitsAddr(a + off) || !fitsAddr(a + end - 1)) return false;
+    const meta = CCE_WORDS;
+    let size = -1;
+    let txConcat = 0;
+    let txLast = 0;
+    let rxWord = 0;
+    for (let done = off; done < end; done += packetBytes) {
+      const chunk = Math.min(end - done, packetBytes);
+      if (chunk !== size) {
+        // The META descriptor's words and each data descriptor's len_ctrl for this size.
+        size = chunk;
+        packCceMeta(op, sdmaDtype, chunk, INITIAL_RING_ID, meta, dsts.length);
+        txConcat = lenCtrl(chunk, INITIAL_RING_ID, CONCAT);
+        txLast = lenCtrl(chunk, INITIAL_RING_ID, LAST);
+        rxWord = lenCtrl(chunk, INITIAL_RING_ID, NO_FLAGS);
+      }
+      const mw = meta.words;
+      putWords(this.txList.next(), mw[0]!, mw[1]!, mw[2]!, mw[3]!);
+      for (let i = 0; i < srcs.length; i++) {
+        const a = srcs[i]! + done;
+        const hi = Math.floor(a / TWO_32);
+        putWords(this.txList.next(), i === srcs.length - 1 ? txLast : txConcat, 0, a - hi * TWO_32, hi);
+      }
+      for (let i = 0; i < dsts.length; i++) {
+        const a = dsts[i]! + done;
+        const hi = Math.floor(a / TWO_32);
+        putWords(this.rxList.next(), rxWord, 0, a - hi * TWO_32, hi);
+      }
+    }
+    return true;
   }
 
   /** `addCopy` counted, not packed. */

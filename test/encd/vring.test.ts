@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { dumpToPringPadded, Vring } from "../../src/encd/vring.ts";
-import { decodeRx, decodeTx } from "../../src/encd/udma.ts";
+import { decodeRx, decodeTx, packCceMeta, packRx, packTx } from "../../src/encd/udma.ts";
+import { CcsimError } from "../../src/ir/errors.ts";
 import { hex } from "../../src/encd/bits.ts";
 import { SdmaCceType } from "../../src/ir/enums.ts";
 
@@ -23,6 +25,59 @@ describe("vring -> pring", () => {
     expect(decodeTx(tx, 32)).toMatchObject({ kind: "data", concat: false, last: true, src: 0x2000 });
     expect(decodeTx(tx, 64)).toMatchObject({ kind: "data", src: 0x2000 });
     expect(decodeTx(tx, 80)).toMatchObject({ src: 0x3000 });
+  });
+
+  it("packs a CCE reduce's packets as the packers do one descriptor at a time (sources, replicated destinations, a short last packet, offsets)", () => {
+    const cat = (parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((b) => [...b]));
+    fc.assert(
+      fc.property(
+        fc.record({
+          op: fc.constantFrom(SdmaCceType.ADD, SdmaCceType.MAX, SdmaCceType.MIN),
+          dtype: fc.constantFrom(6, 8, 10, 15),
+          srcs: fc.array(fc.integer({ min: 0, max: 2 ** 40 }), { minLength: 1, maxLength: 5 }),
+          dsts: fc.array(fc.integer({ min: 0, max: 2 ** 40 }), { minLength: 1, maxLength: 4 }),
+          packet: fc.integer({ min: 1, max: 65536 }),
+          packets: fc.integer({ min: 1, max: 5 }),
+          short: fc.integer({ min: 0, max: 65535 }),
+          off: fc.integer({ min: 0, max: 2 ** 20 }),
+        }),
+        (c) => {
+          // (One source needs several destinations: a replication.)
+          const dsts = c.srcs.length === 1 && c.dsts.length === 1 ? [...c.dsts, c.dsts[0]! + 4096] : c.dsts;
+          const bytes = c.packet * c.packets - (c.short % c.packet);
+          const v = new Vring("t");
+          v.addCce(c.op, c.dtype, c.srcs, dsts, bytes, c.packet, c.off);
+          const tx: Uint8Array[] = [];
+          const rx: Uint8Array[] = [];
+          for (let done = c.off; done < c.off + bytes; done += c.packet) {
+            const chunk = Math.min(c.off + bytes - done, c.packet);
+            tx.push(packCceMeta(c.op, c.dtype, chunk, 1, undefined, dsts.length));
+            c.srcs.forEach((a, i) => tx.push(packTx(a + done, chunk, 1, i === c.srcs.length - 1 ? { last: true } : { concat: true }, 0)));
+            for (const a of dsts) rx.push(packRx(a + done, chunk, 1));
+          }
+          expect(hex(v.txBytes())).toBe(hex(cat(tx)));
+          expect(hex(v.rxBytes())).toBe(hex(cat(rx)));
+          expect({ tx: v.totalTxBytes, rx: v.totalRxBytes }).toEqual({ tx: bytes * c.srcs.length, rx: bytes * dsts.length });
+        },
+      ),
+      { numRuns: 200, seed: 7 },
+    );
+  });
+
+  it("a CCE reduce that passes the ring's limit, or an address beyond 2^53, is refused where the packers refuse it", () => {
+    const refusal = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return e instanceof CcsimError ? { code: e.code, message: e.message } : e;
+      }
+      return undefined;
+    };
+    // A limit of 10 descriptors a side: the third packet's META is the 11th TX descriptor.
+    expect(refusal(() => new Vring("small", 10).addCce(SdmaCceType.ADD, 10, [0x1000, 0x2000, 0x3000], 0x4000, 3 * 4096, 4096))).toEqual({ code: "ENC1501", message: "Descriptor limit reached. Descriptors in vring small, Max allowed 10" });
+    // The second source's second packet starts past 2^53 (its first ends there: the packers check where a descriptor starts).
+    expect(refusal(() => new Vring("far").addCce(SdmaCceType.ADD, 10, [0x1000, 2 ** 53 - 3000], 0x4000, 8192, 4096))).toMatchObject({ code: "ENC1002", message: `field buf_ptr=${2 ** 53 - 3000 + 4096} is not a valid 64-bit address in udma_desc` });
+    expect(refusal(() => new Vring("near").addCce(SdmaCceType.ADD, 10, [0x1000, 2 ** 53 - 6000], 0x4000, 8192, 4096))).toBeUndefined();
   });
 
   it("golden padded pring: one copy pair then a 4-byte self-copy no-op pair", () => {
