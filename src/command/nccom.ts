@@ -102,6 +102,8 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   const run: Args = { ...defaultArgs(), devices: devicesDir };
   const range: RangeFlags = {};
   let opName: string | undefined;
+  /** The flag (-c or --check) the op came right after, if it did. */
+  let opCheck: string | undefined;
   let ranks: number | undefined;
   let nodes = 1;
   let instance = "trn1";
@@ -243,14 +245,24 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
         break;
       default:
         if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
-        if (opName !== undefined) throw new UsageError(`one op at a time (got ${opName} and ${t})`);
-        opName = t;
+        {
+          // (A word after -c / --check that is not one of its values is read as nccom-test reads it:
+          // the op, as in the published `--check allg`; with a second op, one of them is most likely
+          // a mistyped value, and the message says what the flag takes.)
+          const check = argv[i - 1] === "-c" || argv[i - 1] === "--check" ? argv[i - 1] : undefined;
+          if (opName !== undefined) {
+            const flag = check ?? opCheck;
+            throw new UsageError(`one op at a time (got ${opName} and ${t})${flag ? `; ${flag} takes random or all_ones (nccom-test's; both check values here) or values, symbolic or none (ccsim's), or nothing` : ""}`);
+          }
+          opName = t;
+          opCheck = check;
+        }
     }
   }
   const dtype: Dtype = run.dtype ?? "uint8";
   if (opName === undefined) throw new UsageError(`no op given (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
   const op = NCCOM_OPS[opName];
-  if (!op) throw new UsageError(`unknown op "${opName}" (one of ${Object.keys(NCCOM_OPS).join(", ")})`);
+  if (!op) throw new UsageError(`unknown op "${opName}" (one of ${Object.keys(NCCOM_OPS).join(", ")})${opCheck ? `; after ${opCheck} it is read as the op, as nccom-test reads it: ${opCheck} takes random or all_ones, or ccsim's values, symbolic or none` : ""}`);
   if (ranks === undefined) throw new UsageError("-r N is required: how many ranks");
   run.sweep = sweepOf(range);
   checkShardFlags(run);

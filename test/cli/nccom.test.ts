@@ -94,6 +94,11 @@ describe("nccom-test's command line", () => {
     [["allr", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json"], /applies to sendrecv and permute/],
     [["allr", "-r", "8", "--custom-replica-groups", "no/such.json"], /cannot read no\/such.json/],
     [["sendrecv", "-r", "1"], /sendrecv -r 1: ranks are paired \(0 with 1, 2 with 3, \.\.\.\), so it needs -r 2 or more/],
+    // A word after --check that is not one of its values is the op to nccom-test (`--check allg`): a second op, or no op, says what --check takes.
+    [["allr", "-r", "8", "--check", "maybe"], /one op at a time \(got allr and maybe\); --check takes random or all_ones .* or values, symbolic or none/],
+    [["-c", "maybe", "allr", "-r", "8"], /one op at a time \(got maybe and allr\); -c takes random or all_ones/],
+    [["-r", "8", "--check", "maybe"], /unknown op "maybe" .*; after --check it is read as the op, as nccom-test reads it/],
+    [["allr", "-r", "8", "gossip"], /one op at a time \(got allr and gossip\)$/m],
   ])("%j exits 1: %s", (args, says) => {
     const r = run(args as string[]);
     expect(r.code).toBe(EXIT.BAD_INPUT);
