@@ -13,6 +13,7 @@ import { busFactor, throughput } from "../src/report/table.ts";
 import { simulate } from "../sim/index.ts";
 import { threadFeed } from "../src/run/feed-thread.ts";
 import { Kernel, Prio, Resource } from "../sim/kernel/kernel.ts";
+import { bareLoop } from "./bare.ts";
 import { PacketClock } from "../sim/hw/fabric.ts";
 import { descFields, packCceMeta, packRx, packTx, readRxWords, readTxWords } from "../src/encd/udma.ts";
 import { SdmaCceType } from "../src/ir/enums.ts";
@@ -20,21 +21,6 @@ import { hbmAddr } from "../src/encd/address.ts";
 import { wordsOf } from "../src/encd/bits.ts";
 import { INITIAL_RING_ID } from "../src/encd/vring.ts";
 
-/** The kernel alone: `n` events that each schedule the next at a pseudo-random delay, 64 in flight. */
-function bareLoop(n: number): number {
-  const k = new Kernel();
-  let left = n;
-  let x = 12345;
-  const step = () => {
-    if (--left <= 0) return;
-    x = (x * 1103515245 + 12345) & 0x7fffffff;
-    k.after(1 + (x % 1000), Prio.ENGINE, step);
-  };
-  for (let i = 0; i < 64; i++) k.after(i, Prio.ENGINE, step);
-  const t0 = performance.now();
-  k.run();
-  return n / ((performance.now() - t0) / 1000);
-}
 
 /**
  * The least a descriptor-level packet costs: the kernel with events that each decode one CCE packet

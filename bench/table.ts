@@ -46,15 +46,9 @@ function measure(argv: readonly string[]): { wall: number; rssMiB: number; statu
   return { wall, rssMiB: Number.isFinite(kb) ? Math.round(kb / 1024) : Number.NaN, status: r.status, stdout: r.stdout ?? "" };
 }
 
-/** The bare kernel loop as a process of its own (bench/ring.ts's loop, 10 M events). */
+/** The bare kernel loop as a process of its own (bench/bare.ts, 10 M events). */
 function bare(): number {
-  const code = `
-    const { Kernel, Prio } = await import("./sim/kernel/kernel.ts");
-    const k = new Kernel(); let left = 10_000_000; let x = 12345;
-    const step = () => { if (--left <= 0) return; x = (x * 1103515245 + 12345) & 0x7fffffff; k.after(1 + (x % 1000), Prio.ENGINE, step); };
-    for (let i = 0; i < 64; i++) k.after(i, Prio.ENGINE, step);
-    k.run();`;
-  return measure([...TSX, "--input-type=module", "-e", code]).wall;
+  return measure([...TSX, "bench/bare.ts"]).wall;
 }
 
 const skipSlow = process.argv.includes("--skip-slow");
