@@ -3,7 +3,7 @@
 // the element type (integers wrap).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bf16ToF32, cceReduce, f16ToF32, f32ToBf16, f32ToF16, f32ToMini, miniToF32 } from "../../../sim/hw/cce.ts";
+import { bf16ToF32, cceReduce, f16ToF32, f32ToBf16, f32ToF16, f32ToMini, miniEncoder, miniToF32 } from "../../../sim/hw/cce.ts";
 import { FP8 } from "../../../src/ir/dtypes.ts";
 import { SdmaCceType } from "../../../src/ir/enums.ts";
 
@@ -101,6 +101,21 @@ describe("8-bit floats", () => {
       }),
       { numRuns: 3000, seed: 9 },
     );
+  });
+
+  it.each(["fp8e4", "fp8e5"] as const)("%s: the code table (an fp32's top 16 bits, and whether a low one is set) is f32ToMini of every fp32 value of each entry", (name) => {
+    const f = FP8[name];
+    const table = miniEncoder(f);
+    const bits = new Uint32Array(1);
+    const float = new Float32Array(bits.buffer);
+    // Every top half (signs, exponents, NaNs and infinities), with low halves at the entry's edges and between.
+    for (let top = 0; top < 1 << 16; top++) {
+      for (const low of [0, 1, 0x7fff, 0x8000, 0x8001, 0xfffe, 0xffff, (top * 40503) & 0xffff]) {
+        bits[0] = top * 65536 + low;
+        const want = f32ToMini(float[0]!, f);
+        if (table[(top << 1) | (low === 0 ? 0 : 1)] !== want) expect.fail(`${name} 0x${bits[0]!.toString(16)}: table ${table[(top << 1) | (low === 0 ? 0 : 1)]}, f32ToMini ${want}`);
+      }
+    }
   });
 });
 
