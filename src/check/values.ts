@@ -253,12 +253,14 @@ export function referenceValues(op: RingOpName, d: Dtype, reduce: ReduceOp, inpu
   const len = inputs[0]!.length;
   const reduced = valuesOf(d, len);
   reduced.set(inputs[0]!);
-  // Source by source over the elements; a float sum (exact on these integers) needs no wrapping.
-  const plainSum = reduce === "sum" && !INT_RANGE[d];
+  // Source by source over the elements, a loop per op (`combine`'s arithmetic, without its lookup
+  // and modulo per element: an integer type's array stores a sum wrapped, modulo the type's span,
+  // and a float sum is exact on these integers; max and min stay in range).
   for (let r = 1; r < n; r++) {
     const x = inputs[r]!;
-    if (plainSum) for (let i = 0; i < len; i++) reduced[i] = reduced[i]! + x[i]!;
-    else for (let i = 0; i < len; i++) reduced[i] = combine(d, reduce, reduced[i]!, x[i]!);
+    if (reduce === "max") for (let i = 0; i < len; i++) reduced[i] = Math.max(reduced[i]!, x[i]!);
+    else if (reduce === "min") for (let i = 0; i < len; i++) reduced[i] = Math.min(reduced[i]!, x[i]!);
+    else for (let i = 0; i < len; i++) reduced[i] = reduced[i]! + x[i]!;
   }
   if (op === "all-reduce") return inputs.map(() => reduced);
   const block = len / n;

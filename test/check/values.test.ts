@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { compare, generateValues, referenceAllToAll, referenceAllToAllV, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
+import fc from "fast-check";
+import { combineValues, compare, generateValues, referenceAllToAll, referenceAllToAllV, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
 import { cceReduce, f32ToBf16, f32ToF16, f16ToF32, bf16ToF32, f32ToMini, miniToF32 } from "../../sim/hw/cce.ts";
 import { FP8, SDMA_DTYPE, DTYPES, REDUCE_TO_CCE, dtypeSize } from "../../src/ir/dtypes.ts";
 
@@ -27,6 +28,27 @@ describe("reference collectives", () => {
     // uint32's values pass 2^31 (held in 8 bytes: 4 would wrap them), and its sums wrap at 2^32.
     expect(plain(referenceValues("all-reduce", "uint32", "sum", [[0xfffffff0], [0x20]]))[0]).toEqual([0x10]);
     expect(plain(referenceValues("all-reduce", "uint32", "max", [[0xfffffff0], [0x20]]))[0]).toEqual([0xfffffff0]);
+  });
+  it("every integer type and reduce op: the element-by-element fold of one combine at a time, over values anywhere in the type's range", () => {
+    const RANGE = { uint8: [0, 0xff], int8: [-128, 127], uint16: [0, 0xffff], int16: [-32768, 32767], uint32: [0, 0xffffffff], int32: [-0x80000000, 0x7fffffff] } as const;
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...(Object.keys(RANGE) as (keyof typeof RANGE)[])),
+        fc.constantFrom("sum", "max", "min" as const),
+        fc.integer({ min: 2, max: 8 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.infiniteStream(fc.double({ min: 0, max: 1, noNaN: true })),
+        (d, op, ranks, len, u) => {
+          const [lo, hi] = RANGE[d];
+          // Values at the range's ends, near them, and anywhere.
+          const pick = (x: number) => (x < 0.2 ? lo : x < 0.4 ? hi : x < 0.5 ? lo + 1 : x < 0.6 ? hi - 1 : lo + Math.floor(x * (hi - lo)));
+          const ins = Array.from({ length: ranks }, () => Array.from({ length: len }, () => pick(u.next().value)));
+          const want = ins[0]!.map((_, i) => ins.slice(1).reduce((a, x) => combineValues(d, op, a, x[i]!), ins[0]![i]!));
+          expect(plain(referenceValues("all-reduce", d, op, ins))[0]).toEqual(want);
+        },
+      ),
+      { numRuns: 300, seed: 17 },
+    );
   });
   it("every type's generated values are held exactly (encoded and decoded back, the same numbers)", () => {
     for (const d of ["uint8", "int8", "uint16", "int16", "uint32", "int32", "fp32", "bf16", "fp16", "fp8e4", "fp8e5"] as const) {
