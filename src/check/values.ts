@@ -189,6 +189,31 @@ class Uniform {
     this.a = t ^ s ^ (s >>> 19);
     return (this.a >>> 0) / 4294967296;
   }
+  /**
+   * `out[i] = lo + Math.floor(next() * width)` for i < count: the same numbers, the state in locals
+   * meanwhile (fields written with every number box the words above 2^30, one allocation each).
+   */
+  fill(out: Values, count: number, lo: number, width: number): void {
+    let a = this.a;
+    let b = this.b;
+    let c = this.c;
+    let d = this.d;
+    for (let i = 0; i < count; i++) {
+      let t = d;
+      const s = a;
+      d = c;
+      c = b;
+      b = s;
+      t ^= t << 11;
+      t ^= t >>> 8;
+      a = t ^ s ^ (s >>> 19);
+      out[i] = lo + Math.floor(((a >>> 0) / 4294967296) * width);
+    }
+    this.a = a;
+    this.b = b;
+    this.c = c;
+    this.d = d;
+  }
 }
 
 /**
@@ -208,10 +233,10 @@ export function generateValues(seed: number, opIndex: number, rank: number, d: D
   } else if (floatLimit !== undefined) {
     // Sums of nranks values in [-m, m] stay within the exact range.
     const m = reduce === "sum" ? Math.max(1, Math.min(1000, Math.floor(floatLimit / nranks))) : Math.min(1000, floatLimit);
-    for (let i = 0; i < count; i++) out[i] = Math.floor(u.next() * (2 * m + 1)) - m;
+    u.fill(out, count, -m, 2 * m + 1);
   } else {
     const [lo, hi] = INT_RANGE[d]!;
-    for (let i = 0; i < count; i++) out[i] = lo + Math.floor(u.next() * (hi - lo + 1));
+    u.fill(out, count, lo, hi - lo + 1);
   }
   return out;
 }
@@ -224,8 +249,18 @@ export function toBytes(d: Dtype, values: ValueList): Uint8Array {
   const v = new DataView(out.buffer);
   const n = values.length;
   // One loop per encoding (a switch per element was a tenth of a values-checked run).
-  if (d === "bf16" || d === "fp16") for (let i = 0; i < n; i++) v.setUint16(2 * i, exactHalf(d, values[i]!), true);
-  else if (d === "fp8e4" || d === "fp8e5") for (let i = 0; i < n; i++) out[i] = exactHalf(d, values[i]!);
+  if (d === "bf16" || d === "fp16" || d === "fp8e4" || d === "fp8e5") {
+    // (The table `exactHalf` keeps, read here: a call per element was most of a narrow float input's making.)
+    const table = (HALF_TABLE[d] ??= new Int32Array(2 * HALF_DENSE).fill(-1));
+    const wide = es === 2;
+    for (let i = 0; i < n; i++) {
+      const x = values[i]!;
+      const known = x > -HALF_DENSE && x < HALF_DENSE ? table[x + HALF_DENSE]! : -1;
+      const bits = known >= 0 && Number.isInteger(x) ? known : exactHalf(d, x);
+      if (wide) v.setUint16(2 * i, bits, true);
+      else out[i] = bits;
+    }
+  }
   else if (d === "fp32") for (let i = 0; i < n; i++) v.setFloat32(4 * i, values[i]!, true);
   else for (let i = 0; i < n; i++) encodeValue(d, values[i]!, v, i * es);
   return out;
