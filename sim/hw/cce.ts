@@ -223,15 +223,18 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   }
   const acc = ACC;
   const next = NEXT;
-  decodeInto(el, sdmaDtype, first, acc, n);
-  for (let i = 1; i < srcs.length; i++) {
-    decodeInto(el, sdmaDtype, srcs[i]!, next, n);
-    if (op === SdmaCceType.ADD) for (let k = 0; k < n; k++) acc[k] = acc[k]! + next[k]!;
-    else if (op === SdmaCceType.MAX) for (let k = 0; k < n; k++) acc[k] = acc[k]! >= next[k]! ? acc[k]! : next[k]!;
-    else for (let k = 0; k < n; k++) acc[k] = acc[k]! <= next[k]! ? acc[k]! : next[k]!;
-    if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]!);
+  if (sdmaDtype === 14 || sdmaDtype === 15) foldMini(op, miniTables(sdmaDtype === 14 ? FP8.fp8e4 : FP8.fp8e5).values, srcs, acc, n);
+  else {
+    decodeInto(el, sdmaDtype, first, acc, n);
+    for (let i = 1; i < srcs.length; i++) {
+      decodeInto(el, sdmaDtype, srcs[i]!, next, n);
+      if (op === SdmaCceType.ADD) for (let k = 0; k < n; k++) acc[k] = acc[k]! + next[k]!;
+      else if (op === SdmaCceType.MAX) for (let k = 0; k < n; k++) acc[k] = acc[k]! >= next[k]! ? acc[k]! : next[k]!;
+      else for (let k = 0; k < n; k++) acc[k] = acc[k]! <= next[k]! ? acc[k]! : next[k]!;
+      if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]!);
+    }
   }
-  if (LITTLE_ENDIAN && encodeInto(sdmaDtype, acc, n)) return copyBytes(SCRATCH.u8.subarray(0, first.length));
+  if (LITTLE_ENDIAN && encodeInto(sdmaDtype, acc, n, first.length)) return copyBytes(SCRATCH.u8.subarray(0, first.length));
   const out = new Uint8Array(first.length);
   const ov = new DataView(out.buffer);
   const set = el.set;
@@ -241,11 +244,35 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
 }
 
 /**
+ * An 8-bit float reduce, one byte an element: each source's codes looked up and folded in one loop
+ * (`cceReduce`'s steps for the wider types: a code's value, the op, the fp32 rounding).
+ */
+function foldMini(op: number, values: Float64Array, srcs: readonly Uint8Array[], acc: Float64Array, n: number): void {
+  const first = srcs[0]!;
+  for (let k = 0; k < n; k++) acc[k] = values[first[k]!]!;
+  for (let i = 1; i < srcs.length; i++) {
+    const src = srcs[i]!;
+    if (op === SdmaCceType.ADD) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]! + values[src[k]!]!);
+    else if (op === SdmaCceType.MAX)
+      for (let k = 0; k < n; k++) {
+        const x = values[src[k]!]!;
+        acc[k] = Math.fround(acc[k]! >= x ? acc[k]! : x);
+      }
+    else
+      for (let k = 0; k < n; k++) {
+        const x = values[src[k]!]!;
+        acc[k] = Math.fround(acc[k]! <= x ? acc[k]! : x);
+      }
+  }
+}
+
+/**
  * The `n` results into the scratch as elements of the type (a typed array's conversion is the
  * DataView setter's: integers wrap, fp32 rounds); false for a type encoded element by element.
  */
-function encodeInto(sdmaDtype: number, acc: Float64Array, n: number): boolean {
-  const w = SCRATCH;
+function encodeInto(sdmaDtype: number, acc: Float64Array, n: number, bytes: number): boolean {
+  // (Grown to the result's bytes here: a reduce of the 8-bit floats decodes without it.)
+  const w = scratch(bytes);
   switch (sdmaDtype) {
     case 3:
       for (let k = 0; k < n; k++) w.u8[k] = acc[k]!;

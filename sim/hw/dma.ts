@@ -694,6 +694,8 @@ export class DmaEngine {
     if (p.op !== NO_OP) {
       const result = cceReduce(p.op, p.dtype, this.readSources(mem, p));
       if (result.length >= p.bytes) return result;
+      // (A result that does not tile the packet is the model's fault: said, not copied for ever.)
+      if (result.length === 0 || p.bytes % result.length !== 0) throw new InternalError(`dev${this.device} dma${this.index}: a CCE result of ${result.length} bytes for a packet of ${p.bytes}`);
       // Replication: the one result lands at every destination.
       const data = takeBytes(p.bytes);
       for (let o = 0; o < p.bytes; o += result.length) data.set(result, o);
