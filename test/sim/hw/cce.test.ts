@@ -66,8 +66,8 @@ describe("CCE reduce", () => {
   });
 
   it.each([14, 15, 3, 6])("a reduce of type %i longer than any before it (its scratch grows to the result): its definition, every byte", (dtype) => {
-    // 2 MiB a source: far past a packet's 64 KiB, and every other test's sizes.
-    const len = 2 << 20;
+    // 1 MiB a source: far past a packet's 64 KiB (a run's scratch stays within twice that), and every other test's sizes.
+    const len = 1 << 20;
     let x = dtype;
     const srcs = [0, 1].map(() => Uint8Array.from({ length: len }, () => (x = (x * 1103515245 + 12345) >>> 0) >>> 24));
     const got = cceReduce(SdmaCceType.ADD, dtype, srcs);
