@@ -228,10 +228,15 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
     decodeInto(el, sdmaDtype, first, acc, n);
     for (let i = 1; i < srcs.length; i++) {
       decodeInto(el, sdmaDtype, srcs[i]!, next, n);
-      if (op === SdmaCceType.ADD) for (let k = 0; k < n; k++) acc[k] = acc[k]! + next[k]!;
-      else if (op === SdmaCceType.MAX) for (let k = 0; k < n; k++) acc[k] = acc[k]! >= next[k]! ? acc[k]! : next[k]!;
+      // (A float's fp32 rounding in the same loop as its op.)
+      if (op === SdmaCceType.ADD) {
+        if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]! + next[k]!);
+        else for (let k = 0; k < n; k++) acc[k] = acc[k]! + next[k]!;
+      } else if (op === SdmaCceType.MAX) {
+        if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]! >= next[k]! ? acc[k]! : next[k]!);
+        else for (let k = 0; k < n; k++) acc[k] = acc[k]! >= next[k]! ? acc[k]! : next[k]!;
+      } else if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]! <= next[k]! ? acc[k]! : next[k]!);
       else for (let k = 0; k < n; k++) acc[k] = acc[k]! <= next[k]! ? acc[k]! : next[k]!;
-      if (isFloat) for (let k = 0; k < n; k++) acc[k] = Math.fround(acc[k]!);
     }
   }
   if (LITTLE_ENDIAN && encodeInto(sdmaDtype, acc, n, first.length)) return copyBytes(SCRATCH.u8.subarray(0, first.length));
