@@ -246,7 +246,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       const rows = blocks.flat();
       ran = res.points.flatMap((p) => (p.outcome ? [p.outcome] : []));
       sweepErrors = res.points.flatMap((p) => (p.error ? [p.error] : []));
-      const heading = [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...res.notes];
+      const heading = [`${scn.name} on ${spec.name}: ${scn.replicaGroups[0]!.length} ranks per group`, ...(args.sweep.sizesDefaulted ? [`sizes: nccom-test's default, ${args.sweep.min} B (no -b / -e given; without --op, -d or a size flag the file's ops run at their own sizes)`] : []), ...res.notes];
       text = args.json ? formatJson(scn.name, rows) : blocks.map((b, s) => formatSweepTable(b, args.showAlgorithm, style.timeHeader, style.notesToStderr || s > 0 ? [] : heading, style.percentiles, style.ioSizes === true)).join("");
       // The accuracy note under the table (nccom's stdout is the table alone: its note goes to stderr).
       if (!args.json) {

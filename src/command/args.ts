@@ -15,6 +15,8 @@ export interface SweepArgs {
   readonly max: number;
   readonly factor: number | undefined;
   readonly step: number | undefined;
+  /** A scenario's sweep asked for by --op or -d alone: at nccom-test's default size, not the file's (said above the table). */
+  readonly sizesDefaulted?: boolean;
 }
 
 export interface Args {
@@ -253,7 +255,7 @@ export function parseArgs(argv: readonly string[]): Args | "help" {
   if (a.scenario === undefined) throw new UsageError("no scenario file given");
   const sweeping = Object.values(range).some((v) => v !== undefined) || a.op !== undefined || a.dtype !== undefined;
   if (range.factor !== undefined && range.step !== undefined) throw new UsageError("give a step factor (-f) or a step size (-i), not both");
-  if (sweeping) a.sweep = sweepOf(range);
+  if (sweeping) a.sweep = { ...sweepOf(range), ...(range.min === undefined && range.max === undefined ? { sizesDefaulted: true } : {}) };
   if (a.plot !== undefined && !a.sweep) throw new UsageError("--plot draws a sweep: give -b / -e");
   if (a.reportJson !== undefined && !a.sweep) throw new UsageError("--report-to-json-file writes a sweep: give -b / -e");
   if (a.shard !== undefined && !a.sweep) throw new UsageError("--shard splits a sweep's sizes: give -b / -e");

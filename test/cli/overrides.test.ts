@@ -35,6 +35,15 @@ describe("command-line overrides are validated like the file", () => {
     expect(run(["scenarios/ring8.json", "-r", "5"]).code).toBe(EXIT.BAD_INPUT);
   });
 
+  it("a sweep asked for by --op or -d alone runs nccom-test's default size, and says so above the table (not with -b or -e)", () => {
+    const said = /# sizes: nccom-test's default, 33554432 B \(no -b \/ -e given; without --op, -d or a size flag the file's ops run at their own sizes\)/;
+    const alone = run(["scenarios/ring8.json", "-d", "bf16", "--op", "all-gather", "--check", "none"]);
+    expect(alone.code, alone.err).toBe(EXIT.OK);
+    expect(alone.out).toMatch(said);
+    expect(alone.out).toMatch(/^33554432 /m);
+    for (const sized of [["-b", "1M"], ["-e", "64M"]]) expect(run(["scenarios/ring8.json", "-d", "bf16", "--op", "all-gather", "--check", "none", ...sized]).out).not.toMatch(/# sizes:/);
+  });
+
   it("a sweep's counts follow its size and rank count: all-gather-v and all-to-all-v under -r", () => {
     // On ring8's ring-only run the runtime refuses the uniform all-to-all-v at every size (rows of errors, exit 1).
     const refused = run(["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K"]);
