@@ -1,4 +1,5 @@
 // npm run replay -- MODULE.txt: an XLA HLO text module's collectives replayed on one or more presets.
+import { MAX_RANKS } from "../scenario/scenario.ts";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
@@ -72,6 +73,7 @@ function parseArgs(argv: readonly string[]): ReplayArgs | "help" {
       case "--ranks":
       case "-r":
         ranks = intFlag(value(), t, 1);
+        if (ranks > MAX_RANKS) throw new UsageError(`${t} ${ranks}: ccsim runs at most ${MAX_RANKS} ranks`);
         break;
       case "--nodes":
       case "-N":

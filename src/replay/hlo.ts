@@ -4,6 +4,7 @@
 // (while bodies with their known trip counts, calls, conditionals, async wrappers). Every other
 // instruction is kept only for its name and shape (an operand's shape, when the operand is printed
 // by name alone) and never causes an error.
+import { MAX_RANKS } from "../scenario/scenario.ts";
 
 /** A malformed module: file, line and the text at fault. */
 export class HloError extends Error {
@@ -367,6 +368,8 @@ export function parseGroups(text: string, fail: (msg: string) => never): number[
   const size = Number(m![2]);
   const dims = m![3]!.split(",").map(Number);
   const total = dims.reduce((a, b) => a * b, 1);
+  // (Before any id is made: the dimensions may be anything.)
+  if (!(total <= MAX_RANKS)) fail(`replica_groups ${text}: ${total} ids; ccsim runs at most ${MAX_RANKS} ranks`);
   if (g * size !== total) fail(`replica_groups ${text}: [${g},${size}] does not hold the ${total} ids of [${dims.join(",")}]`);
   const perm = m![4] !== undefined ? m![4].split(",").map(Number) : dims.map((_, k) => k);
   if (perm.length !== dims.length || [...perm].sort((a, b) => a - b).some((p, k) => p !== k)) fail(`replica_groups ${text}: T(${perm.join(",")}) is not a permutation of ${dims.length} dimensions`);

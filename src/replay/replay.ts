@@ -11,6 +11,7 @@ import { sweepPoint } from "../run/overrides.ts";
 import { revive } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
 import { HloError, type ArrayShape, type HloCollective, type HloModule } from "./hlo.ts";
+import { MAX_RANKS } from "../scenario/scenario.ts";
 
 /** How an HLO element type moves: as `dtype`, `bits` per HLO element; `note` when it is not its own type. */
 interface ElementMove {
@@ -96,9 +97,17 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
   const R = mod.replicaCount ?? 1;
   const P = mod.numPartitions ?? 1;
   const stated = R * P > 1 ? R * P : undefined;
+  // (Before a collective's ids are listed: they number up to replicas x partitions.)
+  if (R * P > MAX_RANKS) throw new HloError(mod.file, 1, `replica_count x num_partitions is ${R * P}: ccsim runs at most ${MAX_RANKS} ranks`);
   let largest = -1;
   for (const { c } of mod.collectives) for (const id of globalIds(c, R, P)) largest = Math.max(largest, id);
   const ranks = opts.ranks ?? Math.max(stated ?? 0, largest + 1);
+  if (ranks > MAX_RANKS) {
+    // (Said before any list of ranks is made: a module's ids or counts may be anything.)
+    const naming = opts.ranks === undefined && largest + 1 === ranks ? mod.collectives.find(({ c }) => globalIds(c, R, P).includes(largest))?.c : undefined;
+    const why = opts.ranks !== undefined ? `--ranks ${ranks}` : naming ? `${naming.opcode} ${naming.name} names rank ${largest}` : `its groups name ${ranks} ranks`;
+    throw new HloError(mod.file, naming?.line ?? 1, `${why}: ccsim runs at most ${MAX_RANKS} ranks`);
+  }
   if (ranks < 1) {
     const first = mod.collectives[0]?.c;
     throw new HloError(mod.file, first?.line ?? 1, "no rank count: the module states neither replica_count nor num_partitions and its groups name no rank; give --ranks N");

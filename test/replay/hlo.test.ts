@@ -145,6 +145,7 @@ describe("bad HLO: file, line and text", () => {
     ["a reduction that is not sum/max/min/product", mod("  w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=orr").replace("ENTRY", "orr {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n  ROOT o = pred[] or(a, b)\n}\n\nENTRY"), /computes 'or': a collective's reduction must be add, maximum, minimum or multiply/, 17],
     ["unknown group syntax", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[2,4]<-[8], to_apply=add"), /unknown replica_groups syntax/, 11],
     ["an iota that does not hold its ids", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[2,4]<=[6], to_apply=add"), /does not hold the 6 ids/, 11],
+    ["an iota of more ids than ccsim runs ranks (none is made)", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[100000000,100]<=[10000000000], to_apply=add"), /replica_groups \[100000000,100\]<=\[10000000000\]: 10000000000 ids; ccsim runs at most 8192 ranks/, 11],
     ["a pair of three", mod("  w = f32[64]{0} collective-permute(p), source_target_pairs={{0,1,2}}"), /not two ids/, 11],
     ["no ENTRY", "HloModule m\n\nf {\n  ROOT c = f32[] constant(0)\n}\n", /no ENTRY computation/, 1],
   ];

@@ -145,6 +145,10 @@ describe("npm run replay", () => {
       ["an unknown preset", [LAYER, "--instance", "trn1,trn9"], /trn9/],
       ["ranks that leave a rank out of every group", [LAYER, "--ranks", "17"], /:36: all-gather ag\.attn: its replica groups cover 16 of 17 ranks/],
       ["ranks that do not split over the nodes", [FORMS, "--nodes", "3"], /forms\.hlo\.txt:\d+: .*does not run on trn1: -r 8 does not split over -N 3 nodes/],
+      // Counts past what ccsim runs are refused before any list of ranks is made (a mutated module's rank 99999999999 was a RangeError).
+      ["a group naming a rank past what ccsim runs", [file("far.txt", body("  ROOT w = f32[64]{0} all-reduce(p), replica_groups={{0,99999999999}}, to_apply=add"))], /far\.txt:11: all-reduce w names rank 99999999999: ccsim runs at most 8192 ranks/],
+      ["replicas x partitions past what ccsim runs", [file("many.txt", body("  ROOT w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=add").replace("num_partitions=8", "replica_count=100000, num_partitions=100000"))], /many\.txt:1: replica_count x num_partitions is 10000000000: ccsim runs at most 8192 ranks/],
+      ["--ranks past what ccsim runs", [LAYER, "--ranks", "100000000000"], /--ranks 100000000000: ccsim runs at most 8192 ranks/],
     ];
     it.each(cases)("%s", (_n, args, msg) => {
       const r = run(args);
