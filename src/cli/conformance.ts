@@ -15,7 +15,7 @@ const HELP = `ccsim conformance: run seeded random legal configurations and coun
 
 usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-checked SIZE] [--preset NAME]... [--verbose]
 
-  --cases N          how many configurations (default 200)
+  --cases N          how many configurations (default 200, at most 100000: more are more seeds)
   --seed S           generator seed (default 1); the same seed gives the same cases
   --max-bytes SIZE   largest op size (default 4M, at most 16G; units as in sweeps: 64K, 1G)
   --min-bytes SIZE   smallest op size (default one element)
@@ -63,7 +63,11 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
         out(HELP);
         return 0;
       }
-      else if (flag === "--cases") cases = positive(next(), flag);
+      else if (flag === "--cases") {
+        cases = positive(next(), flag);
+        // (Every run draws all of its cases first, each shard too: 100,000 take 2 s and 250 MB.)
+        if (cases > MAX_CASES) throw new Error(`--cases ${cases}: at most ${MAX_CASES} a run (every run, and every shard of one, draws them all first); more cases are more seeds`);
+      }
       else if (flag === "--seed") seed = positive(next(), flag, 0);
       else if (flag === "--max-bytes") maxBytes = parseSize(next(), flag);
       else if (flag === "--min-bytes") minBytes = parseSize(next(), flag);
@@ -189,6 +193,9 @@ function caseCost(c: ConformanceCase): number {
   const bytes = ((c.scenario["ops"] as { bytes?: number }[] | undefined) ?? []).reduce((a, o) => a + (Number(o.bytes) || 0), 0);
   return pieceCost(bytes, Number(c.scenario["ranks"]) || 1);
 }
+
+/** The most cases a run draws. */
+const MAX_CASES = 100_000;
 
 function positive(v: string, flag: string, lo = 1): number {
   if (!/^\d+$/.test(v) || Number(v) < lo || !Number.isSafeInteger(Number(v))) throw new Error(`${flag} must be an integer >= ${lo}, not "${v}"`);

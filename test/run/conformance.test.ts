@@ -79,4 +79,11 @@ describe("npm run conformance --verbose", () => {
     expect(main(["--cases", "3", "--max-bytes", "99999999999999"], () => {}, (s) => (err += s))).toBe(1);
     expect(err).toMatch(/at most 17179869184 B/);
   });
+
+  it("more cases than a run draws at once are refused before any is drawn (10^11 generated for ever)", () => {
+    let err = "";
+    for (const n of ["100001", "99999999999"]) expect(main(["--cases", n], () => {}, (s) => (err += s))).toBe(1);
+    expect(err).toMatch(/--cases 100001: at most 100000 a run .*more cases are more seeds/);
+    expect(err).toMatch(/--cases 99999999999: at most 100000/);
+  });
 });
