@@ -80,7 +80,7 @@ describe("npm run conformance --verbose", () => {
     expect(err).toMatch(/at most 17179869184 B/);
   });
 
-  it("more cases than a run draws at once are refused before any is drawn (10^11 generated for ever)", () => {
+  it("more cases than a run draws at once are refused before any is drawn (10^11 generated for ever); --dump draws up to its case", () => {
     let err = "";
     for (const n of ["100001", "99999999999"]) expect(main(["--cases", n], () => {}, (s) => (err += s))).toBe(1);
     expect(err).toMatch(/--cases 100001: at most 100000 a run .*more cases are more seeds/);
