@@ -3,6 +3,7 @@
 // 10 M events' whole-process wall time is B, the machine's speed every benchmark row is read by
 // (npm run bench:table; .ci/run prints it after the suite).
 import { Kernel, Prio } from "../sim/kernel/kernel.ts";
+import { asCommand } from "../src/cli/entry.ts";
 
 /** Run `n` events; returns events per second of the loop alone. */
 export function bareLoop(n: number): number {
@@ -20,4 +21,7 @@ export function bareLoop(n: number): number {
   return n / ((performance.now() - t0) / 1000);
 }
 
-if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/"))) bareLoop(10_000_000);
+asCommand(import.meta.url, () => {
+  bareLoop(10_000_000);
+  return 0;
+});

@@ -13,9 +13,14 @@ export function field(value: number, width: number, name: string, format: string
   return value;
 }
 
+/** Whether a 64-bit address field held as a JS number is one (a safe non-negative integer). */
+export function isAddr(value: number): boolean {
+  return Number.isSafeInteger(value) && value >= 0;
+}
+
 /** Check a 64-bit address field held as a JS number (must be a safe non-negative integer). */
 export function checkAddr(value: number, name: string, format: string): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
+  if (!isAddr(value)) {
     throw new EncodeError("ENC1002", `field ${name}=${value} is not a valid 64-bit address in ${format}`, {
       path: `${format}.${name}`,
       value,

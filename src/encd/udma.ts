@@ -79,7 +79,8 @@ export interface DescSlot {
   readonly words?: Uint32Array | undefined;
 }
 
-function write(at: DescSlot, w0: number, w1: number, w2: number, w3: number): Uint8Array {
+/** A descriptor's four little-endian words into `at` (through its words, where it has them). */
+export function writeDesc(at: DescSlot, w0: number, w1: number, w2: number, w3: number): Uint8Array {
   const b = at.bytes;
   const o = at.offset;
   const w = at.words;
@@ -105,19 +106,26 @@ function fresh(): DescSlot {
   return { bytes: new Uint8Array(DESC_BYTES), offset: 0 };
 }
 
+/**
+ * A descriptor of words 0 and 1 made already and an address (a checked one: words 2 and 3) into
+ * `at`: what every data descriptor's packing ends with.
+ */
+export function writeAddressed(at: DescSlot, w0: number, w1: number, addr: number): Uint8Array {
+  const hi = Math.floor(addr / TWO_32);
+  // (The low word by subtraction: exact below 2^53, where a float modulo is a library call.)
+  return writeDesc(at, w0, w1, addr - hi * TWO_32, hi);
+}
+
 /** TX (M2S) data descriptor: reads `bytes` at `src`. */
 export function packTx(src: number, bytes: number, ringId: number, flags: DescFlags, metaCtrl = META_CTRL_COPY, at: DescSlot = fresh()): Uint8Array {
   checkAddr(src, "buf_ptr", FORMAT);
-  const hi = Math.floor(src / TWO_32);
-  // (The low word by subtraction: exact below 2^53, where a float modulo is a library call.)
-  return write(at, lenCtrl(bytes, ringId, flags), field(metaCtrl, 32, "meta_ctrl", FORMAT), src - hi * TWO_32, hi);
+  return writeAddressed(at, lenCtrl(bytes, ringId, flags), field(metaCtrl, 32, "meta_ctrl", FORMAT), src);
 }
 
 /** RX (S2M) descriptor: writes `bytes` at `dst`; buf2_ptr_lo is 0. */
 export function packRx(dst: number, bytes: number, ringId: number, flags: DescFlags = {}, at: DescSlot = fresh()): Uint8Array {
   checkAddr(dst, "buf1_ptr", FORMAT);
-  const hi = Math.floor(dst / TWO_32);
-  return write(at, lenCtrl(bytes, ringId, flags), 0, dst - hi * TWO_32, hi);
+  return writeAddressed(at, lenCtrl(bytes, ringId, flags), 0, dst);
 }
 
 /** The CCE op word for ADD / MAX / MIN over one SDMA dtype (input = output = accumulation dtype). */
@@ -143,7 +151,7 @@ export function packCceMeta(op: SdmaCceType, sdmaDtype: number, bytes: number, r
   const w0 = (LEN_CTRL.FIRST | LEN_CTRL.META | (field(ringId, 2, "ring_id", FORMAT) << LEN_CTRL.RING_ID_SHIFT)) >>> 0;
   const w2 = (bytes & 0xffffff) | (op === SdmaCceType.ADD ? 0 : CCE_W2_MINMAX);
   // W3 bits 7:0: destinations - 1 (replication; 0 for every single-destination packet).
-  return write(at, w0, cceMetaWord(op, sdmaDtype), w2, field(dests - 1, 8, "num_dests - 1", FORMAT));
+  return writeDesc(at, w0, cceMetaWord(op, sdmaDtype), w2, field(dests - 1, 8, "num_dests - 1", FORMAT));
 }
 
 export type DecodedTx =

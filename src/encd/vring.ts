@@ -1,8 +1,8 @@
 // Virtual rings: descriptors appended per queue while composing, then dumped (padded) to the physical ring.
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
-import { DESC_BYTES, encodeLength, lenCtrl, MAX_DESC_BYTES, packCceMeta, packRx, packTx, type DescFlags, type DescSlot } from "./udma.ts";
-import { checkAddr, put32 } from "./bits.ts";
+import { DESC_BYTES, encodeLength, lenCtrl, MAX_DESC_BYTES, packCceMeta, packRx, packTx, writeAddressed, writeDesc, type DescFlags, type DescSlot } from "./udma.ts";
+import { checkAddr, isAddr } from "./bits.ts";
 import { DescPages } from "./pages.ts";
 import { addUnitAddress, Signature } from "./signature.ts";
 
@@ -27,31 +27,6 @@ const CCE_WORDS = (() => {
   const bytes = new Uint8Array(DESC_BYTES);
   return { bytes, offset: 0, words: new Uint32Array(bytes.buffer) };
 })();
-const TWO_32 = 0x100000000;
-
-/** `checkAddr`'s test, without the throw: a safe integer at or above 0. */
-function fitsAddr(a: number): boolean {
-  return Number.isSafeInteger(a) && a >= 0;
-}
-
-/** A descriptor's four little-endian words into `at` (through its words, where it has them). */
-function putWords(at: DescSlot, w0: number, w1: number, w2: number, w3: number): void {
-  const w = at.words;
-  if (w) {
-    const i = at.offset >>> 2;
-    w[i] = w0;
-    w[i + 1] = w1;
-    w[i + 2] = w2;
-    w[i + 3] = w3;
-    return;
-  }
-  const b = at.bytes;
-  const o = at.offset;
-  put32(b, o, w0);
-  put32(b, o + 4, w1);
-  put32(b, o + 8, w2);
-  put32(b, o + 12, w3);
-}
 
 /** Bytes of a semaphore poke or a pad no-op. */
 export const WORD_BYTES = 4;
@@ -243,8 +218,8 @@ export class Vring {
     const packets = Math.ceil((end - off) / packetBytes);
     if (this.txList.count + packets * (1 + srcs.length) > this.limit || this.rxList.count + packets * dsts.length > this.limit) return false;
     // (The packers check where each descriptor starts: every start lies in [a + off, a + end - 1].)
-    for (const a of srcs) if (!fitsAddr(a + off) || !fitsAddr(a + end - 1)) return false;
-    for (const a of dsts) if (!fitsAddr(a + off) || !fitsAddr(a + end - 1)) return false;
+    for (const a of srcs) if (!isAddr(a + off) || !isAddr(a + end - 1)) return false;
+    for (const a of dsts) if (!isAddr(a + off) || !isAddr(a + end - 1)) return false;
     const meta = CCE_WORDS;
     let size = -1;
     let txConcat = 0;
@@ -261,17 +236,9 @@ export class Vring {
         rxWord = lenCtrl(chunk, INITIAL_RING_ID, NO_FLAGS);
       }
       const mw = meta.words;
-      putWords(this.txList.next(), mw[0]!, mw[1]!, mw[2]!, mw[3]!);
-      for (let i = 0; i < srcs.length; i++) {
-        const a = srcs[i]! + done;
-        const hi = Math.floor(a / TWO_32);
-        putWords(this.txList.next(), i === srcs.length - 1 ? txLast : txConcat, 0, a - hi * TWO_32, hi);
-      }
-      for (let i = 0; i < dsts.length; i++) {
-        const a = dsts[i]! + done;
-        const hi = Math.floor(a / TWO_32);
-        putWords(this.rxList.next(), rxWord, 0, a - hi * TWO_32, hi);
-      }
+      writeDesc(this.txList.next(), mw[0]!, mw[1]!, mw[2]!, mw[3]!);
+      for (let i = 0; i < srcs.length; i++) writeAddressed(this.txList.next(), i === srcs.length - 1 ? txLast : txConcat, 0, srcs[i]! + done);
+      for (let i = 0; i < dsts.length; i++) writeAddressed(this.rxList.next(), rxWord, 0, dsts[i]! + done);
     }
     return true;
   }
