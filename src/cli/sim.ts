@@ -238,7 +238,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         return EXIT.OK;
       }
       if (res.kind === "hang") {
-        err(`ccsim: ${res.op.op} ${res.op.bytes} B of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
+        const what = res.streams ? `the streams' ops at once (${res.streams.map((o) => `stream ${o.stream}: ${o.op} ${o.bytes} B`).join(", ")})` : `${res.op.op} ${res.op.bytes} B`;
+        err(`ccsim: ${what} of ${args.scenario} hung\n${formatHang(res.hang).join("\n")}\n`);
         return EXIT.HANG;
       }
       // A multistream sweep: each stream's rows, stream after stream (one block each).
@@ -273,7 +274,9 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       const outcome = runScenario(scn, spec, log, runHooks);
       progress.done();
       if (outcome.kind === "hang") {
-        err(`ccsim: op ${outcome.op} (${scn.ops[outcome.op]!.op}) of ${args.scenario} hung\n${formatHang(outcome.hang).join("\n")}\n`);
+        // (op -1: each op ran alone; the program of them all at once hung.)
+        const what = outcome.op >= 0 ? `op ${outcome.op} (${scn.ops[outcome.op]!.op})` : `the concurrent run of its ${scn.ops.length} ops (streams ${[...new Set(scn.ops.map((o) => o.stream))].join(", ")}; each op alone ran)`;
+        err(`ccsim: ${what} of ${args.scenario} hung\n${formatHang(outcome.hang).join("\n")}\n`);
         return EXIT.HANG;
       }
       const rows = outcome.ops.map((o) => o.row);

@@ -218,7 +218,7 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
     const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
     const spec = c.preset ? variedPreset(scn.instance, c.preset, devicesDir) : loadDevice(scn.instance, devicesDir);
     const out = runScenario(scn, spec, silent);
-    if (out.kind === "hang") return { kind: "fail", code: "hang", message: `op ${out.op} hung` };
+    if (out.kind === "hang") return { kind: "fail", code: "hang", message: out.op >= 0 ? `op ${out.op} hung` : "the concurrent run of its ops hung" };
     const broken = out.ops.find((o) => o.violations.length > 0);
     if (broken) return { kind: "fail", code: broken.violations[0]!.kind, message: broken.violations.map((v) => v.message).join("; ") };
     const bad = out.ops.find((o) => o.mismatch);

@@ -73,7 +73,7 @@ export type RunOutcome =
   | { readonly kind: "hang"; readonly op: number; readonly hang: HangReport; readonly done: readonly OpOutcome[] };
 
 export interface PipelineHooks {
-  /** Tests: alter the emitted image before it runs (to show that broken programs are caught). */
+  /** Tests: alter the emitted image before it runs (to show that broken programs are caught); op -1 is a concurrent scenario's program of all its ops. */
   readonly mutateImage?: (image: ProgramImage, op: number) => void;
   /** Tests: the memory a values check may use, instead of half of this machine's. */
   readonly valuesBudget?: number;
@@ -266,7 +266,8 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: Pipe
   const values = scn.check === "values" && scn.ops.every((op, i) => valuesCheckFit(op, opGroups(scn, i), hooks.valuesBudget).fits);
   if (scn.check === "values" && !values) log.warn("the concurrent run: the ops' payload does not fit in memory for a values check (each op alone was checked as above): timing only");
   const composeThread = hooks.composeThread;
-  const { image, layout } = compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});
+  const { image, layout } = hooks.mutateImage ? compileProgram(scn, spec, all) : compileStreamed(scn, spec, all, composeThread ? { runner: threadFeed(composeThread.minDescriptors) } : {});
+  hooks.mutateImage?.(image, -1);
   const expected = new Map<number, Map<number, ValueList>>();
   if (values) {
     layout.ops.forEach((ol, k) => {

@@ -49,7 +49,7 @@ export interface SweepPoint {
 
 export type SweepResult =
   | { readonly kind: "done"; readonly points: readonly SweepPoint[]; readonly notes: readonly string[] }
-  | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport };
+  | { readonly kind: "hang"; readonly op: OpSpec; readonly hang: HangReport; /** A multistream point: every stream's op, run at once. */ readonly streams?: readonly OpSpec[] };
 
 const SWEEP_TASK = siblingUrl(import.meta.url, "./sweep-task.ts");
 
@@ -155,7 +155,7 @@ function runStreams(src: ScenarioSource, spec: DeviceSpec, args: SweepRequest, l
   const points: SweepPoint[] = [];
   for (const one of scenarios) {
     const r = results.next().value!;
-    if (r.kind === "hang") return { kind: "hang", op: one.ops[0]!, hang: r.hang };
+    if (r.kind === "hang") return { kind: "hang", op: one.ops[0]!, hang: r.hang, streams: one.ops };
     // A failed point: the error in every stream's row (its op at its size).
     if (r.kind === "error") {
       const e = revive(r.error) as CcsimError;

@@ -100,6 +100,15 @@ describe("sim CLI", () => {
     expect(r.err).toMatch(/op 1 \(all-gather\) of scenarios\/ring8.json hung/);
     expect(r.err).toMatch(/waits on dev\d+:topsp\d+:sem\d+ \(recv count\): value 0, awaiting >= 1/);
   });
+
+  it("a concurrent program that hangs after each op ran alone is named as such, not as an op (it was an internal error)", () => {
+    const r = run(["scenarios/streams4.json", "--check", "none"], { mutateImage: (img, op) => op === -1 && void dropFirstRemoteSemaInc(img, 0) });
+    expect(r.code).toBe(EXIT.HANG);
+    expect(r.out).toBe("");
+    expect(r.err).toMatch(/^ccsim: the concurrent run of its 4 ops \(streams 0, 1, 2, 3; each op alone ran\) of scenarios\/streams4.json hung\n/);
+    expect(r.err).toMatch(/waits on dev\d+:topsp\d+:sem\d+/);
+    expect(r.err).not.toMatch(/\n\s+at /);
+  });
 });
 
 describe("the sim entry point as a process", () => {

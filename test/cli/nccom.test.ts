@@ -5,7 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main } from "../../src/cli/nccom.ts";
-import { main as sim, EXIT } from "../../src/cli/sim.ts";
+import { main as sim, EXIT, runSource } from "../../src/cli/sim.ts";
+import { dropFirstRemoteSemaInc } from "../helpers-image.ts";
 import { coalescedOps, parseNccomArgs } from "../../src/command/nccom.ts";
 import { main as mergeMain } from "../../src/cli/merge.ts";
 
@@ -348,6 +349,23 @@ describe("--streams-json: nccom-test's multistream runs", () => {
       let merged = "";
       expect(mergeMain(parts, (s) => (merged += s), () => {})).toBe(EXIT.OK);
       expect(merged).toBe(whole.out);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a point whose streams hang together is named by its streams' ops, not stream 0's alone", () => {
+    const dir = mkdtempSync(join(tmpdir(), "streams-"));
+    try {
+      writeFileSync(join(dir, "streams.json"), JSON.stringify({ streams: [{ operation: "all_reduce", datatype: "bf16", minbytes: "1KB", maxbytes: "1KB" }, { maxbytes: "2KB", minbytes: "2KB" }] }));
+      const a = parseNccomArgs(["allg", "-r", "8", "-d", "fp32", "--instance", "trn2", "--streams-json", join(dir, "streams.json")], {});
+      if (a === "help") throw new Error("help");
+      let err = "";
+      // (The test seam nccom's own line has not: the program of both streams loses a semaphore write.)
+      const code = runSource(a.run, () => ({ file: a.run.scenario, json: a.scenario, flags: "", streams: a.streams! }), () => {}, (s) => (err += s), { mutateImage: (img, op) => op === -1 && void dropFirstRemoteSemaInc(img, 0) });
+      expect(code).toBe(EXIT.HANG);
+      expect(err).toMatch(/ccsim: the streams' ops at once \(stream 0: all-reduce 1024 B, stream 1: all-gather 2048 B\) of .* hung\n/);
+      expect(err).not.toMatch(/\n\s+at /);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
