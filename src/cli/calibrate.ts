@@ -6,7 +6,7 @@ import { writeWhole as writeFile } from "./write.ts";
 import { basename, resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
-import { crossValidate, deviceParams, Evaluator, fit, seriesFlag, seriesOf, summarize, WINDOW_FIELDS, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type PointResult, type Series } from "../fit/fit.ts";
+import { crossValidate, deviceParams, Evaluator, fillTogether, fit, seriesFlag, seriesOf, summarize, WINDOW_FIELDS, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type PointResult, type Series } from "../fit/fit.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import { withoutShardFlags } from "../command/args.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
@@ -254,11 +254,15 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     const report: Record<string, unknown> = {};
     const acc: Record<string, Accuracy[string]> = {};
     const lines: string[] = [];
+    // (A fit's trials, and held-out refits that search, run the points again: their programs are kept.)
+    const keep = o.fit || o.cvRounds > 0 ? o.keepPrograms : 0;
+    const evs = new Map(instances.map((inst) => [inst, new Evaluator(series.filter((s) => s.instance === inst), o.maxBytes, o.jobs, undefined, preload, keep, o.noFastForward)]));
+    // Every preset's points as shipped in one batch, sharing the threads (where no programs are kept for trials).
+    if (keep === 0) fillTogether(instances.map((inst) => ({ ev: evs.get(inst)!, spec: specs.get(inst)! })), o.jobs, o.noFastForward);
     for (const inst of instances) {
       const mine = series.filter((s) => s.instance === inst);
       const spec = specs.get(inst)!;
-      // (A fit's trials, and held-out refits that search, run the points again: their programs are kept.)
-      const ev = new Evaluator(mine, o.maxBytes, o.jobs, undefined, preload, o.fit || o.cvRounds > 0 ? o.keepPrograms : 0, o.noFastForward);
+      const ev = evs.get(inst)!;
       const shipped = ev.run(spec);
       lines.push(...pointLines(mine, shipped));
       const sm = summarize(shipped);

@@ -133,6 +133,8 @@ interface TrialPoint {
   /** The device fields it depends on beyond its decision (`pointSpec`), and the decision. */
   readonly base: DeviceSpec;
   readonly decision: string;
+  /** The device it runs on, where a batch mixes presets (`fillTogether`); else runPoints' own. */
+  readonly device?: DeviceSpec;
 }
 
 /** What a trial's runs tell the next trials of the same programs: which found no period to skip, and how long each ran. */
@@ -157,7 +159,7 @@ function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
       const full = noFastForward || (program !== undefined && memory?.fruitless.has(key) === true);
       if (counts && !program) counts.compiled++;
-      inputs.push({ scenario, spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true, programKey: key } : {}) });
+      inputs.push({ scenario, spec: p.device ?? spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true, programKey: key } : {}) });
       at.push(k);
       keys.push(key);
     } catch (e) {
@@ -425,9 +427,25 @@ export class Evaluator {
     return { device, points, keys };
   }
 
+  /** The points of `keys` not cached yet (each key once). */
+  private missing(points: readonly TrialPoint[], keys: readonly string[]): [string, TrialPoint][] {
+    return [...new Map(points.map((p, k) => [keys[k]!, p] as const).filter(([key]) => !this.cache.has(key))).entries()];
+  }
+
+  /** The points of `spec` not run yet, on their device, with their keys: `fillTogether`'s share of this evaluator. */
+  pending(spec: DeviceSpec, only: readonly Series[] = this.series): [string, TrialPoint][] {
+    const { device, points, keys } = this.keyed(spec, only);
+    return this.missing(points, keys).map(([key, p]) => [key, { ...p, device }]);
+  }
+
+  /** Runs made for this evaluator elsewhere (`fillTogether`), cached by their keys. */
+  accept(keys: readonly string[], runs: readonly PointResult[]): void {
+    keys.forEach((key, i) => this.cache.set(key, runs[i]!));
+  }
+
   /** Run the points of `keys` not cached yet (each key once). */
   private fill(device: DeviceSpec, points: readonly TrialPoint[], keys: readonly string[]): void {
-    const missing = [...new Map(points.map((p, k) => [keys[k]!, p] as const).filter(([key]) => !this.cache.has(key))).entries()];
+    const missing = this.missing(points, keys);
     if (missing.length === 0) return;
     this.trials++;
     this.pointsRun += missing.length;
@@ -466,6 +484,24 @@ export class Evaluator {
     this.fill(device, picked.map((k) => points[k]!), picked.map((k) => keys[k]!));
     return picked.map((k) => ({ index: k, key: keys[k]!, result: this.cache.get(keys[k]!)! }));
   }
+}
+
+/**
+ * Run the points several evaluators (one a preset) have not run yet in one batch, on `jobs`
+ * threads: a calibration's presets share the threads, instead of each preset's points waiting for
+ * the last one's longest. For evaluators that keep no programs (their trials run from scratch).
+ */
+export function fillTogether(list: readonly { readonly ev: Evaluator; readonly spec: DeviceSpec }[], jobs: number, noFastForward = false): void {
+  const pending = list.map(({ ev, spec }) => ev.pending(spec));
+  const points = pending.flat();
+  if (points.length === 0) return;
+  // (Each point carries its own device: runPoints' spec stands for none of them.)
+  const runs = runPoints(points.map(([, p]) => p), points[0]![1].device!, jobs, undefined, undefined, noFastForward);
+  let at = 0;
+  pending.forEach((mine, i) => {
+    list[i]!.ev.accept(mine.map(([key]) => key), runs.slice(at, at + mine.length));
+    at += mine.length;
+  });
 }
 
 /** A point's run, or why it did not run. */

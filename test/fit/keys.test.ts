@@ -9,7 +9,7 @@ import { CcsimError } from "../../src/ir/errors.ts";
 import type { DeviceSpec } from "../../src/ir/spec.ts";
 import { generateCases, loadPresets } from "../../src/run/conformance.ts";
 import { parseScenario } from "../../src/scenario/index.ts";
-import { decisionKey, Evaluator, pointSpec, WINDOW_FIELDS } from "../../src/fit/fit.ts";
+import { decisionKey, Evaluator, fillTogether, pointSpec, WINDOW_FIELDS } from "../../src/fit/fit.ts";
 import { publishedSeries } from "../../src/fit/files.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { simulate } from "../../sim/index.ts";
@@ -108,6 +108,23 @@ describe("a point's key in a fit", () => {
     expect(decisionKey(set, a)).toEqual(decisionKey(set, b));
     expect(JSON.stringify(pointSpec(a, true, true))).toBe(JSON.stringify(pointSpec(b, true, true)));
     expect(imageText(compileProgram(set, b, [0]))).toBe(imageText(compileProgram(set, a, [0])));
+  });
+
+  it("the presets' points run in one batch on two threads (fillTogether) give each evaluator what its own run gives, and it runs nothing more", () => {
+    const pick = (id: string) => publishedSeries().filter((s) => s.id === id);
+    const parts = [
+      { series: pick("older-trn1-r2-allr-fp32"), spec: loadDevice("trn1-legacy") },
+      { series: pick("newer-trn1-r8-allg-fp32-stats"), spec: loadDevice("trn1") },
+    ];
+    const evs = parts.map((x) => ({ ev: new Evaluator(x.series, 1 << 20, 2), spec: x.spec }));
+    fillTogether(evs, 2);
+    evs.forEach(({ ev, spec }, i) => {
+      const got = ev.run(spec);
+      expect(ev.pointsRun).toBe(0);
+      expect(got.length).toBeGreaterThan(0);
+      expect(got.every((e) => e.run !== undefined)).toBe(true);
+      expect(got).toEqual(new Evaluator(parts[i]!.series, 1 << 20, 1).run(spec));
+    });
   });
 
   it("a trial that moves only the mesh folds runs the mesh points alone, with the times a fresh evaluator gives; one that moves the network runs no point on one node", () => {
