@@ -264,13 +264,18 @@ function foldIntegers(op: number, sdmaDtype: number, srcs: readonly Uint8Array[]
     s.u8.set(srcs[i]!);
     const add = op === SdmaCceType.ADD;
     const max = op === SdmaCceType.MAX;
+    const size = sdmaDtype === 3 || sdmaDtype === 2 ? 1 : sdmaDtype === 5 || sdmaDtype === 4 ? 2 : 4;
+    if (add && size < 4) {
+      addLanes(r, s, bytes, size);
+      continue;
+    }
+    // (Max and min, and a 32-bit type's add, element by element.)
     switch (sdmaDtype) {
       case 3: {
         const a = r.u8;
         const b = s.u8;
         const n = bytes;
-        if (add) for (let k = 0; k < n; k++) a[k] = a[k]! + b[k]!;
-        else if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
+        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
         else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
         break;
       }
@@ -278,8 +283,7 @@ function foldIntegers(op: number, sdmaDtype: number, srcs: readonly Uint8Array[]
         const a = r.i8;
         const b = s.i8;
         const n = bytes;
-        if (add) for (let k = 0; k < n; k++) a[k] = a[k]! + b[k]!;
-        else if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
+        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
         else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
         break;
       }
@@ -287,8 +291,7 @@ function foldIntegers(op: number, sdmaDtype: number, srcs: readonly Uint8Array[]
         const a = r.u16;
         const b = s.u16;
         const n = bytes / 2;
-        if (add) for (let k = 0; k < n; k++) a[k] = a[k]! + b[k]!;
-        else if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
+        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
         else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
         break;
       }
@@ -296,8 +299,7 @@ function foldIntegers(op: number, sdmaDtype: number, srcs: readonly Uint8Array[]
         const a = r.i16;
         const b = s.i16;
         const n = bytes / 2;
-        if (add) for (let k = 0; k < n; k++) a[k] = a[k]! + b[k]!;
-        else if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
+        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
         else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
         break;
       }
@@ -324,6 +326,27 @@ function foldIntegers(op: number, sdmaDtype: number, srcs: readonly Uint8Array[]
     }
   }
   return copyBytes(r.u8.subarray(0, bytes));
+}
+
+/**
+ * `a += b` in lanes of `size` bytes (1 or 2) over `bytes`, four bytes at a time: each lane's low
+ * bits added without a carry out of the lane, its top bit then the two top bits and that carry.
+ * Wrapping the same in a signed type (two's complement adds as unsigned does).
+ */
+function addLanes(a: Views, b: Views, bytes: number, size: number): void {
+  const low = size === 1 ? 0x7f7f7f7f : 0x7fff7fff;
+  const top = size === 1 ? 0x80808080 | 0 : 0x80008000 | 0;
+  const words = bytes >>> 2;
+  const x = a.u32;
+  const y = b.u32;
+  for (let k = 0; k < words; k++) {
+    const p = x[k]!;
+    const q = y[k]!;
+    x[k] = ((p & low) + (q & low)) ^ ((p ^ q) & top);
+  }
+  // (A length of whole lanes that is not whole words: its last lanes one by one.)
+  if (size === 1) for (let k = words * 4; k < bytes; k++) a.u8[k] = a.u8[k]! + b.u8[k]!;
+  else for (let k = words * 2; k < bytes / 2; k++) a.u16[k] = a.u16[k]! + b.u16[k]!;
 }
 
 /**

@@ -1,3 +1,4 @@
+import seedrandom from "seedrandom";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { combineValues, compare, generateValues, referenceAllToAll, referenceAllToAllV, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
@@ -50,6 +51,27 @@ describe("reference collectives", () => {
       { numRuns: 300, seed: 17 },
     );
   });
+  it("an integer type's inputs are the generator's numbers u scaled as lo + floor(u x width) (made from u's top bits: the same)", () => {
+    // The generator itself, as its comment defines it: xorshift128 from alea's first four words.
+    const draws = (seed: string, n: number): number[] => {
+      const r = seedrandom.alea(seed);
+      let [a, b, c, d] = [r.int32() | 1, r.int32(), r.int32(), r.int32()];
+      return Array.from({ length: n }, () => {
+        let t = d;
+        const s = a;
+        [d, c, b] = [c, b, s];
+        t ^= t << 11;
+        t ^= t >>> 8;
+        a = t ^ s ^ (s >>> 19);
+        return (a >>> 0) / 4294967296;
+      });
+    };
+    for (const [d, lo, hi] of [["uint8", 0, 255], ["int8", -128, 127], ["uint16", 0, 65535], ["int16", -32768, 32767], ["uint32", 0, 2 ** 32 - 1], ["int32", -(2 ** 31), 2 ** 31 - 1]] as const) {
+      const want = draws("ccsim/7/op2/rank5", 3000).map((u) => lo + Math.floor(u * (hi - lo + 1)));
+      expect(Array.from(generateValues(7, 2, 5, d, 3000, "sum", 4)), d).toEqual(want);
+    }
+  });
+
   it("every type's generated values are held exactly (encoded and decoded back, the same numbers)", () => {
     for (const d of ["uint8", "int8", "uint16", "int16", "uint32", "int32", "fp32", "bf16", "fp16", "fp8e4", "fp8e5"] as const) {
       const vals = generateValues(4, 0, 1, d, 2000, "max", 2);
