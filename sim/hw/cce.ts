@@ -1,7 +1,7 @@
 // The in-DMA compute engine (CCE): element-wise ADD / MAX / MIN over SDMA dtypes.
 // Floats are computed in fp32 and rounded to nearest-even into the element type; integers wrap.
 import { SdmaCceType } from "../../src/ir/enums.ts";
-import { InternalError, SimError } from "../../src/ir/errors.ts";
+import { SimError } from "../../src/ir/errors.ts";
 import { FP8, type MiniFloat } from "../../src/ir/dtypes.ts";
 import { LITTLE_ENDIAN } from "../../src/encd/bits.ts";
 import { copyBytes } from "./arena.ts";
@@ -217,7 +217,7 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
   // floats: rounded after every step), each loop of one type and one op, in scratch arrays kept
   // from call to call (a packet's reduce allocates its result only).
   const n = first.length / el.size;
-  if (LITTLE_ENDIAN && !isFloat) return foldIntegers(op, sdmaDtype, srcs, first.length);
+  if (LITTLE_ENDIAN && !isFloat && op === SdmaCceType.ADD) return addIntegers(el.size, srcs, first.length);
   if (ACC.length < n) {
     ACC = new Float64Array(Math.max(n, 2 * ACC.length));
     NEXT = new Float64Array(ACC.length);
@@ -250,79 +250,24 @@ export function cceReduce(op: number, sdmaDtype: number, srcs: readonly Uint8Arr
 }
 
 /**
- * An integer reduce in the type itself, source by source: a typed array's store wraps each sum to
- * the type, which is the exact sum's wrap at the end (the same modulo), and max / min compare the
- * values the type holds. (Decoded to numbers and encoded back, a uint8 reduce — nccom-test's
- * default type — cost four passes over eight bytes an element.)
+ * An integer add in the type's own bits, source by source: a store wraps each sum to the type,
+ * which is the exact sum's wrap at the end (the same modulo), and a signed type's two's complement
+ * adds as the unsigned one does; 8- and 16-bit lanes four bytes at a time (`addLanes`). (Decoded to
+ * numbers and encoded back, a uint8 reduce — nccom-test's default type — cost four passes over
+ * eight bytes an element.)
  */
-function foldIntegers(op: number, sdmaDtype: number, srcs: readonly Uint8Array[], bytes: number): Uint8Array {
+function addIntegers(size: number, srcs: readonly Uint8Array[], bytes: number): Uint8Array {
   const r = scratch(bytes);
   r.u8.set(srcs[0]!);
-  // (Each source copied where its view of the type is aligned.)
+  // (Each source copied where its words are aligned.)
   const s = wideScratch(Math.ceil(bytes / 4));
   for (let i = 1; i < srcs.length; i++) {
     s.u8.set(srcs[i]!);
-    const add = op === SdmaCceType.ADD;
-    const max = op === SdmaCceType.MAX;
-    const size = sdmaDtype === 3 || sdmaDtype === 2 ? 1 : sdmaDtype === 5 || sdmaDtype === 4 ? 2 : 4;
-    if (add && size < 4) {
-      addLanes(r, s, bytes, size);
-      continue;
-    }
-    // (Max and min, and a 32-bit type's add, element by element.)
-    switch (sdmaDtype) {
-      case 3: {
-        const a = r.u8;
-        const b = s.u8;
-        const n = bytes;
-        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
-        else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
-        break;
-      }
-      case 2: {
-        const a = r.i8;
-        const b = s.i8;
-        const n = bytes;
-        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
-        else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
-        break;
-      }
-      case 5: {
-        const a = r.u16;
-        const b = s.u16;
-        const n = bytes / 2;
-        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
-        else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
-        break;
-      }
-      case 4: {
-        const a = r.i16;
-        const b = s.i16;
-        const n = bytes / 2;
-        if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
-        else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
-        break;
-      }
-      case 9: {
-        const a = r.u32;
-        const b = s.u32;
-        const n = bytes / 4;
-        if (add) for (let k = 0; k < n; k++) a[k] = a[k]! + b[k]!;
-        else if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
-        else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
-        break;
-      }
-      case 8: {
-        const a = r.i32;
-        const b = s.i32;
-        const n = bytes / 4;
-        if (add) for (let k = 0; k < n; k++) a[k] = a[k]! + b[k]!;
-        else if (max) for (let k = 0; k < n; k++) a[k] = a[k]! >= b[k]! ? a[k]! : b[k]!;
-        else for (let k = 0; k < n; k++) a[k] = a[k]! <= b[k]! ? a[k]! : b[k]!;
-        break;
-      }
-      default:
-        throw new InternalError(`foldIntegers: type ${sdmaDtype} is not an integer type`);
+    if (size < 4) addLanes(r, s, bytes, size);
+    else {
+      const a = r.u32;
+      const b = s.u32;
+      for (let k = 0, n = bytes / 4; k < n; k++) a[k] = a[k]! + b[k]!;
     }
   }
   return copyBytes(r.u8.subarray(0, bytes));
