@@ -67,7 +67,7 @@ export class CompileContext {
   readonly posted: Posted;
   readonly info: readonly CommInfo[];
   readonly builder: ProgramBuilder;
-  /** Whether this composition emits a device's ring-type channels (all but in a folded streaming pass). */
+  /** Whether this composition emits a device's programs (all but in a folded pass: its units' devices; the streaming pass, unit 0's). */
   readonly emits: (device: number) => boolean;
   /** The replica groups' own comm (channel set 0). */
   readonly main: Comm;

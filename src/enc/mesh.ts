@@ -198,7 +198,10 @@ export function meshStage(exchange: "blocks" | "whole-buffer", rotate: boolean):
         const place = ctx.meshPlace(rank);
         return { groupRank: comm.pos.get(rank)!.groupRank, device: ctx.info[rank]!.device, topsp: place.topsp, semas: place.semas, input: b.input, output: b.output, scratch: b.scratch };
       });
-      g.forEach((rank, k) => composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, rotate, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg)));
+      // (A folded pass composes the programs of the devices it emits only, as runStage does the ring channels.)
+      g.forEach((rank, k) => {
+        if (ctx.emits(ctx.info[rank]!.device)) composeMesh({ op, opType, ranks, count, reduceSliceBytes, singleStep, rotate, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg));
+      });
     });
     return [];
   };

@@ -55,6 +55,8 @@ export const composePodMeshStage: StageComposer = (ctx, st, buffers) => {
       opType === EncOpType.ALLREDUCE ? meshBlock(count, n, k, esize) : { off: (k * op.bytes) / n, len: op.bytes / n };
     const slot = opType === EncOpType.ALLREDUCE ? meshBlock(count, n, 0, esize).len : op.bytes / n;
     g.forEach((rank, k) => {
+      // (A folded pass composes the programs of the devices it emits only.)
+      if (!ctx.emits(ctx.info[rank]!.device)) return;
       const p = Math.floor(k / L);
       const l = k % L;
       const place = ctx.meshPlace(rank);

@@ -234,7 +234,10 @@ export const composeRdhStage: StageComposer = (ctx, st, buffers, _plans, path) =
     });
     const name = alg === EncAlgType.INTER_RDH ? '7 INTER_RDH ("RDH")' : '5 INTRA_RDH ("RDH")';
     // Across nodes every partner is remote: the program's transfers go through the rank's proxy queue.
-    g.forEach((rank, k) => composeRdh({ op, opType, ranks, count, reduceSliceBytes, name, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg), `${path}.op`));
+    // (A folded pass composes the programs of the devices it emits only.)
+    g.forEach((rank, k) => {
+      if (ctx.emits(ctx.info[rank]!.device)) composeRdh({ op, opType, ranks, count, reduceSliceBytes, name, ...ctx.meshNet(rank, g) }, ranks[k]!, ctx.meshProgram(comm, rank, st.alg), `${path}.op`);
+    });
   });
   return [];
 };

@@ -149,6 +149,8 @@ export interface ComposeContext {
   proxyQueue(comm: Comm, rank: number, c: number): { entries: ProxyFifo; proxyInc: number };
   netHop(comm: Comm, rank: number, c: number, hop: { next: number; prev: number; toNext: boolean; fromPrev: boolean }, halfBytes: number): NetHop;
   meshNet(rank: number, g: readonly number[]): { net?: NetQueue };
+  /** Whether this composition emits a device's programs (all but in a folded pass: its units' devices). */
+  readonly emits: (device: number) => boolean;
 }
 
 /** The six feasibility gates, in the order enc_post_operation runs them. */
