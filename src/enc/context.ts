@@ -141,6 +141,8 @@ export class CompileContext {
     // One TopSP may carry all of a concurrent stream's channels.
     this.slotsPerTopsp = this.concurrent ? channels : Math.ceil(channels / this.tsPerRank);
     if (this.concurrent) check(this.streams.length <= this.tsPerRank, "CMP1313", `${this.streams.length} concurrent streams need a TopSP each; a rank of ${spec.name} has ${this.tsPerRank}`, "concurrent", true);
+    // (Stream p > 0 runs on queue collectiveQueue - 1 - p: below the device barrier's.)
+    if (this.concurrent) check(this.streams.length <= spec.dma.collectiveQueue, "CMP1313", `${this.streams.length} concurrent streams need ${this.streams.length + 1} DMA queues at and below the collective queue (one each, and the device barrier's); ${spec.name}'s collective queue ${spec.dma.collectiveQueue} has ${spec.dma.collectiveQueue + 1}`, "concurrent", true);
     this.perStream = setsPerStream(scn, opIndices, posted);
     // Channel sets in use.
     const sets = this.perStream * this.streams.length;

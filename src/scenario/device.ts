@@ -86,6 +86,8 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
               : f.int(0, MAX_COST_PS),
   );
   if (dma.collectiveQueue >= dma.queuesPerEngine) r.get("dma").get("collectiveQueue").fail("SCN1101", `must be below queuesPerEngine (${dma.queuesPerEngine})`);
+  // (The device barriers run on the queue below the collective one, and further streams below that.)
+  if (dma.collectiveQueue < 1) r.get("dma").get("collectiveQueue").fail("SCN1101", "must be at least 1: a device barrier runs on the queue below the collective one");
   if (dma.enginesPerCore * coresPerDevice > 256) r.get("dma").get("enginesPerCore").fail("SCN1101", "engines per device must be at most 256 (the DMA register map)");
   const hbmRates = section("hbm", ["bytesPerSecond"] as const, (_k, f) => rate(f), ["capacityBytes"]);
   // A device's HBM capacity (absent: no limit, as on the ideal machines); buffers must fit it.

@@ -17,7 +17,7 @@ const preset = Object.fromEntries(PRESETS.map((n) => [n, JSON.parse(readFileSync
 /** A preset's numbers and the validator's bounds for them (devices/device.schema.json), small bounds cut to what a small run can reach. */
 const BOUNDS: readonly (readonly [string, string, number, number])[] = [
   ["topsp", "semaphores", 1, 256], ["topsp", "entryDecodePs", 0, 1e6], ["topsp", "stepIssuePs", 0, 1e6], ["topsp", "semaWakePs", 0, 1e6],
-  ["dma", "enginesPerCore", 1, 32], ["dma", "queuesPerEngine", 1, 16], ["dma", "engineBytesPerSecond", 0, 1e15], ["dma", "descriptorCostPs", 0, 1e6],
+  ["dma", "enginesPerCore", 1, 32], ["dma", "queuesPerEngine", 1, 16], ["dma", "collectiveQueue", 1, 15], ["dma", "engineBytesPerSecond", 0, 1e15], ["dma", "descriptorCostPs", 0, 1e6],
   ["dma", "maxDescriptorBytes", 64, 65536], ["dma", "cceMaxElements", 1, 1 << 20], ["hbm", "bytesPerSecond", 0, 1e15],
   ["link", "bytesPerSecond", 0, 1e15], ["link", "latencyPs", 0, 1e7], ["ring", "foldN", 1, 4], ["ring", "chunkBytes", 64, 1 << 22], ["ring", "bufferSlots", 3, 64],
   ["ring", "defaultChannels", 1, 32], ["network", "bytesPerSecond", 0, 1e15], ["network", "latencyPs", 0, 1e7], ["network", "messageCostPs", 0, 1e6], ["network", "bufferSlots", 2, 255],
@@ -34,6 +34,32 @@ describe("legal presets never deadlock", () => {
     const j = structuredClone(trn1);
     j.ring.bufferSlots = 2;
     expect(() => parseDeviceSpec("p.json", j)).toThrow(/must be at least 3: .*deadlocks/);
+  });
+
+  it("the collective queue: 0 is refused with the reason (a device barrier runs on the queue below it; it was an encoder error, found with four concurrent streams); a concurrent program needs a queue a stream below it", () => {
+    const j = structuredClone(preset["trn3"]);
+    j.dma.collectiveQueue = 0;
+    let refused: unknown;
+    try {
+      parseDeviceSpec("p.json", j);
+    } catch (e) {
+      refused = e;
+    }
+    expect(refused).toBeInstanceOf(CcsimError);
+    expect((refused as CcsimError).render()).toMatch(/p\.json: dma\.collectiveQueue: must be at least 1: a device barrier runs on the queue below the collective one .*\[SCN1101\]/);
+    const run = (queue: number, streams: number) => {
+      const k = structuredClone(preset["trn3"]);
+      k.dma.collectiveQueue = queue;
+      const spec = parseDeviceSpec("p.json", k);
+      const ops = Array.from({ length: streams }, (_, stream) => ({ op: "all-reduce", bytes: 4096, dtype: "fp32", stream }));
+      return runScenario(parseScenario("s.json", { name: "p", instance: "trn3", ranks: 4, concurrent: true, check: "values", ops }), spec, silent);
+    };
+    for (const streams of [2, 4]) {
+      const out = run(streams, streams);
+      expect(out.kind).toBe("done");
+      if (out.kind === "done") expect(out.concurrent?.mismatch).toBeUndefined();
+      expect(() => run(streams - 1, streams)).toThrow(`${streams} concurrent streams need ${streams + 1} DMA queues at and below the collective queue (one each, and the device barrier's); trn3's collective queue ${streams - 1} has ${streams}`);
+    }
   });
 
   it("a network hop's slots: 255 run (each step across the network drains them all), 256 are refused with the reason, not at encoding", () => {
