@@ -7,6 +7,7 @@ import { expect } from "vitest";
 import pino from "pino";
 import fc from "fast-check";
 import { DTYPES } from "../src/ir/dtypes.ts";
+import { CcsimError } from "../src/ir/errors.ts";
 
 export type LooseOp = Omit<OpSpec, "stream" | "priorityClass"> & Partial<Pick<OpSpec, "stream" | "priorityClass">>;
 
@@ -54,3 +55,14 @@ export function expectRunChecks(scn: Scenario, spec: DeviceSpec, algorithm?: str
 /** Property-test arbitraries: the three collectives, and every dtype. */
 export const collectiveOp = fc.constantFrom("all-gather", "all-reduce", "reduce-scatter") as fc.Arbitrary<OpName>;
 export const anyDtype = fc.constantFrom(...DTYPES);
+
+/** The CcsimError `fn` is refused with (any other outcome fails the test). */
+export function refusal(fn: () => unknown): CcsimError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof CcsimError) return e;
+    throw e;
+  }
+  throw new Error("not refused");
+}

@@ -10,6 +10,7 @@ import pino from "pino";
 import { parseDeviceSpec, parseScenario } from "../../src/scenario/index.ts";
 import { runScenario } from "../../src/run/pipeline.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
+import { refusal } from "../helpers.ts";
 
 const trn1 = JSON.parse(readFileSync("devices/trn1.json", "utf8"));
 const PRESETS = ["trn1", "trn1-legacy", "trn2", "trn2-lnc1", "trn2-ultraserver", "trn3", "inf2-48xl"] as const;
@@ -39,14 +40,7 @@ describe("legal presets never deadlock", () => {
   it("the collective queue: 0 is refused with the reason (a device barrier runs on the queue below it; it was an encoder error, found with four concurrent streams); a concurrent program needs a queue a stream below it", () => {
     const j = structuredClone(preset["trn3"]);
     j.dma.collectiveQueue = 0;
-    let refused: unknown;
-    try {
-      parseDeviceSpec("p.json", j);
-    } catch (e) {
-      refused = e;
-    }
-    expect(refused).toBeInstanceOf(CcsimError);
-    expect((refused as CcsimError).render()).toMatch(/p\.json: dma\.collectiveQueue: must be at least 1: a device barrier runs on the queue below the collective one .*\[SCN1101\]/);
+    expect(refusal(() => parseDeviceSpec("p.json", j)).render()).toMatch(/p\.json: dma\.collectiveQueue: must be at least 1: a device barrier runs on the queue below the collective one .*\[SCN1101\]/);
     const run = (queue: number, streams: number) => {
       const k = structuredClone(preset["trn3"]);
       k.dma.collectiveQueue = queue;
@@ -73,15 +67,9 @@ describe("legal presets never deadlock", () => {
     const out = run(255);
     expect(out.kind).toBe("done");
     if (out.kind === "done") expect(out.ops[0]!.row.check).toBe("pass");
-    let refused: unknown;
-    try {
-      run(256);
-    } catch (e) {
-      refused = e;
-    }
-    expect(refused).toBeInstanceOf(CcsimError);
-    expect((refused as CcsimError).code).toBe("SCN1005");
-    expect((refused as CcsimError).render()).toMatch(/p\.json.*network\.bufferSlots.*at most 255.*8 bits/s);
+    const refused = refusal(() => run(256));
+    expect(refused.code).toBe("SCN1005");
+    expect(refused.render()).toMatch(/p\.json.*network\.bufferSlots.*at most 255.*8 bits/s);
   });
 
   it("random channels, slots, chunks and folds x small ring, all-gather, reduce-scatter and all-reduce ops: no hang", () => {

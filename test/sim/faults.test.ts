@@ -5,22 +5,12 @@ import pino from "pino";
 import { compileProgram } from "../../src/enc/compile.ts";
 import type { Fault, OpName } from "../../src/ir/spec.ts";
 import { parseScenario } from "../../src/scenario/index.ts";
-import { CcsimError } from "../../src/ir/errors.ts";
 import { runScenario } from "../../src/run/pipeline.ts";
 import { formatHang, simulate } from "../../sim/index.ts";
-import { ideal, scenario, trn1 } from "../helpers.ts";
+import { ideal, refusal, scenario, trn1 } from "../helpers.ts";
 
 const silent = pino({ level: "silent" });
 
-function caught(fn: () => unknown): CcsimError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof CcsimError) return e;
-    throw e;
-  }
-  throw new Error("no error");
-}
 const alpha = ideal.link.latencyPs;
 const beta = 1e12 / ideal.link.bytesPerSecond;
 
@@ -83,7 +73,7 @@ describe("fault injection", () => {
     [{ kind: "engine-stall", device: 0, engine: 99, atUs: 1, forUs: 1 }, /faults\[0\]: dev0 has no DMA engine 99 in this program/, "SCN1010"],
     [{ kind: "lost-increment", device: 12, nth: 1 }, /faults\[0\]: device 12 runs nothing in this program/, "SCN1010"],
   ])("a fault the machine does not have: %j", (fault, says, code) => {
-    const e = caught(() => runScenario(ring8([fault as Fault]), trn1, silent));
+    const e = refusal(() => runScenario(ring8([fault as Fault]), trn1, silent));
     expect(e.render()).toMatch(says);
     expect(e.code).toBe(code);
   });
@@ -96,6 +86,6 @@ describe("fault injection", () => {
     [{ kind: "lost-increment", device: 0, nth: 1, when: 3 }, /faults\[0\]\.when: unknown key "when"/],
   ])("validated like every field: %j", (fault, says) => {
     const json = { name: "f", instance: "trn1", ranks: 2, ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }], faults: [fault] };
-    expect(caught(() => parseScenario("f.json", json)).render()).toMatch(says);
+    expect(refusal(() => parseScenario("f.json", json)).render()).toMatch(says);
   });
 });
