@@ -54,9 +54,16 @@ export class DescPages implements DescSlot {
   /** The page `words` views. */
   private wordsPage: Uint8Array = EMPTY;
 
-  /** `keep` false: count and pack descriptors without keeping them (the last one stays readable). */
-  constructor(keep = true) {
+  /**
+   * Descriptors appended to this list and to the others that share the counter (a streamed
+   * program's lists: what its stream has composed, without summing a thousand lists every step).
+   */
+  private readonly appended: { n: number };
+
+  /** `keep` false: count and pack descriptors without keeping them (the last one stays readable); `appended`: a counter shared with other lists. */
+  constructor(keep = true, appended: { n: number } = { n: 0 }) {
     this.scratch = keep ? undefined : new Uint8Array(DESC_BYTES);
+    this.appended = appended;
   }
 
   /** Pages held now (what a streamed ring costs in memory). */
@@ -71,6 +78,7 @@ export class DescPages implements DescSlot {
   /** Append one descriptor: where to pack it (valid until the next call). */
   next(): DescSlot {
     const i = this.count++;
+    this.appended.n++;
     if (this.scratch) {
       this.slot(this.scratch, 0);
       return this;
@@ -133,6 +141,7 @@ export class DescPages implements DescSlot {
       const slot = this.next();
       slot.bytes.set(src.subarray(at, at + k * DESC_BYTES), slot.offset);
       this.count += k - 1;
+      this.appended.n += k - 1;
       at += k * DESC_BYTES;
       n -= k;
     }

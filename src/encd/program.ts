@@ -231,6 +231,9 @@ export class ProgramBuilder {
     return { vrings, mask, seng };
   }
 
+  /** The stream of the rings a pass of some units counts and no streaming pass will fill (`newVring`): empty, shared. */
+  private unstreamed: VringStore | undefined;
+
   /** A vring as the ring mode has it, and the streamed rings it stands for (count mode). */
   private newVring(name: string, key: string, device: number): { vring: Vring; stream?: VringStore } {
     const m = this.rings;
@@ -240,11 +243,18 @@ export class ProgramBuilder {
     const other = fold !== undefined && device >= fold.unitDevices;
     const counting = () => ({ tx: new DescPages(false), rx: new DescPages(false) });
     if (m.kind === "count") {
+      // A pass that counts some units only (`fold.units`, one of two threads' halves) hashes their
+      // devices' rings alone, and gives a stream to unit 0's alone: it is folded, and its stream is
+      // unit 0's; or not, and the whole program is counted again. (A stream for every ring of 4,096
+      // ranks was 150,000 lists made, and walked by every batch of the streaming pass.)
+      const units = fold?.units;
+      const hashed = fold !== undefined && (!units || (device >= units.from * fold.unitDevices && device < units.to * fold.unitDevices));
       let sig: Signature | undefined;
-      if (fold) fold.signatures.set(key, (sig = new Signature()));
+      if (hashed) fold.signatures.set(key, (sig = new Signature()));
       const tally = { tally: true, ...(sig && fold ? { sig: { sig, device, unitDevices: fold.unitDevices } } : {}) };
       const vring = new Vring(name, VRING_DESC_LIMIT, counting(), tally);
-      // (Every ring gets its stream: a program that is not folded after all streams them all.)
+      // (Otherwise every ring gets its stream: a program that is not folded after all streams them all.)
+      if (units && other) return { vring, stream: (this.unstreamed ??= counting()) };
       const stream = { tx: new DescPages(), rx: new DescPages() };
       m.stores.set(key, stream);
       return { vring, stream };

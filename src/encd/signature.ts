@@ -54,9 +54,9 @@ export function addUnitAddress(sig: Signature, addr: number, from: number, unitD
   // (Device ids and unit sizes are below 2^16: one number says who looks.)
   const who = (from * 65536 + own) * 65536 + unitDevices;
   const window = Math.floor(addr / HBM_LIMIT);
-  const w = window & (SEEN - 1);
+  const w = slotOf(window, from);
   if (hbm.key[w] === window && hbm.who[w] === who) return hashSeen(sig, hbm, w);
-  const e = exactSlot(addr);
+  const e = slotOf((addr | 0) ^ Math.floor(addr / 4294967296), from);
   if (exact.key[e] === addr && exact.who[e] === who) return hashSeen(sig, exact, e);
   const c = unitAddressCode(addr, from, unitDevices, own);
   // (An HBM window holds HBM only: it is the first HBM_LIMIT of a device's space.)
@@ -109,9 +109,14 @@ const seenSlots = (): Seen => ({ key: new Float64Array(SEEN).fill(-1), who: new 
 const hbm = seenSlots();
 const exact = seenSlots();
 
-/** An address's slot of `exact` (its low bits, mixed with the high ones). */
-function exactSlot(addr: number): number {
-  return (Math.imul((addr | 0) ^ Math.floor(addr / 4294967296), 0x9e3779b1) >>> 22) & (SEEN - 1);
+/**
+ * The slot of a key (an HBM window, or an address's two halves folded) as device `from` looks it up:
+ * both mixed, so that the windows of a block's devices, multiples of 128, and the devices looking
+ * at the same addresses spread over the slots (by the window alone, every HBM window of a block
+ * fell into one of four slots, and most lookups decoded the address again).
+ */
+function slotOf(key: number, from: number): number {
+  return (Math.imul(key ^ Math.imul(from + 1, 0x9e3779b1), 0x85ebca6b) >>> 22) & (SEEN - 1);
 }
 
 /** Hash slot `i`'s code (naming its device as another unit's where it is one). */

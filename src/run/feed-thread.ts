@@ -371,11 +371,15 @@ function countFor(job: CountJob, port: MessagePort, ctrl: Int32Array): void {
 
 function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
   try {
-    const stores = new Map<string, VringStore>(job.keys.map((k) => [k, { tx: new DescPages(), rx: new DescPages() }]));
+    // (Every list counts what it appends into one counter: what waits to be posted is read there.)
+    const appended = { n: 0 };
+    const stores = new Map<string, VringStore>(job.keys.map((k) => [k, { tx: new DescPages(true, appended), rx: new DescPages(true, appended) }]));
     const lists = job.keys.flatMap((k) => [stores.get(k)!.tx, stores.get(k)!.rx]);
     const sent = new Array<number>(lists.length).fill(0);
     const src = streamPass(job, stores);
     let posted = 0;
+    /** Descriptors posted in all batches so far. */
+    let postedDescriptors = 0;
     let steps = 0;
     /** Descriptors of each batch posted (to know how many the run has not taken). */
     const sizes: number[] = [];
@@ -398,8 +402,7 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
         more = src.step();
         steps++;
         Atomics.store(ctrl, BEAT, steps);
-        waiting = 0;
-        for (let i = 0; i < lists.length; i++) waiting += lists[i]!.count - sent[i]!;
+        waiting = appended.n - postedDescriptors;
       } while (more && waiting < BATCH_DESCRIPTORS);
       const parts: number[] = [];
       const buffer = bufferFor(waiting * DESC_BYTES);
@@ -415,6 +418,8 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
         sent[i] = list.count;
         list.release(list.count);
       }
+      if (at !== waiting * DESC_BYTES) throw new InternalError(`a batch of ${at / DESC_BYTES} descriptors where the lists counted ${waiting} appended`);
+      postedDescriptors += waiting;
       const batch: Batch = { parts: Int32Array.from(parts), steps, bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()], buffers: made }) };
       port.postMessage(batch, [buffer]);
       sizes.push(waiting);

@@ -10,6 +10,21 @@ function fill(list: DescPages, n: number, base: number): void {
 }
 
 describe("descriptor pages", () => {
+  it("lists that share a counter count every descriptor appended to any of them, packed one by one or appended in runs", () => {
+    const shared = { n: 0 };
+    const a = new DescPages(true, shared);
+    const b = new DescPages(true, shared);
+    const alone = new DescPages();
+    fill(a, PAGE_DESCS + 3, 0x1000);
+    fill(alone, 5, 0x1000);
+    const run = new Uint8Array(3 * PAGE_DESCS * DESC_BYTES);
+    b.append(run, DESC_BYTES, 3 * PAGE_DESCS - 1);
+    fill(b, 2, 0x2000);
+    expect(shared.n).toBe(a.count + b.count);
+    expect(shared.n).toBe(PAGE_DESCS + 3 + 3 * PAGE_DESCS + 1);
+    expect(alone.count).toBe(5);
+  });
+
   it("a run page dropped by one list and reused by another reads back as the new list packed it", () => {
     const a = new DescPages();
     fill(a, 3 * PAGE_DESCS, 0x1000);

@@ -230,8 +230,21 @@ describe("the streaming composition on a worker thread", () => {
         expect(job.units).toEqual({ from: Math.ceil(scn.nodes / 2), to: scn.nodes });
         return count(job);
       };
+      // A folded program's stream is pod 0's: the halves' counts made streams for its rings alone.
+      const run = runner.run.bind(runner);
+      let keys: readonly string[] = [];
+      runner.run = (job, stores) => {
+        keys = job.keys;
+        return run(job, stores);
+      };
       const two = compileStreamed(scn, spec, [0], { fold: true, runner });
       expect(asked, s.name).toBe(1);
+      if (two.folding?.folded) {
+        const podDevices = two.folding.podDevices!;
+        expect(keys.length, s.name).toBeGreaterThan(0);
+        expect(keys.filter((k) => Number(k.split("/")[0]) >= podDevices), s.name).toEqual([]);
+        expect(new Set(keys.map((k) => Number(k.split("/")[0]))).size, s.name).toBe(podDevices);
+      }
       expect(runner.threads.split, s.name).toBe(1);
       expect(one.folding?.folded, s.name).toBe(s.name !== "mesh across nodes");
       expect(two.folding, s.name).toEqual(one.folding);
