@@ -2,7 +2,7 @@
 // run (npm run nccom / sim / conformance with --shard I/N --out F) put back together. The merge
 // replays the command with the shards' results in place of running them, so it prints what the
 // unsharded run prints, and exits as it would.
-import { mergePartials, PartialError } from "../run/shard.ts";
+import { ccsimVersion, mergePartials, PartialError } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import type { CaseOutcome } from "../run/conformance.ts";
 import { writeWhole } from "./write.ts";
@@ -27,8 +27,9 @@ progress lines an op of more than two seconds writes to stderr as it runs are no
   --report-to-json-file F  also write nccom-test's JSON report to F
 
 Refused, with the file and the reason, nothing written (exit 1): a shard missing or given twice,
-shards that overlap, partials of different commands, ccsim versions, presets or shard counts, a
-partial that was truncated or edited (each carries a checksum of its content).
+shards that overlap, partials of different commands, ccsim builds (the version and a hash of the
+sources: shards and merge run one checkout), presets or shard counts, a partial that was truncated
+or edited (each carries a checksum of its content).
 `;
 
 type Tool = (argv: readonly string[], out: (s: string) => void, err: (s: string) => void, results: readonly unknown[], preset: string) => number;
@@ -68,7 +69,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   let merged: ReturnType<typeof mergePartials>;
   try {
-    merged = mergePartials(files);
+    merged = mergePartials(files, ccsimVersion());
   } catch (e) {
     if (e instanceof PartialError) {
       err(`merge: ${e.message}\n`);

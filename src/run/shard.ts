@@ -4,11 +4,11 @@
 // prints. The assignment of pieces to shards is fixed by the pieces' estimated costs (never by
 // timing), so a shard run again does the same pieces.
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { UsageError } from "../ir/errors.ts";
 import { fromWire, toWire, WireError } from "./wire.ts";
 import { PROJECT_ROOT } from "./paths.ts";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 
 export interface ShardSpec {
   /** 0 .. count - 1. */
@@ -189,10 +189,12 @@ export function readPartial(file: string): PartialFile {
  * Every shard's partial put together: one command, version, preset and N; each shard once; every
  * piece once. Returns the command and every piece's result in order.
  */
-export function mergePartials(files: readonly string[]): { tool: string; argv: readonly string[]; preset: string; results: unknown[] } {
+export function mergePartials(files: readonly string[], build?: string): { tool: string; argv: readonly string[]; preset: string; results: unknown[] } {
   if (files.length === 0) throw new PartialError("", "no partial files given");
   const parts = files.map((f) => ({ file: f, p: readPartial(f) }));
   const first = parts[0]!;
+  // (`build`: the merging ccsim's; its reading of the results is the one that wrote them.)
+  if (build !== undefined && first.p.version !== build) throw new PartialError(first.file, `written by ccsim ${first.p.version}, and this is ccsim ${build}: merge with the checkout that ran the shards (its sources, not its version alone, say the build)`);
   for (const { file, p } of parts.slice(1)) {
     if (p.tool !== first.p.tool || JSON.stringify(p.argv) !== JSON.stringify(first.p.argv)) throw new PartialError(file, `another command's partial: ${p.tool} ${p.argv.join(" ")} (${first.file}: ${first.p.tool} ${first.p.argv.join(" ")})`);
     if (p.version !== first.p.version) throw new PartialError(file, `written by ccsim ${p.version}, ${first.file} by ${first.p.version}`);
@@ -222,13 +224,37 @@ export function mergePartials(files: readonly string[]): { tool: string; argv: r
   return { tool: first.p.tool, argv: first.p.argv, preset: first.p.preset, results };
 }
 
-/** ccsim's version (package.json), as partials record it. */
+/**
+ * ccsim's build as partials record it: package.json's version and a hash of the sources that run
+ * (`0.1.0+src.1a2b3c4d5e6f`). The version alone is the same for every checkout, and a partial of
+ * another checkout may hold results of another shape (a merge read one as its own and failed inside)
+ * or other times: partials merge only with partials of the same sources, merged by those sources.
+ */
 export function ccsimVersion(): string {
+  let version = "0";
   try {
-    return (JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { version?: string }).version ?? "0";
+    version = (JSON.parse(readFileSync(join(PROJECT_ROOT, "package.json"), "utf8")) as { version?: string }).version ?? "0";
   } catch {
-    return "0";
+    // (No package.json: version 0, the sources' hash still says which build.)
   }
+  return `${version}+src.${(sourcesHash ??= hashSources())}`;
+}
+
+let sourcesHash: string | undefined;
+
+/** A hash of the TypeScript sources of src/ and sim/ (their paths and contents, in path order). */
+function hashSources(): string {
+  const h = createHash("sha256");
+  for (const dir of ["src", "sim"]) {
+    let files: string[];
+    try {
+      files = (readdirSync(join(PROJECT_ROOT, dir), { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).sort();
+    } catch {
+      files = [];
+    }
+    for (const f of files) h.update(`${dir}/${f.split(sep).join("/")}\0`).update(readFileSync(join(PROJECT_ROOT, dir, f))).update("\0");
+  }
+  return h.digest("hex").slice(0, 12);
 }
 
 /**

@@ -5,6 +5,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { ccsimVersion } from "../../src/run/shard.ts";
 import { main as nccomMain } from "../../src/cli/nccom.ts";
 import { main as mergeMain } from "../../src/cli/merge.ts";
 import { main as conformanceMain } from "../../src/cli/conformance.ts";
@@ -95,6 +97,28 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
     writeFileSync(preset, JSON.stringify({ ...trn1, topsp: { ...trn1.topsp, launchPs: trn1.topsp.launchPs + 1_000_000 } }));
     expect(inProcess("nccom", [...cmd, "--instance", preset, "--shard", "1/2", "--out", mine[1]!]).status).toBe(0);
     check(mine, /mine-1.json: ran on another preset/);
+  });
+
+  it("refuses the partial of another checkout (its sources differ, the version alike), in the shards or against the merge itself", () => {
+    // A partial as another build would write it, whole and checksummed: only its build differs.
+    const rebuilt = (file: string, build: string, name: string): string => {
+      const m = /^\{"checksum":"[0-9a-f]{64}","body":([\s\S]*)\}\n$/.exec(readFileSync(file, "utf8"))!;
+      const body = JSON.stringify({ ...(JSON.parse(m[1]!) as object), version: build });
+      const out = join(dir, name);
+      writeFileSync(out, `{"checksum":"${createHash("sha256").update(body).digest("hex")}","body":${body}}\n`);
+      return out;
+    };
+    const ours = ccsimVersion();
+    expect(ours).toMatch(/^\d+\.\d+\.\d+\+src\.[0-9a-f]{12}$/);
+    const theirs = ours.replace(/src\.[0-9a-f]{12}$/, "src.000000000000");
+    const r = inProcess("merge", [files[0]!, files[1]!, rebuilt(files[2]!, theirs, "theirs-2.json")]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`theirs-2.json: written by ccsim ${theirs}, ${files[0]} by ${ours}`);
+    // Every shard of that other build: alike among themselves, not this merge's to read.
+    const m = inProcess("merge", files.map((f, k) => rebuilt(f, theirs, `theirs-${k}.json`)));
+    expect(m.status).toBe(1);
+    expect(m.stdout).toBe("");
+    expect(m.stderr).toContain(`theirs-0.json: written by ccsim ${theirs}, and this is ccsim ${ours}`);
   });
 });
 
