@@ -452,9 +452,10 @@ export class ProgramBuilder {
     }
   }
 
-  build(): ProgramImage {
+  /** The program's image: of every device, or of those `keep` accepts (a pass that counts some units reads theirs and unit 0's alone). */
+  build(keep: (device: number) => boolean = () => true): ProgramImage {
     const devices: DeviceImage[] = [];
-    for (const device of [...this.devices.keys()].sort((a, b) => a - b)) {
+    for (const device of [...this.devices.keys()].filter(keep).sort((a, b) => a - b)) {
       const d = this.dev(device);
       const queues: QueueImage[] = [...d.vrings.values()]
         .sort((a, b) => a.engine - b.engine || a.queue - b.queue)
