@@ -13,7 +13,7 @@ import { packSpadCtrlEntry, ringEntry, SPAD_CTRL_ENTRY_BYTES, type CcOpEntry } f
 import { ENGINES_PER_SENG, hbmAddr, semaAddr, tailDoorbellAddr } from "./address.ts";
 import { SLOT_ENTRY_BYTES } from "./slot.ts";
 import { dumpToPringPadded, Vring, VRING_DESC_LIMIT, WORD_BYTES, type VringStore } from "./vring.ts";
-import { Signature } from "./signature.ts";
+import { Signature, UnitAddresses } from "./signature.ts";
 import { DescPages } from "./pages.ts";
 import { GrownBytes } from "./bits.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh-event.ts";
@@ -231,6 +231,14 @@ export class ProgramBuilder {
     return { vrings, mask, seng };
   }
 
+  /** Each device's hashing of unit-relative addresses, shared by its rings (they name the same few places). */
+  private readonly coders = new Map<number, UnitAddresses>();
+  private unitAddresses(device: number, unitDevices: number): UnitAddresses {
+    let c = this.coders.get(device);
+    if (!c) this.coders.set(device, (c = new UnitAddresses(device, unitDevices)));
+    return c;
+  }
+
   /** The stream of the rings a pass of some units counts and no streaming pass will fill (`newVring`): empty, shared. */
   private unstreamed: VringStore | undefined;
 
@@ -251,7 +259,7 @@ export class ProgramBuilder {
       const hashed = fold !== undefined && (!units || (device >= units.from * fold.unitDevices && device < units.to * fold.unitDevices));
       let sig: Signature | undefined;
       if (hashed) fold.signatures.set(key, (sig = new Signature()));
-      const tally = { tally: true, ...(sig && fold ? { sig: { sig, device, unitDevices: fold.unitDevices } } : {}) };
+      const tally = { tally: true, ...(sig && fold ? { sig: { sig, addresses: this.unitAddresses(device, fold.unitDevices) } } : {}) };
       const vring = new Vring(name, VRING_DESC_LIMIT, counting(), tally);
       // (Otherwise every ring gets its stream: a program that is not folded after all streams them all.)
       if (units && other) return { vring, stream: (this.unstreamed ??= counting()) };
@@ -266,7 +274,7 @@ export class ProgramBuilder {
     // A folded streaming pass hashes pod 0's rings too: they must hash as the counting pass's did.
     const sig = new Signature();
     fold.signatures.set(key, sig);
-    return { vring: new Vring(name, VRING_DESC_LIMIT, store, { tally: false, sig: { sig, device, unitDevices: fold.unitDevices } }) };
+    return { vring: new Vring(name, VRING_DESC_LIMIT, store, { tally: false, sig: { sig, addresses: this.unitAddresses(device, fold.unitDevices) } }) };
   }
 
   /**

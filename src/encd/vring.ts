@@ -4,7 +4,7 @@ import { EncodeError } from "../ir/errors.ts";
 import { DESC_BYTES, encodeLength, lenCtrl, MAX_DESC_BYTES, packCceMeta, packRx, packTx, writeAddressed, writeDesc, type DescFlags, type DescSlot } from "./udma.ts";
 import { checkAddr, isAddr } from "./bits.ts";
 import { DescPages } from "./pages.ts";
-import { addUnitAddress, Signature } from "./signature.ts";
+import { Signature, UnitAddresses } from "./signature.ts";
 
 /** Hard cap per half, as the runtime's vring allocator has it. */
 export const VRING_DESC_LIMIT = 0xfffff0;
@@ -50,7 +50,7 @@ export interface VringStore {
  */
 export interface VringTally {
   readonly tally: boolean;
-  readonly sig?: { readonly sig: Signature; readonly device: number; readonly unitDevices: number };
+  readonly sig?: { readonly sig: Signature; readonly addresses: UnitAddresses };
 }
 
 export class Vring {
@@ -80,25 +80,24 @@ export class Vring {
   private signCopy(bytes: number, src: number, dst: number): void {
     const f = this.mode!.sig!;
     const sig = f.sig;
-    sig.add(1);
-    sig.add(bytes);
-    addUnitAddress(sig, src, f.device, f.unitDevices);
-    addUnitAddress(sig, dst, f.device, f.unitDevices);
+    // (Its kind, 1, and its size in one number: bytes < 2^50.)
+    sig.add(bytes * 4 + 1);
+    f.addresses.add(sig, src);
+    f.addresses.add(sig, dst);
   }
 
   /** Hash a CCE run: its kind, op, sizes and unit-relative addresses (no array made per run). */
   private signCce(op: number, sdmaDtype: number, bytes: number, packetBytes: number, srcs: readonly number[], dsts: readonly number[], off: number): void {
     const f = this.mode!.sig!;
     const sig = f.sig;
-    sig.add(2);
-    sig.add(op);
-    sig.add(sdmaDtype);
+    // Its kind (2), op, type and source and destination counts in one number where they fit (op < 8,
+    // type < 16, counts < 2^16: below 2^41), else each on its own after kind 3; then its sizes.
+    if (srcs.length < 65536 && dsts.length < 65536) sig.add((((op * 16 + sdmaDtype) * 65536 + srcs.length) * 65536 + dsts.length) * 4 + 2);
+    else for (const x of [3, op, sdmaDtype, srcs.length, dsts.length]) sig.add(x);
     sig.add(bytes);
     sig.add(packetBytes);
-    sig.add(srcs.length);
-    sig.add(dsts.length);
-    for (let i = 0; i < srcs.length; i++) addUnitAddress(sig, srcs[i]! + off, f.device, f.unitDevices);
-    for (let i = 0; i < dsts.length; i++) addUnitAddress(sig, dsts[i]! + off, f.device, f.unitDevices);
+    for (let i = 0; i < srcs.length; i++) f.addresses.add(sig, srcs[i]! + off);
+    for (let i = 0; i < dsts.length; i++) f.addresses.add(sig, dsts[i]! + off);
   }
 
   /** A tallied run's last RX descriptor: kept as its fields, packed only if it is pinned (checked as the packer would). */

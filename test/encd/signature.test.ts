@@ -4,7 +4,7 @@
 // devices and unit sizes, so kept codes are hit, missed and overwritten in between.
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { addUnitAddress, Signature, unitAddressCode } from "../../src/encd/signature.ts";
+import { addUnitAddress, Signature, UnitAddresses, unitAddressCode } from "../../src/encd/signature.ts";
 import { hbmAddr, semaAddr, tailDoorbellAddr } from "../../src/encd/address.ts";
 
 /** One address of device `d`: HBM, a semaphore window, a queue doorbell. */
@@ -34,6 +34,26 @@ describe("unit-relative address hashing", () => {
         expect(kept.cross).toEqual(decoded.cross);
       }),
       { numRuns: 300, seed: 7 },
+    );
+  });
+
+  it("a device's own coder hashes every address as addUnitAddress does, its kept places hit, missed and replaced", () => {
+    const devices = [0, 1, 5, 31, 33, 64, 97];
+    fc.assert(
+      fc.property(fc.constantFrom(...devices), fc.constantFrom(1, 2, 16, 32, 64), fc.array(address(devices), { minLength: 1, maxLength: 40 }), fc.array(fc.nat(), { minLength: 1, maxLength: 400 }), (from, unit, places, picks) => {
+        // A stream that comes back to a few places (more of them than the coder keeps, now and then).
+        const coder = new UnitAddresses(from, unit);
+        const kept = new Signature();
+        const plain = new Signature();
+        for (const k of picks) {
+          const addr = places[k % places.length]!;
+          coder.add(kept, addr);
+          addUnitAddress(plain, addr, from, unit);
+        }
+        expect(kept.value).toBe(plain.value);
+        expect(kept.cross).toEqual(plain.cross);
+      }),
+      { numRuns: 300, seed: 8 },
     );
   });
 
