@@ -176,42 +176,49 @@ export class CompileContext {
     this.addRingChannels();
   }
 
-  /** Every comm's ring channels, each rank's on its TopSP slot, engines and queue, wired to its ring neighbours. */
+  /**
+   * Every comm's ring channels, each rank's on its TopSP slot, engines and queue, wired to its ring
+   * neighbours: of the ranks whose devices this composition emits (a folded pass makes no channel
+   * for a device it does not compose: 0.2 s a pass at 4,096 ranks); `chan` makes another's if asked.
+   */
   private addRingChannels(): void {
-    const { channels, foldN, info } = this;
     const comms = this.streams.flatMap((st) => {
       const hc = this.hierByStream.get(st);
       return [this.streamComms.get(st)!, ...(hc ? [hc.intra, hc.inter, ...(hc.intraAg ? [hc.intraAg] : [])] : [])];
     });
     for (const comm of comms) {
       for (const rank of this.members(comm)) {
-        const ci = info[rank]!;
-        for (let c = 0; c < channels; c++) {
-          const { next, prev } = this.ringPos(comm, c, rank);
-          const p = this.place(rank, comm.set, c);
-          const id = comm.set * channels + c;
-          this.chans.set(
-            `${comm.set}/${rank}/${c}`,
-            this.builder.addChannel({
-              device: ci.device,
-              topsp: p.topsp,
-              channelId: id,
-              slot: p.slot,
-              // Concurrent streams share the engines, each on its own queue.
-              engines: Array.from({ length: foldN }, (_, f) => ci.core * this.enginesPerRank + ((comm.set % this.perStream) * channels + c) * foldN + f),
-              queue: this.streamQueue(comm.set),
-              recvSema: p.recv,
-              sendSema: p.send,
-              complSema: p.compl,
-              reporter: c === 0,
-              next: this.neighbor(ci, info[next]!),
-              prev: this.neighbor(ci, info[prev]!),
-              initialCredits: this.sendSlots(comm, rank, c),
-            }),
-          );
-        }
+        if (!this.emits(this.info[rank]!.device)) continue;
+        for (let c = 0; c < this.channels; c++) this.addChan(comm, rank, c);
       }
     }
+  }
+
+  /** Rank `rank`'s channel `c` of `comm`, made. */
+  private addChan(comm: Comm, rank: number, c: number): EncdChannel {
+    const { channels, foldN, info } = this;
+    const ci = info[rank]!;
+    const { next, prev } = this.ringPos(comm, c, rank);
+    const p = this.place(rank, comm.set, c);
+    const id = comm.set * channels + c;
+    const chan = this.builder.addChannel({
+      device: ci.device,
+      topsp: p.topsp,
+      channelId: id,
+      slot: p.slot,
+      // Concurrent streams share the engines, each on its own queue.
+      engines: Array.from({ length: foldN }, (_, f) => ci.core * this.enginesPerRank + ((comm.set % this.perStream) * channels + c) * foldN + f),
+      queue: this.streamQueue(comm.set),
+      recvSema: p.recv,
+      sendSema: p.send,
+      complSema: p.compl,
+      reporter: c === 0,
+      next: this.neighbor(ci, info[next]!),
+      prev: this.neighbor(ci, info[prev]!),
+      initialCredits: this.sendSlots(comm, rank, c),
+    });
+    this.chans.set(`${comm.set}/${rank}/${c}`, chan);
+    return chan;
   }
 
   /** Traffic between these devices goes through the network proxies (different nodes, no pod links). */
@@ -313,7 +320,7 @@ export class CompileContext {
   }
 
   chan(comm: Comm, rank: number, c: number): EncdChannel {
-    return this.chans.get(`${comm.set}/${rank}/${c}`)!;
+    return this.chans.get(`${comm.set}/${rank}/${c}`) ?? this.addChan(comm, rank, c);
   }
 
   /** A rank's mesh program: TopSP 0 of its core, semaphores after the ring channels'. */

@@ -88,6 +88,8 @@ export function* composeHier(
   const transposeStep = function* (from: (rank: number) => number, to: (rank: number) => number, bytes: (rank: number) => number, report: boolean): Generator<void, void> {
     yield* beginStep();
     for (const rank of ctx.members(comms.intra)) {
+      // (A device this composition does not emit gets no program: a folded pass's other pods.)
+      if (!ctx.emits(info[rank]!.device)) continue;
       const ch = ctx.chan(comms.intra, rank, 0);
       const b = bytes(rank) / (tr!.rows * tr!.cols);
       for (let r = 0; r < tr!.rows; r++) for (let c = 0; c < tr!.cols; c++) ch.copy(from(rank) + (r * tr!.cols + c) * b, to(rank) + (c * tr!.rows + r) * b, b, esize);

@@ -263,6 +263,8 @@ export const composeKangaringStage: StageComposer = (ctx, st, buffers) => {
       const pi = comm.rings[gi]!.cycle[c]! % k.m;
       order.forEach((chip, idx) => {
         const primary = chip.ranks[pi]!;
+        // (A device this composition does not emit gets no program: runStage would drop it.)
+        if (!ctx.emits(info[primary]!.device)) return;
         const secondaries = chip.ranks.filter((_, j) => j !== pi);
         const nextP = order[(idx + 1) % order.length]!.ranks[pi]!;
         const prevP = order[(idx + order.length - 1) % order.length]!.ranks[pi]!;

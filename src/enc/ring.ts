@@ -296,6 +296,8 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
     const sourceOf = new Map(op.pairs.map(([a, b]) => [b, a]));
     const reduce = opEntry(opType).handler === "permute-reduce";
     for (let rank = 0; rank < ctx.scn.ranks; rank++) {
+      // (A device this composition does not emit gets no program: runStage would drop it.)
+      if (!ctx.emits(info[rank]!.device)) continue;
       const t = targetOf.get(rank);
       const src = sourceOf.get(rank);
       for (let c = 0; c < channels; c++) {
@@ -320,6 +322,7 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
     return gens;
   }
   for (const rank of ctx.members(comm)) {
+    if (!ctx.emits(info[rank]!.device)) continue;
     const gi = comm.pos.get(rank)!.group;
     for (let c = 0; c < channels; c++) {
       const { ring, i, next, prev } = ctx.ringPos(comm, c, rank);
