@@ -322,16 +322,18 @@ export const composeRingStage: StageComposer = (ctx, st, buffers, plans) => {
     return gens;
   }
   for (const rank of ctx.members(comm)) {
-    if (!ctx.emits(info[rank]!.device)) continue;
     const gi = comm.pos.get(rank)!.group;
     for (let c = 0; c < channels; c++) {
       const { ring, i, next, prev } = ctx.ringPos(comm, c, rank);
+      const toNext = ctx.viaNetwork(rank, next);
+      const fromPrev = ctx.viaNetwork(rank, prev);
+      // (Every rank's network hop, its staging allocated, as the program's addresses have it; a
+      // device this composition does not emit gets no program: runStage would drop it.)
+      const net = toNext || fromPrev ? ctx.netHop(comm, rank, c, { next, prev, toNext, fromPrev }, plans[gi]!.halfBytes) : undefined;
+      if (!ctx.emits(info[rank]!.device)) continue;
       const na = ring.map((_, j) => gr(ring[(i + j) % ring.length]!));
       const pn = ctx.place(next, comm.set, c);
       const pp = ctx.place(prev, comm.set, c);
-      const toNext = ctx.viaNetwork(rank, next);
-      const fromPrev = ctx.viaNetwork(rank, prev);
-      const net = toNext || fromPrev ? ctx.netHop(comm, rank, c, { next, prev, toNext, fromPrev }, plans[gi]!.halfBytes) : undefined;
       gens.push({
         device: info[rank]!.device,
         gen: composeChannelRing({ op, opType, plan: plans[gi]!, count, rankN: comm.groups[gi]!.length, reduceSliceBytes }, c, ctx.chan(comm, rank, c), {
