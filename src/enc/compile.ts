@@ -19,7 +19,7 @@ import { CompileContext } from "./context.ts";
 import { idsPerNodeOf, postProgram } from "./program-plan.ts";
 import { podNodesOf } from "../ir/topology.ts";
 import type { Signature } from "../encd/signature.ts";
-import { deviceSigs, whyNotFold, whyNotFoldSigs, type DeviceSig } from "../encd/fold.ts";
+import { deviceSigs, inUnits, whyNotFold, whyNotFoldSigs, type DeviceSig } from "../encd/fold.ts";
 import { composeHier, hierPadding } from "./hier.ts";
 import type { RingSet, StageRecord } from "./stage.ts";
 import type { EncOperation } from "./gates.ts";
@@ -303,7 +303,7 @@ function* composeProgram(scn: Scenario, spec: DeviceSpec, opIndices: readonly nu
   // whole program again). Imaging every device of 4,096 ranks took a fifth of a second of each pass.
   const units = rings.kind === "count" ? rings.fold?.units : undefined;
   const unitDevices = rings.kind === "count" ? (rings.fold?.unitDevices ?? 0) : 0;
-  const image = ctx.builder.build(units ? (d) => d < unitDevices || (d >= units.from * unitDevices && d < units.to * unitDevices) : undefined);
+  const image = ctx.builder.build(units ? (d) => d < unitDevices || inUnits(d, unitDevices, units) : undefined);
   // A folded count's image is validated once it holds pod 0 alone (the others' rings are tallies).
   if (!(rings.kind === "count" && rings.fold)) validateCcops(image);
   return { image, layout: { channels: ctx.channels, foldN: ctx.foldN, rings: ctx.main.rings, ops }, explain: ctx.posted.explain, warnings: ctx.warnings };

@@ -11,6 +11,7 @@ import { acrossNodes } from "../ir/topology.ts";
 import { NeighType } from "../encd/channel.ts";
 import { blockOf, semaAddr } from "../encd/address.ts";
 import { ProgramBuilder, type BarrierRank, type RingMode } from "../encd/program.ts";
+import { inUnits } from "../encd/fold.ts";
 import type { ProxyFifo } from "../encd/proxy-fifo.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import { checkSignatures, type Posted } from "./post.ts";
@@ -113,7 +114,7 @@ export class CompileContext {
     // A folded streaming pass composes unit 0's ring-type channels; a counting pass of some units, theirs.
     const fold = rings.kind === "keep" ? undefined : rings.fold;
     const units = rings.kind === "stream" ? { from: 0, to: 1 } : fold?.units;
-    this.emits = fold && units ? (device) => device >= units.from * fold.unitDevices && device < units.to * fold.unitDevices : () => true;
+    this.emits = fold && units ? (device) => inUnits(device, fold.unitDevices, units) : () => true;
     // A pod (UltraServer) joins its nodes with NeuronLinks: DMA reaches every device of it, no proxy
     // needed; pods are joined by the network.
     const { podNodes, idsPerNode, podIds, vcore } = placementOf(scn, spec);

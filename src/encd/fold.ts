@@ -45,6 +45,11 @@ function addBytes(sig: Signature, b: Uint8Array): void {
   for (let i = b.length - (b.length % 4); i < b.length; i++) sig.add(b[i]!);
 }
 
+/** Whether `device` is one of units [from, to) of `unitDevices` ids each (every device, without `units`). */
+export function inUnits(device: number, unitDevices: number, units?: { readonly from: number; readonly to: number }): boolean {
+  return !units || (device >= units.from * unitDevices && device < units.to * unitDevices);
+}
+
 /** A device's program as a unit-relative hash, and the devices of other units it names, per stream of addresses. */
 export interface DeviceSig {
   readonly device: number;
@@ -122,8 +127,7 @@ export function whyNotFold(image: ProgramImage, unitDevices: number, queueSigs: 
 
 /** The signatures of the image's devices in units [from, to) (all by default): what `whyNotFoldSigs` compares. */
 export function deviceSigs(image: ProgramImage, unitDevices: number, queueSigs: ReadonlyMap<string, Signature>, units?: { readonly from: number; readonly to: number }): DeviceSig[] {
-  const inside = (d: number) => !units || (d >= units.from * unitDevices && d < units.to * unitDevices);
-  return image.devices.filter((d) => inside(d.device)).map((d) => deviceSignature(d, unitDevices, queueSigs));
+  return image.devices.filter((d) => inUnits(d.device, unitDevices, units)).map((d) => deviceSignature(d, unitDevices, queueSigs));
 }
 
 /** `whyNotFold` over device signatures (of every device that runs something, gathered from one counting pass or from several). */

@@ -18,6 +18,7 @@ import { DescPages } from "./pages.ts";
 import { GrownBytes } from "./bits.ts";
 import { MESH_EVENT_BYTES, maxMeshEvents, packMeshEvent, type DmaLeg, type MeshEvent } from "./mesh-event.ts";
 import { ProxyFifo } from "./proxy-fifo.ts";
+import { inUnits } from "./fold.ts";
 import { BARRIER_CONFIG_BYTES, NO_BARRIER, packBarrierConfig, type BarrierConfig, type BarrierStep } from "./barrier.ts";
 import { MESH_SLOT, type DeviceImage, type MemorySegment, type ProgramImage, type QueueImage, type TopspImage } from "./image.ts";
 export type { ProgramImage, QueueImage } from "./image.ts";
@@ -256,7 +257,7 @@ export class ProgramBuilder {
       // unit 0's; or not, and the whole program is counted again. (A stream for every ring of 4,096
       // ranks was 150,000 lists made, and walked by every batch of the streaming pass.)
       const units = fold?.units;
-      const hashed = fold !== undefined && (!units || (device >= units.from * fold.unitDevices && device < units.to * fold.unitDevices));
+      const hashed = fold !== undefined && inUnits(device, fold.unitDevices, units);
       let sig: Signature | undefined;
       if (hashed) fold.signatures.set(key, (sig = new Signature()));
       const tally = { tally: true, ...(sig && fold ? { sig: { sig, addresses: this.unitAddresses(device, fold.unitDevices) } } : {}) };
