@@ -93,11 +93,9 @@ interface Snapshot {
 
 export class SteadyState {
   private readonly parts: SteadyParts;
-  private history: Snapshot[] = [];
+  private readonly history = new History();
   /** What comparing the program's bytes has found so far, by input and stride (the bytes never change). */
   private readonly verified = new Map<SteadyInput, Map<number, Verified>>();
-  private historyValues = 0;
-  private readonly byHash = new Map<number, Snapshot[]>();
   private jumps = 0;
   private periods = 0;
   private skippedPs = 0;
@@ -202,7 +200,7 @@ export class SteadyState {
     let bestPeriods = 0;
     // (After a look that found nothing worth a jump, the next looks wait a while, longer each time.)
     const look = this.wait-- <= 0;
-    for (const a of look ? candidates(this.byHash.get(snap.hash) ?? [], snap) : []) {
+    for (const a of look ? candidates(this.history.sameHash(snap.hash), snap) : []) {
       const p = Period.between(a, snap, this.verified);
       if (!p) continue;
       const n = p.verify(this.limit(p));
@@ -269,24 +267,17 @@ export class SteadyState {
   }
 
   private remember(s: Snapshot): void {
-    this.history.push(s);
-    this.historyValues += s.size;
-    const list = this.byHash.get(s.hash);
-    if (list) list.push(s);
-    else this.byHash.set(s.hash, [s]);
+    const h = this.history;
+    h.add(s);
     let dropped = false;
-    while (this.history.length > 1 && (this.historyValues > HISTORY_VALUES || pins(this.history[0]!, s) > this.pinUnits)) {
-      const old = this.history.shift()!;
-      this.historyValues -= old.size;
-      const l = this.byHash.get(old.hash)!;
-      l.splice(l.indexOf(old), 1);
-      if (l.length === 0) this.byHash.delete(old.hash);
+    while (h.length > 1 && (h.values > HISTORY_VALUES || pins(h.oldest, s) > this.pinUnits)) {
+      h.dropOldest();
       dropped = true;
     }
     // A streamed ring keeps its descriptors from the oldest remembered mark on (they are compared
     // with later ones; positions only grow between jumps, so the oldest mark's are the least).
-    if (dropped || this.history.length === 1) {
-      const oldest = this.history[0]!;
+    if (dropped || h.length === 1) {
+      const oldest = h.oldest;
       // (An input's least position: a ring side's head, not its tail.)
       const from = new Map<SteadyInput, number>();
       oldest.inputs.forEach((inp, i) => from.set(inp, Math.min(from.get(inp) ?? Infinity, oldest.pos[i]! - oldest.lo[i]!)));
@@ -303,8 +294,61 @@ export class SteadyState {
   private forget(): void {
     for (const inp of this.kept) inp.keepFrom?.(Infinity);
     this.kept = [];
-    this.history = [];
+    this.history.clear();
+  }
+}
+
+/** What a history holds of a mark: its state's hash and the numbers it keeps. */
+interface HeldMark {
+  readonly hash: number;
+  readonly size: number;
+}
+
+/**
+ * The marks remembered, oldest first, found by their state's hash; `values` counts the numbers
+ * they hold (the budget is on it). Cleared, it holds nothing and counts nothing: a history started
+ * again after a jump has the whole budget (4,096 ranks' second period, 686,080 events long, was
+ * found only once a cleared history stopped counting the numbers of the marks it had let go).
+ */
+export class History<S extends HeldMark = Snapshot> {
+  private marks: S[] = [];
+  private readonly byHash = new Map<number, S[]>();
+  /** Numbers the marks held hold. */
+  values = 0;
+
+  get length(): number {
+    return this.marks.length;
+  }
+
+  get oldest(): S {
+    return this.marks[0]!;
+  }
+
+  /** The marks held whose state has this hash, oldest first. */
+  sameHash(hash: number): readonly S[] {
+    return this.byHash.get(hash) ?? [];
+  }
+
+  add(s: S): void {
+    this.marks.push(s);
+    this.values += s.size;
+    const list = this.byHash.get(s.hash);
+    if (list) list.push(s);
+    else this.byHash.set(s.hash, [s]);
+  }
+
+  dropOldest(): void {
+    const old = this.marks.shift()!;
+    this.values -= old.size;
+    const l = this.byHash.get(old.hash)!;
+    l.splice(l.indexOf(old), 1);
+    if (l.length === 0) this.byHash.delete(old.hash);
+  }
+
+  clear(): void {
+    this.marks = [];
     this.byHash.clear();
+    this.values = 0;
   }
 }
 
