@@ -134,10 +134,12 @@ function compileStreamedWith(scn: Scenario, spec: DeviceSpec, opIndices: readonl
   let fold: RingFold = { unitDevices, signatures: new Map<string, Signature>(), ...(mine ? { units: mine } : {}) };
   let stores = new Map<string, VringStore>();
   let counted = drain(composeProgram(scn, spec, opIndices, { kind: "count", stores, fold }))!;
+  // (This thread's signatures before the other count's: that one may not have ended yet.)
+  const ours = mine && deviceSigs(counted.image, unitDevices, fold.signatures, mine);
   const theirs = elsewhere?.wait();
   let reason: string | undefined;
-  if (!mine) reason = whyNotFold(counted.image, unitDevices, fold.signatures);
-  else if (theirs) reason = whyNotFoldSigs([...deviceSigs(counted.image, unitDevices, fold.signatures, mine), ...theirs], unitDevices);
+  if (!ours) reason = whyNotFold(counted.image, unitDevices, fold.signatures);
+  else if (theirs) reason = whyNotFoldSigs([...ours, ...theirs], unitDevices);
   if (mine && (!theirs || reason !== undefined)) {
     // Not alike (or the other count failed): the whole program counted here, as it is streamed then.
     fold = { unitDevices, signatures: new Map<string, Signature>() };
@@ -182,6 +184,8 @@ export interface StreamJob {
   readonly keys: readonly string[];
   readonly unitDevices?: number;
   readonly descriptors: number;
+  /** Its rings are not known yet (a stream started before the run's count ended): each gets its store as the pass binds it, and the run learns its key from the batch that first holds it. */
+  readonly open?: boolean;
 }
 
 /** The streaming pass as the feed drives it: each step emits the next descriptors into the stores. */
@@ -208,11 +212,17 @@ export interface CountHandle {
   wait(): readonly DeviceSig[] | undefined;
 }
 
-/** The counting pass of `job`'s units in this thread: the signatures of their devices (`whyNotFoldSigs`). */
-export function countUnits(job: CountJob, beat?: () => void): DeviceSig[] {
+/**
+ * The counting pass of `job`'s units in this thread: the signatures of their devices
+ * (`whyNotFoldSigs`), and the streaming pass of unit 0 that the program runs if it folds: open (this
+ * pass made none of unit 0's rings), its descriptors those of the first unit counted here (the same
+ * as unit 0's when the units are alike).
+ */
+export function countUnits(job: CountJob, beat?: () => void): { readonly sigs: DeviceSig[]; readonly stream: StreamJob } {
   const signatures = new Map<string, Signature>();
   const counted = drain(composeProgram(job.scn, job.spec, job.opIndices, { kind: "count", stores: new Map(), fold: { unitDevices: job.unitDevices, signatures, units: job.units } }), beat)!;
-  return deviceSigs(counted.image, job.unitDevices, signatures, job.units);
+  const first = { ...counted.image, devices: counted.image.devices.filter((d) => inUnits(d.device, job.unitDevices, { from: job.units.from, to: job.units.from + 1 })) };
+  return { sigs: deviceSigs(counted.image, job.unitDevices, signatures, job.units), stream: { ...jobOf(job.scn, job.spec, job.opIndices, new Map(), first, job.unitDevices), open: true } };
 }
 
 /** Where a streamed compile's streaming pass may run instead of the run's own thread. */
@@ -227,11 +237,12 @@ export interface FeedRunner {
   run(job: StreamJob, stores: Map<string, VringStore>): FeedSource | undefined;
 }
 
-/** The streaming pass of `job` in this thread, into `stores` (a map from the job's keys to their rings). */
-export function streamPass(job: StreamJob, stores: Map<string, VringStore>): FeedSource {
+/** The streaming pass of `job` in this thread, into `stores` (a map from the job's keys to their rings; an open job's rings are added by `open`). */
+export function streamPass(job: StreamJob, stores: Map<string, VringStore>, open?: () => VringStore): FeedSource {
   const hashed = new Map<string, Signature>();
   const fold = job.unitDevices === undefined ? undefined : { unitDevices: job.unitDevices, signatures: hashed };
-  const again = composeProgram(job.scn, job.spec, job.opIndices, { kind: "stream", stores, ...(fold ? { fold } : {}) });
+  if (job.open && !open) throw new InternalError("an open streaming pass without a maker of rings");
+  const again = composeProgram(job.scn, job.spec, job.opIndices, { kind: "stream", stores, ...(fold ? { fold } : {}), ...(job.open && open ? { open } : {}) });
   return {
     step: () => again.next().done !== true,
     hashes: () => new Map([...hashed].map(([key, sig]) => [key, sig.value])),

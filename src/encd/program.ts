@@ -82,7 +82,11 @@ interface DeviceState {
  * rings to be streamed into `stores` (`count`); or into `stores` while the program runs (`stream`,
  * the same composition run again on demand).
  */
-export type RingMode = { readonly kind: "keep" } | { readonly kind: "count" | "stream"; readonly stores: Map<string, VringStore>; readonly fold?: RingFold };
+export type RingMode =
+  | { readonly kind: "keep" }
+  | { readonly kind: "count"; readonly stores: Map<string, VringStore>; readonly fold?: RingFold }
+  /** `open`: a ring the stores do not hold yet gets one, made by `open` (a stream started before its keys are known); else it is an error. */
+  | { readonly kind: "stream"; readonly stores: Map<string, VringStore>; readonly fold?: RingFold; readonly open?: () => VringStore };
 
 /**
  * A folded composition: only devices below `unitDevices` (unit 0: pod 0) get
@@ -269,7 +273,8 @@ export class ProgramBuilder {
       return { vring, stream };
     }
     if (other) return { vring: new Vring(name, VRING_DESC_LIMIT, counting(), { tally: true }) };
-    const store = m.stores.get(key);
+    let store = m.stores.get(key);
+    if (!store && m.open) m.stores.set(key, (store = m.open()));
     if (!store) throw new InternalError(`streamed composition binds ${name}, which the counting pass did not`);
     if (!fold) return { vring: new Vring(name, VRING_DESC_LIMIT, store) };
     // A folded streaming pass hashes pod 0's rings too: they must hash as the counting pass's did.

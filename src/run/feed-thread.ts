@@ -30,6 +30,13 @@ export const THREAD_MIN_DESCRIPTORS = 8_000_000;
 const BATCH_DESCRIPTORS = 1 << 16;
 /** Descriptors the worker may have posted and the run not yet taken (16 MiB; a batch more when one step is bigger). */
 const AHEAD = 1 << 20;
+/**
+ * Descriptors a stream the thread started on its own (unit 0's, as soon as its share of a folded
+ * count has ended) may post before the run takes its first batch: 16 Mi (256 MiB). The run's thread
+ * is still counting then; what the stream composes meanwhile is off the run's path (4,096 ranks:
+ * the run took its first batch 0.7 s after the thread's count ended).
+ */
+const AHEAD_UNTAKEN = 1 << 24;
 /** How long the run waits for a batch while the worker shows no sign of life (no step composed) before it gives up. */
 const STALL_MS = 60_000;
 /** Shared counters: batches posted, batches taken, a stop flag, and steps composed (the worker's heartbeat). */
@@ -50,6 +57,8 @@ interface Batch {
   readonly bytes: Uint8Array;
   readonly done: boolean;
   readonly hashes?: readonly (readonly [string, string])[];
+  /** An open stream's rings first written in this batch, in order: their indices follow the earlier batches'. */
+  readonly keys?: readonly string[];
   /** The last batch: buffers the worker made for the pass (the others were ones the run gave back). */
   readonly buffers?: number;
   readonly error?: ErrorData;
@@ -80,12 +89,16 @@ export const SPLIT_MIN_PODS = 8;
  * cores), and the program has at least `minDescriptors` descriptors. The worker is taken (one kept
  * from an earlier run, or started) before the counting pass when the ops look big enough (a start
  * overlaps the count), and handed back if the count says otherwise. One runner serves one compile;
- * `threads.started` counts the threads it took, `threads.buffers` the batch buffers they made.
+ * `threads.started` counts the threads it took, `threads.split` the counts it shared, `threads.early`
+ * the streams a thread began at the end of its share that the run took, `threads.buffers` the
+ * batch buffers they made.
  */
-export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: ThreadFeedOptions = {}): FeedRunner & { readonly threads: { started: number; used: number; split: number; buffers: number } } {
+export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: ThreadFeedOptions = {}): FeedRunner & { readonly threads: { started: number; used: number; split: number; early: number; buffers: number } } {
   let booted: Thread | undefined;
+  /** `booted` started unit 0's stream after its count (until a run takes it). */
+  let streaming = false;
   const usable = () => isMainThread && availableParallelism() >= 2;
-  const threads = { started: 0, used: 0, split: 0, buffers: 0 };
+  const threads = { started: 0, used: 0, split: 0, early: 0, buffers: 0 };
   const start = (): Thread => {
     threads.started++;
     return boot(opts.entry ?? "serveFeed", opts.kept ?? true);
@@ -104,38 +117,54 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
     cancel() {
       booted?.close();
       booted = undefined;
+      streaming = false;
     },
     count(job) {
-      // The thread started for the streaming pass counts half the pods first, while the run's
-      // thread counts the other half (a folded program's count composes every pod: 4,096 ranks
-      // spend most of their time there).
+      // The thread started for the streaming pass counts the other pods first, while the run's
+      // thread counts its own (a folded program's count composes every pod: 4,096 ranks spend
+      // most of their time there); then it streams unit 0's rings at once, if they are enough for
+      // a thread (the run takes that stream when its fold holds, with the same rings).
       const t = booted;
       if (!t || !usable() || job.units.to < (opts.splitMinPods ?? SPLIT_MIN_PODS)) return undefined;
       threads.split++;
-      t.port.postMessage({ count: job });
+      t.port.postMessage({ count: job, streamFrom: minDescriptors });
       t.sent();
       return {
         wait: () => {
-          const sigs = counted(t, opts.stallMs ?? STALL_MS);
-          if (sigs) t.ended();
-          else {
+          const answer = counted(t, opts.stallMs ?? STALL_MS);
+          if (answer?.sigs) {
+            t.ended();
+            if (answer.streaming) {
+              t.sent();
+              streaming = true;
+            }
+          } else {
             // (It failed or went silent: the run's thread counts every pod, and composes the stream itself or on a new thread.)
             t.close();
             if (booted === t) booted = undefined;
           }
-          return sigs;
+          return answer?.sigs;
         },
       };
     },
     run(job, stores) {
-      const t = booted;
+      let t = booted;
       booted = undefined;
+      const started = streaming;
+      streaming = false;
       if (!usable() || job.descriptors < minDescriptors) {
         t?.close();
         return undefined;
       }
+      // (The stream the thread started is unit 0's: not this one when the pods were not alike. It is stopped, and the thread with it.)
+      const taken = started && job.unitDevices !== undefined;
+      if (t && started && !taken) {
+        t.close();
+        t = undefined;
+      }
       threads.used++;
-      return attach(t ?? start(), job, stores, opts.composeWhileStarting ?? true, opts.stallMs ?? STALL_MS, (n) => (threads.buffers += n));
+      if (taken) threads.early++;
+      return attach(t ?? start(), job, stores, { composeWhileStarting: opts.composeWhileStarting ?? true, started: taken }, opts.stallMs ?? STALL_MS, (n) => (threads.buffers += n));
     },
   };
 }
@@ -151,9 +180,15 @@ interface Thread {
   close(): void;
 }
 
-/** The worker's counting pass's signatures, waited for; undefined when it failed, or composed nothing for `stallMs`. */
-function counted(t: Thread, stallMs: number): readonly DeviceSig[] | undefined {
-  return (nextMessage(t, COUNTED, stallMs)?.message as { sigs?: readonly DeviceSig[] } | undefined)?.sigs;
+/** The worker's answer to a count, waited for: its devices' signatures (none when it failed) and whether it went on to stream unit 0; undefined when it composed nothing for `stallMs`. */
+function counted(t: Thread, stallMs: number): CountAnswer | undefined {
+  return nextMessage(t, COUNTED, stallMs)?.message as CountAnswer | undefined;
+}
+
+interface CountAnswer {
+  readonly sigs?: readonly DeviceSig[];
+  /** It streams unit 0's rings now (an open stream: its batches name the rings). */
+  readonly streaming?: boolean;
 }
 
 /**
@@ -246,24 +281,30 @@ function spawn(entry: string): { readonly worker: Worker; readonly control: Mess
  * the composition's, so the rings get the same bytes. (`composeWhileStarting` false: the thread's
  * batches from the first on.)
  */
-function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, composeWhileStarting: boolean, stallMs: number, made: (buffers: number) => void): FeedSource {
+function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, how: { readonly composeWhileStarting: boolean; readonly started: boolean }, stallMs: number, made: (buffers: number) => void): FeedSource {
   const { port, ctrl } = t;
-  const rings = job.keys.map((k) => {
+  const storeOf = (k: string): VringStore => {
     const s = stores.get(k);
     if (!s) {
       t.close();
       throw new InternalError(`streamed ring ${k} has no store`);
     }
     return s;
-  });
-  port.postMessage(job);
-  t.sent();
+  };
+  // (A stream the thread started names its rings in its batches.)
+  const keys = how.started ? [] : [...job.keys];
+  const rings = keys.map(storeOf);
+  // (A stream the thread started after its count is this one: its batches are on the port.)
+  if (!how.started) {
+    port.postMessage(job);
+    t.sent();
+  }
   let hashes: ReadonlyMap<string, string> = new Map();
   let over = false;
   /** Steps the rings hold, and the run's own pass while it composes them itself. */
   let steps = 0;
   let local: FeedSource | undefined = undefined;
-  let fed = !composeWhileStarting;
+  let fed = how.started || !how.composeWhileStarting;
   const close = (): void => {
     over = true;
     t.close();
@@ -287,6 +328,10 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
   };
   /** Append what the rings do not hold yet of a batch's descriptors; false when the pass has ended. */
   const apply = (batch: Batch): boolean => {
+    for (const k of batch.keys ?? []) {
+      keys.push(k);
+      rings.push(storeOf(k));
+    }
     let at = 0;
     for (let k = 0; k < batch.parts.length; k += 3) {
       const which = batch.parts[k]!;
@@ -295,7 +340,7 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
       const ring = rings[which >> 1]!;
       const list = which & 1 ? ring.rx : ring.tx;
       const held = list.count - from;
-      if (held < 0) throw new InternalError(`ring ${job.keys[which >> 1]}: the composition thread's batch starts at descriptor ${from}, the ring holds ${list.count}`);
+      if (held < 0) throw new InternalError(`ring ${keys[which >> 1]}: the composition thread's batch starts at descriptor ${from}, the ring holds ${list.count}`);
       if (held < n) list.append(batch.bytes, at + held * DESC_BYTES, n - held);
       at += n * DESC_BYTES;
     }
@@ -347,36 +392,49 @@ function attach(t: Thread, job: StreamJob, stores: Map<string, VringStore>, comp
  */
 export function serveFeed(data: { control: MessagePort }): void {
   data.control.on("message", ({ port, ctrl }: { port: MessagePort; ctrl: Int32Array }) => {
-    const next = (m: StreamJob | { readonly count: CountJob }): void => {
+    const next = (m: StreamJob | { readonly count: CountJob; readonly streamFrom: number }): void => {
       if (!("count" in m)) return compose(m, port, ctrl);
-      countFor(m.count, port, ctrl);
-      port.once("message", next);
+      const stream = countFor(m.count, m.streamFrom, port, ctrl);
+      if (stream) compose(stream, port, ctrl, AHEAD_UNTAKEN);
+      else port.once("message", next);
     };
     port.once("message", next);
   });
 }
 
-/** Count `job`'s units and post their devices' signatures (none, on an error: the run counts them itself). */
-function countFor(job: CountJob, port: MessagePort, ctrl: Int32Array): void {
-  let sigs: DeviceSig[] | undefined;
+/**
+ * Count `job`'s units and post their devices' signatures (none, on an error: the run counts them
+ * itself); and unit 0's streaming pass, when it has `streamFrom` descriptors or more: the answer
+ * says so, and the stream is to start at once.
+ */
+function countFor(job: CountJob, streamFrom: number, port: MessagePort, ctrl: Int32Array): StreamJob | undefined {
+  let answer: CountAnswer = {};
+  let stream: StreamJob | undefined;
   try {
-    sigs = countUnits(job, () => Atomics.add(ctrl, BEAT, 1));
+    const counted = countUnits(job, () => Atomics.add(ctrl, BEAT, 1));
+    if (counted.stream.descriptors >= streamFrom) stream = counted.stream;
+    answer = { sigs: counted.sigs, ...(stream ? { streaming: true } : {}) };
   } catch {
-    sigs = undefined;
+    stream = undefined;
   }
-  port.postMessage({ sigs });
+  port.postMessage(answer);
   Atomics.add(ctrl, COUNTED, 1);
   Atomics.notify(ctrl, COUNTED);
+  return stream;
 }
 
-function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
+/** The streaming pass of `job`, posted in batches; at most `firstAhead` descriptors untaken until the run takes its first batch, then `AHEAD`. */
+function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array, firstAhead = AHEAD): void {
   try {
     // (Every list counts what it appends into one counter: what waits to be posted is read there.)
     const appended = { n: 0 };
-    const stores = new Map<string, VringStore>(job.keys.map((k) => [k, { tx: new DescPages(true, appended), rx: new DescPages(true, appended) }]));
-    const lists = job.keys.flatMap((k) => [stores.get(k)!.tx, stores.get(k)!.rx]);
+    const ring = (): VringStore => ({ tx: new DescPages(true, appended), rx: new DescPages(true, appended) });
+    const stores = new Map<string, VringStore>(job.keys.map((k) => [k, ring()]));
+    /** The rings the run knows, in its order: the job's, then an open stream's as they come. */
+    const keys = [...job.keys];
+    const lists = keys.flatMap((k) => [stores.get(k)!.tx, stores.get(k)!.rx]);
     const sent = new Array<number>(lists.length).fill(0);
-    const src = streamPass(job, stores);
+    const src = streamPass(job, stores, ring);
     let posted = 0;
     /** Descriptors posted in all batches so far. */
     let postedDescriptors = 0;
@@ -404,6 +462,13 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
         Atomics.store(ctrl, BEAT, steps);
         waiting = appended.n - postedDescriptors;
       } while (more && waiting < BATCH_DESCRIPTORS);
+      // (The rings bound since the last batch, named for the run: an open stream's stores are in the order bound.)
+      const fresh = stores.size > keys.length ? [...stores.keys()].slice(keys.length) : [];
+      for (const k of fresh) {
+        keys.push(k);
+        lists.push(stores.get(k)!.tx, stores.get(k)!.rx);
+        sent.push(0, 0);
+      }
       const parts: number[] = [];
       const buffer = bufferFor(waiting * DESC_BYTES);
       const bytes = new Uint8Array(buffer, 0, waiting * DESC_BYTES);
@@ -420,7 +485,7 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
       }
       if (at !== waiting * DESC_BYTES) throw new InternalError(`a batch of ${at / DESC_BYTES} descriptors where the lists counted ${waiting} appended`);
       postedDescriptors += waiting;
-      const batch: Batch = { parts: Int32Array.from(parts), steps, bytes, done: !more, ...(more ? {} : { hashes: [...src.hashes()], buffers: made }) };
+      const batch: Batch = { parts: Int32Array.from(parts), steps, bytes, done: !more, ...(fresh.length > 0 ? { keys: fresh } : {}), ...(more ? {} : { hashes: [...src.hashes()], buffers: made }) };
       port.postMessage(batch, [buffer]);
       sizes.push(waiting);
       untaken += waiting;
@@ -432,7 +497,7 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array): void {
         if (Atomics.load(ctrl, STOP)) return;
         const taken = Atomics.load(ctrl, TAKEN);
         for (; counted < taken; counted++) untaken -= sizes[counted]!;
-        if (untaken < AHEAD || posted - taken < 2) break;
+        if (untaken < (taken === 0 ? firstAhead : AHEAD) || posted - taken < 2) break;
         Atomics.wait(ctrl, TAKEN, taken, 1000);
       }
     }

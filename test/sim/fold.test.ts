@@ -170,7 +170,7 @@ describe("folding alike pods", () => {
       const f = compileStreamed(scn, spec, [0], { fold: true });
       const podNodes = podNodesOf(spec.topology, scn.nodes);
       const unitDevices = podNodes * idsPerNodeOf(scn, spec);
-      const every = whyNotFoldSigs(countUnits({ scn, spec, opIndices: [0], unitDevices, units: { from: 0, to: scn.nodes / podNodes } }), unitDevices);
+      const every = whyNotFoldSigs(countUnits({ scn, spec, opIndices: [0], unitDevices, units: { from: 0, to: scn.nodes / podNodes } }).sigs, unitDevices);
       expect(f.folding!.folded ? undefined : f.folding!.reason, JSON.stringify(c)).toBe(every);
       reasons.add(every);
     }
