@@ -15,7 +15,7 @@
 import type { DeviceImage, ProgramImage } from "./image.ts";
 import { ADDRESS_BLOCK } from "./address.ts";
 import { decodeBarrierConfig, BARRIER_CONFIG_BYTES } from "./barrier.ts";
-import { decodeChannelConfig, MAX_CHANNELS } from "./channel.ts";
+import { CHANNEL_CONFIG_BYTES, decodeChannelConfig, MAX_CHANNELS } from "./channel.ts";
 import { decodeMeshEvent, MESH_EVENT_BYTES } from "./mesh-event.ts";
 import { decodeProxyEntry, PROXY_ENTRY_BYTES } from "./proxy-fifo.ts";
 import { addUnitAddress, addUnitAddressOrNone, Signature } from "./signature.ts";
@@ -37,6 +37,15 @@ function addValue(sig: Signature, v: unknown, device: number, unitDevices: numbe
     const rec = v as Record<string, unknown>;
     for (const k in rec) addValue(sig, rec[k], device, unitDevices, ADDRESS_FIELDS.has(k));
   }
+}
+
+/** What an unwritten record hashes as (no decoded record's hash starts with it: they start with a field, below 2^53). */
+const UNWRITTEN = 2 ** 53;
+
+/** `bytes` bytes of `b` from `at` are all zero. */
+function unwritten(b: Uint8Array, at: number, bytes: number): boolean {
+  for (let i = at; i < at + bytes; i++) if (b[i] !== 0) return false;
+  return true;
 }
 
 function addBytes(sig: Signature, b: Uint8Array): void {
@@ -66,7 +75,12 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
     addBytes(sig, t.ctrlSpad);
     sig.add(t.slotSpad.length);
     for (const s of t.slotSpad) addBytes(sig, s);
-    for (let c = 0; c < MAX_CHANNELS; c++) addValue(sig, decodeChannelConfig(t.ringConfig, c), dev, unitDevices);
+    for (let c = 0; c < MAX_CHANNELS; c++) {
+      // (A record never written, as most of the 32 are, says so in one number: decoded, it was a
+      // third of signing a device.)
+      if (unwritten(t.ringConfig, c * CHANNEL_CONFIG_BYTES, CHANNEL_CONFIG_BYTES)) sig.add(UNWRITTEN);
+      else addValue(sig, decodeChannelConfig(t.ringConfig, c), dev, unitDevices);
+    }
     for (let i = 0; i < t.meshConfig.length / MESH_EVENT_BYTES; i++) addValue(sig, decodeMeshEvent(t.meshConfig, i), dev, unitDevices);
     for (let i = 0; i < t.barrierConfig.length / BARRIER_CONFIG_BYTES; i++) addValue(sig, decodeBarrierConfig(t.barrierConfig, i), dev, unitDevices);
     addValue(sig, t.reportOps ?? [], dev, unitDevices);
@@ -78,8 +92,16 @@ function deviceSignature(d: DeviceImage, unitDevices: number, queueSigs: Readonl
     sig.addSignature(qs);
     cross.push(qs?.cross ?? []);
   }
-  // (Semaphore numbers, not addresses: plain numbers.)
-  for (const list of [d.semaphores, d.finalSemaphores ?? []]) addValue(sig, list.map((s) => [s.topsp, s.sema, s.value]), dev, unitDevices);
+  // (Semaphore numbers, not addresses: plain numbers; hashed as the list of [topsp, sema, value] triples would be, none made.)
+  for (const list of [d.semaphores, d.finalSemaphores ?? []]) {
+    sig.add(list.length);
+    for (const s of list) {
+      sig.add(3);
+      sig.add(s.topsp);
+      sig.add(s.sema);
+      sig.add(s.value);
+    }
+  }
   // Constants the program copies (semaphore values); payload bytes are not the program's.
   for (const m of d.memory) addBytes(sig, m.bytes);
   for (const p of d.proxyQueues) {

@@ -8,8 +8,9 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
-import { compileStreamed, countUnits } from "../../src/enc/compile.ts";
-import { whyNotFoldSigs } from "../../src/encd/fold.ts";
+import { compileProgram, compileStreamed, countUnits } from "../../src/enc/compile.ts";
+import { whyNotFold, whyNotFoldSigs } from "../../src/encd/fold.ts";
+import { CHANNEL_CONFIG_BYTES } from "../../src/encd/channel.ts";
 import { idsPerNodeOf } from "../../src/enc/program-plan.ts";
 import { podNodesOf } from "../../src/ir/topology.ts";
 import { CompileError } from "../../src/ir/errors.ts";
@@ -177,6 +178,33 @@ describe("folding alike pods", () => {
     // Folded and refused programs both (not one kind only).
     expect(reasons.has(undefined)).toBe(true);
     expect(reasons.size).toBeGreaterThan(1);
+  });
+
+  it("a pod whose ring records or semaphores differ from pod 0's is not alike: a record never written, one written, a semaphore's value", () => {
+    const c: Case = { instance: "trn1", ranksPerNode: 32, rpd: 2, nodes: 2, algorithm: "hier", op: "all-reduce", kib: 4 };
+    const scn = scenarioOf(c);
+    const spec = loadDevice(c.instance);
+    const unitDevices = idsPerNodeOf(scn, spec);
+    // (The kept program, its descriptor runs unhashed alike: the rest of each device's program is compared.)
+    const signed = new Map();
+    expect(whyNotFold(compileProgram(scn, spec, [0]).image, unitDevices, signed)).toBeUndefined();
+    const edits: [string, (img: ReturnType<typeof compileProgram>["image"]) => void][] = [
+      ["a record never written", (img) => void (img.devices.find((d) => d.device === unitDevices)!.topsps[0]!.ringConfig[31 * CHANNEL_CONFIG_BYTES + 5] = 1)],
+      [
+        "a written record's slot",
+        (img) => {
+          const t = img.devices.find((d) => d.device === unitDevices)!.topsps.find((t) => t.ringConfig.some((b) => b !== 0))!;
+          const c = Array.from({ length: 32 }, (_, i) => i).find((i) => t.ringConfig.subarray(i * CHANNEL_CONFIG_BYTES, (i + 1) * CHANNEL_CONFIG_BYTES).some((b) => b !== 0))!;
+          t.ringConfig[c * CHANNEL_CONFIG_BYTES + 141]! ^= 1;
+        },
+      ],
+      ["a semaphore's value", (img) => void (img.devices.find((d) => d.device === unitDevices && d.semaphores.length > 0)!.semaphores[0] as { value: number }).value++],
+    ];
+    for (const [what, edit] of edits) {
+      const image = compileProgram(scn, spec, [0]).image;
+      edit(image);
+      expect(whyNotFold(image, unitDevices, signed), what).toMatch(new RegExp(`device ${unitDevices}'s program differs from device 0's`));
+    }
   });
 
   it("the simulator refuses a folded image that does not hold pod 0 of whole pods (SIM1517)", () => {
