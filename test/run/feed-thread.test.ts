@@ -219,11 +219,15 @@ describe("the streaming composition on a worker thread", () => {
       { name: "mesh across nodes", instance: "trn1", ranks: 128, nodes: 4, algorithm: "mesh", ops: [{ op: "all-gather", bytes: 128 << 10 }], fold: true },
       // A flat ring over the nodes (each pass makes the channels of its own pods' ranks alone).
       { name: "flat ring, four nodes", instance: "trn1", ranks: 64, nodes: 4, algorithm: "ring", ops: [{ op: "all-reduce", bytes: 4 << 20 }], fold: true },
+      // Kangaring with CCE replication (arch v3), and two ops at once (the stream binds two ops' rings).
+      { name: "trn2 hierarchical, four nodes", instance: "trn2", ranks: 128, nodes: 4, algorithm: "hier", ops: [{ op: "all-reduce", bytes: (8 << 20) + 4096 }], fold: true },
+      { name: "two streams, four nodes", instance: "trn1", ranks: 128, nodes: 4, concurrent: true, ops: [{ op: "all-reduce", bytes: 4 << 20, stream: 0 }, { op: "all-gather", bytes: 2 << 20, stream: 1 }], fold: true },
     ];
     for (const s of cases) {
       const spec = loadDevice(s.instance);
       const scn = scenarioOf(s);
-      const one = compileStreamed(scn, spec, [0], { fold: true });
+      const ops = s.concurrent ? s.ops.map((_, i) => i) : [0];
+      const one = compileStreamed(scn, spec, ops, { fold: true });
       const runner = threadFeed(0, { composeWhileStarting: false, splitMinPods: 2 });
       const count = runner.count!.bind(runner);
       let asked = 0;
@@ -239,7 +243,7 @@ describe("the streaming composition on a worker thread", () => {
         keys = job.keys;
         return run(job, stores);
       };
-      const two = compileStreamed(scn, spec, [0], { fold: true, runner });
+      const two = compileStreamed(scn, spec, ops, { fold: true, runner });
       expect(asked, s.name).toBe(1);
       if (two.folding?.folded) {
         const podDevices = two.folding.podDevices!;
