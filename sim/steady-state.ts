@@ -313,7 +313,7 @@ interface HeldMark {
 export class History<S extends HeldMark = Snapshot> {
   private marks: S[] = [];
   private readonly byHash = new Map<number, S[]>();
-  /** Numbers the marks held hold. */
+  /** Numbers the marks it holds keep, in all. */
   values = 0;
 
   get length(): number {

@@ -39,8 +39,8 @@ function addValue(sig: Signature, v: unknown, device: number, unitDevices: numbe
   }
 }
 
-/** What an unwritten record hashes as (no decoded record's hash starts with it: they start with a field, below 2^53). */
-const UNWRITTEN = 2 ** 53;
+/** What an unwritten record hashes as (a decoded one's first number is a field's or a list's length, far below it). */
+const UNWRITTEN = Number.MAX_SAFE_INTEGER;
 
 /** `bytes` bytes of `b` from `at` are all zero. */
 function unwritten(b: Uint8Array, at: number, bytes: number): boolean {
