@@ -29,7 +29,8 @@ progress lines an op of more than two seconds writes to stderr as it runs are no
 Refused, with the file and the reason, nothing written (exit 1): a shard missing or given twice,
 shards that overlap, partials of different commands, ccsim builds (the version and a hash of the
 sources: shards and merge run one checkout), presets or shard counts, a partial that was truncated
-or edited (each carries a checksum of its content).
+or edited (each carries a checksum of its content; results the command cannot read, in a partial
+edited and checksummed again, are refused too).
 `;
 
 type Tool = (argv: readonly string[], out: (s: string) => void, err: (s: string) => void, results: readonly unknown[], preset: string) => number;
@@ -69,7 +70,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   let merged: ReturnType<typeof mergePartials>;
   try {
-    merged = mergePartials(files, ccsimVersion());
+    merged = mergePartials(files, ccsimVersion(), shapeProblem);
   } catch (e) {
     if (e instanceof PartialError) {
       err(`merge: ${e.message}\n`);
@@ -86,11 +87,23 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     err(`merge: --json and --report-to-json-file write a sweep's results; a ${merged.tool} run has none (give its own --json when you shard it)\n`);
     return 1;
   }
-  const code = tool(report === undefined ? merged.argv : [...withoutFlag(merged.argv, "--report-to-json-file"), "--report-to-json-file", report], out, err, merged.results, merged.preset);
+  // Partials of this build whose checksums hold carry results as its shards wrote them: results the
+  // command fails to read (it throws) were edited and checksummed again, which is bad input, said
+  // as such (exit 1), not as an internal error with its stack.
+  const replay = (args: readonly string[], o: (s: string) => void, e: (s: string) => void): number | undefined => {
+    try {
+      return tool(args, o, e, merged.results, merged.preset);
+    } catch (x) {
+      err(`merge: ${files.join(", ")}: their results do not read as ${merged.tool}'s (${String(x)}): a partial was edited and checksummed again; run the shards again\n`);
+      return undefined;
+    }
+  };
+  const code = replay(report === undefined ? merged.argv : [...withoutFlag(merged.argv, "--report-to-json-file"), "--report-to-json-file", report], out, err);
+  if (code === undefined) return 1;
   if (json !== undefined && code !== 1) {
     // The same results again, printed as --json does (stderr said its part the first time).
     let text = "";
-    tool([...withoutFlag(merged.argv, "--json", 0), "--json"], (s) => (text += s), () => {}, merged.results, merged.preset);
+    if (replay([...withoutFlag(merged.argv, "--json", 0), "--json"], (s) => (text += s), () => {}) === undefined) return 1;
     try {
       writeWhole(json, text, (m) => new Error(m));
     } catch (e) {
@@ -99,6 +112,34 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     }
   }
   return code;
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+
+/**
+ * What is wrong with `r` as a result of `tool` at its top (kind and the records it must hold), or
+ * undefined; the replay itself refuses deeper edits it cannot read (\`replay\` in \`main\`).
+ */
+function shapeProblem(tool: string, r: unknown): string | undefined {
+  if (!isRecord(r)) return `${JSON.stringify(r) ?? String(r)} is not a record`;
+  const need = (fields: Record<string, (v: unknown) => boolean>): string | undefined => {
+    for (const [k, ok] of Object.entries(fields)) if (!ok(r[k])) return `its ${k} is ${JSON.stringify(r[k]) ?? "missing"}`;
+    return undefined;
+  };
+  const text = (v: unknown) => typeof v === "string";
+  if (tool === "nccom" || tool === "sim") {
+    if (r["kind"] === "done") return need({ outcome: (v) => isRecord(v) && isRecord(v["row"]), explain: Array.isArray });
+    if (r["kind"] === "hang") return need({ hang: isRecord });
+    if (r["kind"] === "error") return need({ error: (v) => isRecord(v) && text(v["message"]) && text(v["code"]) });
+    return `its kind is ${JSON.stringify(r["kind"]) ?? "missing"}, not done, hang or error`;
+  }
+  if (tool === "conformance") {
+    if (r["kind"] === "pass") return need({ algorithms: (v) => Array.isArray(v) && v.every(text) });
+    if (r["kind"] === "refused" || r["kind"] === "fail") return need({ code: text, message: text });
+    return `its kind is ${JSON.stringify(r["kind"]) ?? "missing"}, not pass, refused or fail`;
+  }
+  if (tool === "calibrate") return need({ key: text, result: isRecord });
+  return undefined;
 }
 
 /** argv without `flag` (and its value, when it takes `values` of them). */

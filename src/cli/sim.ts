@@ -342,6 +342,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       err(`ccsim: ${e.file === undefined ? `${args.scenario}: ` : ""}${e.render()}\n`);
       return EXIT.BAD_INPUT;
     }
+    // (A merge's replay fails on results it cannot read: the merge says what that means.)
+    if (style.merged) throw e;
     err(`ccsim: internal error: ${(e as Error).stack ?? String(e)}\n`);
     return EXIT.INTERNAL;
   }

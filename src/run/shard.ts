@@ -187,9 +187,10 @@ export function readPartial(file: string): PartialFile {
 
 /**
  * Every shard's partial put together: one command, version, preset and N; each shard once; every
- * piece once. Returns the command and every piece's result in order.
+ * piece once; each result of the shape `shape` asks of its command's (what is wrong, or undefined).
+ * Returns the command and every piece's result in order.
  */
-export function mergePartials(files: readonly string[], build?: string): { tool: string; argv: readonly string[]; preset: string; results: unknown[] } {
+export function mergePartials(files: readonly string[], build?: string, shape?: (tool: string, result: unknown) => string | undefined): { tool: string; argv: readonly string[]; preset: string; results: unknown[] } {
   if (files.length === 0) throw new PartialError("", "no partial files given");
   const parts = files.map((f) => ({ file: f, p: readPartial(f) }));
   const first = parts[0]!;
@@ -215,6 +216,8 @@ export function mergePartials(files: readonly string[], build?: string): { tool:
   for (const { file, p } of parts) {
     for (const x of p.pieces) {
       if (from[x.index] !== undefined) throw new PartialError(file, `piece ${x.index} is also in ${from[x.index]}: the shards overlap`);
+      const wrong = shape?.(p.tool, x.result);
+      if (wrong !== undefined) throw new PartialError(file, `piece ${x.index}: not a result of ${p.tool} (${wrong}): the partial was edited and checksummed again; run its shard again`);
       from[x.index] = file;
       results[x.index] = x.result;
     }

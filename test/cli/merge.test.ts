@@ -120,6 +120,33 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
     expect(m.stdout).toBe("");
     expect(m.stderr).toContain(`theirs-0.json: written by ccsim ${theirs}, and this is ccsim ${ours}`);
   });
+
+  it("refuses a partial edited and checksummed again whose results are not the command's, or do not read (exit 1, no stack, nothing written)", () => {
+    const m = /^\{"checksum":"[0-9a-f]{64}","body":([\s\S]*)\}\n$/.exec(readFileSync(files[1]!, "utf8"))!;
+    const body = JSON.parse(m[1]!) as { pieces: { index: number; result: unknown }[] };
+    const reshaped = (name: string, result: unknown): string => {
+      const edited = JSON.stringify({ ...body, pieces: body.pieces.map((p, k) => (k === 0 ? { ...p, result } : p)) });
+      const file = join(dir, name);
+      writeFileSync(file, `{"checksum":"${createHash("sha256").update(edited).digest("hex")}","body":${edited}}\n`);
+      return file;
+    };
+    const json = join(dir, "reshaped.json");
+    const cases: [unknown, RegExp][] = [
+      // Not of the command's shape at its top: named with the piece.
+      [{ kind: "done", outcome: {} }, new RegExp(`reshaped-1.json: piece ${body.pieces[0]!.index}: not a result of nccom \\(its outcome is \\{\\}\\): the partial was edited and checksummed again; run its shard again\n$`)],
+      [{ kind: "ran" }, /not a result of nccom \(its kind is "ran", not done, hang or error\)/],
+      [[1, 2], /not a result of nccom \(\[1,2\] is not a record\)/],
+      // Of its shape at the top, but not readable below: the replay says so.
+      [{ kind: "done", outcome: { row: {} }, explain: [] }, /reshaped-1.json, .*: their results do not read as nccom's \(TypeError: .*\): a partial was edited and checksummed again; run the shards again\n$/],
+    ];
+    for (const [result, said] of cases) {
+      const r = inProcess("merge", [files[0]!, reshaped("reshaped-1.json", result), files[2]!, "--json", json]);
+      expect(r.status, JSON.stringify(result)).toBe(1);
+      expect(r.stderr, JSON.stringify(result)).toMatch(said);
+      expect(r.stderr).not.toMatch(/ at |internal error/);
+      expect(existsSync(json)).toBe(false);
+    }
+  });
 });
 
 describe("conformance sharded over a Kubernetes Indexed Job, merged", () => {
