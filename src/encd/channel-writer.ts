@@ -118,8 +118,17 @@ export class EncdChannel {
 
   /** Split `bytes` (whole elements of `esize`) into one contiguous share per fold. */
   private shares(bytes: number, esize: number): readonly Share[] {
-    return splitWhole(bytes, esize, this.folds.length);
+    // (A channel moves the same size step after step: its last split is kept here.)
+    if (bytes === this.lastSplitBytes && esize === this.lastSplitEsize) return this.lastSplit;
+    this.lastSplit = splitWhole(bytes, esize, this.folds.length);
+    this.lastSplitBytes = bytes;
+    this.lastSplitEsize = esize;
+    return this.lastSplit;
   }
+
+  private lastSplit: readonly Share[] = [];
+  private lastSplitBytes = -1;
+  private lastSplitEsize = -1;
 
   private count(f: number, c: { tx: number; rx: number }): void {
     this.tx[f] = (this.tx[f] ?? 0) + c.tx;

@@ -7,7 +7,8 @@ import { decodeSlotEntry, SLOT_ENTRY_BYTES } from "../../src/encd/slot.ts";
 import { ProgramBuilder } from "../../src/encd/program.ts";
 import { simulate } from "../../sim/index.ts";
 import { trn1 } from "../helpers.ts";
-import type { ChannelPlacement } from "../../src/encd/channel-writer.ts";
+import { splitWhole, type ChannelPlacement } from "../../src/encd/channel-writer.ts";
+import { decodeRx } from "../../src/encd/udma.ts";
 
 const n1 = { netIdxAddrs: [], foldN: 2, type: NeighType.P2P };
 const place: ChannelPlacement = { device: 0, topsp: 0, channelId: 0, slot: 0, engines: [0, 1], queue: 15, recvSema: 0, sendSema: 2, complSema: 4, reporter: true, next: n1, prev: n1, initialCredits: 4 };
@@ -58,5 +59,27 @@ describe("no-op packets in a timing-only run", () => {
     expect(timed.endPs).toBe(kept.endPs);
     // Each no-op packet's landing is an event only where payload is kept (at least two per step).
     expect(kept.events - timed.events).toBeGreaterThanOrEqual(16);
+  });
+});
+
+describe("a channel's shares of a transfer", () => {
+  it("split each transfer over the folds as splitWhole does, whatever the size and element before it", () => {
+    const b = new ProgramBuilder({ arch: 2, maxDescriptorBytes: 65536, cceMaxElements: 1024 });
+    const ch = b.addChannel(place);
+    b.beginOp();
+    // (Sizes and element sizes alternating and repeating: a split kept from the last transfer must not stand for another.)
+    const moves: [number, number][] = [[4096, 4], [4096, 4], [6, 2], [4096, 2], [4096, 4], [12, 4], [12, 2], [4096, 4]];
+    for (const [bytes, esize] of moves) ch.copy(hbmAddr(0, 0), hbmAddr(0, 1 << 20), bytes, esize);
+    ch.markStep(0);
+    ch.markEnd();
+    b.endOp();
+    const img = b.build();
+    const rx = (engine: number) => img.devices[0]!.queues.find((x) => x.engine === engine)!.rx;
+    // Each copy is one RX descriptor a fold that has a share (a 4-byte semaphore write ends the op on each).
+    const lengths = (f: number) => moves.map(([bytes, esize]) => splitWhole(bytes, esize, 2)[f]!.len).filter((n) => n > 0);
+    const got = (engine: number) => Array.from({ length: rx(engine).length / 16 - 1 }, (_, i) => decodeRx(rx(engine), 16 * i).length);
+    expect(got(0)).toEqual(lengths(0));
+    expect(got(1)).toEqual(lengths(1));
+    expect(lengths(0)).toEqual([2048, 2048, 4, 2048, 2048, 8, 6, 2048]);
   });
 });
