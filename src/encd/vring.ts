@@ -30,6 +30,8 @@ const CCE_WORDS = (() => {
 
 /** Bytes of a semaphore poke or a pad no-op. */
 export const WORD_BYTES = 4;
+/** One TX and one RX descriptor (a count record its readers only read). */
+const ONE_PAIR: DescCounts = Object.freeze({ tx: 1, rx: 1 });
 
 export interface DescCounts {
   tx: number;
@@ -265,7 +267,14 @@ export class Vring {
 
   /** A semaphore poke: a 4-byte copy of the word at `valueAddr` into a semaphore window address. */
   addSemaphoreWrite(valueAddr: number, semaAddr: number): DescCounts {
-    return this.addCopy(valueAddr, semaAddr, WORD_BYTES);
+    if (!this.mode?.tally) return this.addCopy(valueAddr, semaAddr, WORD_BYTES);
+    // (Counted, as addCopy counts a one-descriptor copy: one pair, one count record for all.)
+    if (this.mode.sig) this.signCopy(WORD_BYTES, valueAddr, semaAddr);
+    this.tally(1, 1);
+    this.tallyLastRx(semaAddr, WORD_BYTES);
+    this.totalTxBytes += WORD_BYTES;
+    this.totalRxBytes += WORD_BYTES;
+    return ONE_PAIR;
   }
 
   /** A reduce-shaped no-op: a 4-byte CCE ADD of the pad word onto itself (1 + `sources` TX, 1 RX descriptors). */

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { dumpToPringPadded, Vring } from "../../src/encd/vring.ts";
+import { dumpToPringPadded, Vring, VRING_DESC_LIMIT } from "../../src/encd/vring.ts";
+import { DescPages } from "../../src/encd/pages.ts";
+import { Signature, UnitAddresses } from "../../src/encd/signature.ts";
+import { hbmAddr, semaAddr } from "../../src/encd/address.ts";
 import { decodeRx, decodeTx, packCceMeta, packRx, packTx } from "../../src/encd/udma.ts";
 import { CcsimError } from "../../src/ir/errors.ts";
 import { hex } from "../../src/encd/bits.ts";
@@ -94,5 +97,28 @@ describe("vring -> pring", () => {
     v.addCopy(0, 64, 4);
     expect(() => dumpToPringPadded(v, 1, 1, 0)).toThrow("Failed to pad vring big from 2 descriptors to 1 descriptors");
     expect(() => dumpToPringPadded(v, 3, 2, 0)).toThrow(/padding differ/);
+  });
+});
+
+describe("a tallied vring's semaphore write", () => {
+  it("counts, hashes, pins and sums as the 4-byte copy it is", () => {
+    const tallied = () => {
+      const sig = new Signature();
+      const v = new Vring("t", VRING_DESC_LIMIT, { tx: new DescPages(false), rx: new DescPages(false) }, { tally: true, sig: { sig, addresses: new UnitAddresses(1, 16) } });
+      return { v, sig };
+    };
+    const a = tallied();
+    const b = tallied();
+    const semas = [hbmAddr(1, 64), semaAddr(1, 0, 3, "inc"), semaAddr(17, 2, 5, "inc")];
+    for (const s of semas) {
+      expect(a.v.addSemaphoreWrite(hbmAddr(1, 8), s)).toEqual(b.v.addCopy(hbmAddr(1, 8), s, 4));
+      a.v.pinLastRx();
+      b.v.pinLastRx();
+    }
+    expect([a.v.txCount, a.v.rxCount, a.v.totalTxBytes, a.v.totalRxBytes]).toEqual([b.v.txCount, b.v.rxCount, b.v.totalTxBytes, b.v.totalRxBytes]);
+    expect(a.sig.value).toBe(b.sig.value);
+    expect(a.sig.cross).toEqual(b.sig.cross);
+    expect([...a.v.rxPins]).toEqual([...b.v.rxPins]);
+    expect(a.v.rxPins.size).toBe(3);
   });
 });
