@@ -118,7 +118,7 @@ const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "obj
 
 /**
  * What is wrong with `r` as a result of `tool` at its top (kind and the records it must hold), or
- * undefined; the replay itself refuses deeper edits it cannot read (\`replay\` in \`main\`).
+ * undefined; the replay itself refuses deeper edits it cannot read (`replay` in `main`).
  */
 function shapeProblem(tool: string, r: unknown): string | undefined {
   if (!isRecord(r)) return `${JSON.stringify(r) ?? String(r)} is not a record`;
