@@ -15,6 +15,7 @@ import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort, t
 import { countUnits, streamPass, type CountJob, type FeedRunner, type FeedSource, type StreamJob } from "../enc/compile.ts";
 import type { DeviceSig } from "../encd/fold.ts";
 import { InternalError } from "../ir/errors.ts";
+import { opEntry } from "../ir/ops.ts";
 import { DESC_BYTES } from "../encd/udma.ts";
 import { DescPages } from "../encd/pages.ts";
 import type { VringStore } from "../encd/vring.ts";
@@ -107,12 +108,13 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
     threads,
     warm(scn, opIndices) {
       // A reduce's descriptors move about 1 KiB of op bytes over the ranks each (a rank's 4 KiB CCE
-      // packet takes four; ring16 0.97 KiB, ring8 1.04, kangaring32 1.45, hier-2x16 1.87): a program
-      // moving a KiB a descriptor of the floor may have enough. (A thread started and not used costs
-      // its start, about 0.06 s of a run; one started at the run, the count's time, 0.14 s for ring8
-      // at 1 GiB.)
-      const moved = opIndices.reduce((n, i) => n + scn.ops[i]!.bytes * scn.ranks, 0);
-      if (!booted && usable() && moved >= minDescriptors * 1024) booted = start();
+      // packet takes four; ring16 0.97 KiB, ring8 1.04, kangaring32 1.45, hier-2x16 1.87); an op
+      // that only copies moves 64 KiB a descriptor pair, about 16 KiB a descriptor (all-gather over
+      // 32 ranks at 1 GiB: 2.1 M): a program whose estimate reaches the floor may have enough. (A
+      // thread started and not used costs its start, about 0.06 s of a run and more on two cores;
+      // one started at the run, the count's time, 0.14 s for ring8 at 1 GiB.)
+      const estimate = opIndices.reduce((n, i) => n + (scn.ops[i]!.bytes * scn.ranks) / (opEntry(scn.ops[i]!.op).reduces ? 1024 : 16384), 0);
+      if (!booted && usable() && estimate >= minDescriptors) booted = start();
     },
     cancel() {
       booted?.close();

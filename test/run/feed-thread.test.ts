@@ -153,6 +153,22 @@ describe("the streaming composition on a worker thread", () => {
     expect(used.threads).toMatchObject({ started: 1, used: 1, split: 0 });
   });
 
+  it("an op that only copies starts no thread before its count where its bytes, at 16 KiB a descriptor, fall short of the floor; a reduce of as many bytes does", () => {
+    const spec = loadDevice("trn1");
+    // The all-gather moves 8 x 5 MiB in 64 KiB copies: a few thousand descriptors, where a KiB a
+    // descriptor (a reduce's) would make it forty thousand.
+    const gather = scenarioOf(SHAPES[1]!);
+    const moved = gather.ops[0]!.bytes * gather.ranks;
+    const floor = Math.ceil(moved / 4096);
+    const copies = threadFeed(floor);
+    simulate(spec, compileStreamed(gather, spec, [0], { runner: copies }).image, { storePayload: false });
+    expect(copies.threads).toMatchObject({ started: 0, used: 0 });
+    const reduce = scenarioOf({ ...SHAPES[0]!, ops: [{ op: "all-reduce", bytes: gather.ops[0]!.bytes }] });
+    const reduces = threadFeed(floor);
+    simulate(spec, compileStreamed(reduce, spec, [0], { runner: reduces }).image, { storePayload: false });
+    expect(reduces.threads.started).toBe(1);
+  });
+
   it("a thread a run is done with serves the next run (one started for all three), and one that went silent is not kept", () => {
     const spec = loadDevice("trn1");
     const scn = scenarioOf(SHAPES[0]!);
