@@ -109,7 +109,7 @@ export function compileProgram(scn: Scenario, spec: DeviceSpec, opIndices: reado
  * program of several pods whose pods are alike (encd/fold.ts) holds pod 0 alone.
  */
 export function compileStreamed(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[], opts: { readonly fold?: boolean; readonly runner?: FeedRunner } = {}): CompiledProgram {
-  opts.runner?.warm?.(scn, opIndices);
+  opts.runner?.warm?.(scn, spec, opIndices);
   try {
     return compileStreamedWith(scn, spec, opIndices, opts);
   } catch (e) {
@@ -230,7 +230,7 @@ export interface FeedRunner {
   /** A folded program's counting pass of units `job.units`, started elsewhere while this thread counts the rest; undefined: not here (this thread counts them all). */
   count?(job: CountJob): CountHandle | undefined;
   /** Before the counting pass: a chance to get ready (start a thread) for this program. */
-  warm?(scn: Scenario, opIndices: readonly number[]): void;
+  warm?(scn: Scenario, spec: DeviceSpec, opIndices: readonly number[]): void;
   /** The compile failed: let go of what `warm` started. */
   cancel?(): void;
   /** Run the streaming pass elsewhere into `stores`, or decline (undefined: it runs here). */

@@ -16,6 +16,7 @@ import { countUnits, streamPass, type CountJob, type FeedRunner, type FeedSource
 import type { DeviceSig } from "../encd/fold.ts";
 import { InternalError } from "../ir/errors.ts";
 import { opEntry } from "../ir/ops.ts";
+import { opReduceSlice } from "../enc/gates.ts";
 import { DESC_BYTES } from "../encd/udma.ts";
 import { DescPages } from "../encd/pages.ts";
 import type { VringStore } from "../encd/vring.ts";
@@ -27,6 +28,8 @@ import { errorData, moduleWorker, revive, type ErrorData } from "./parallel.ts";
  * (docs/device-model.md §1: ring8's 1 GiB all-reduce, 8.3 M descriptors, is about even).
  */
 export const THREAD_MIN_DESCRIPTORS = 8_000_000;
+/** Op bytes over the ranks a copying op's descriptor moves, about (`warm`): a 64 KiB copy is two. */
+const COPY_BYTES_PER_DESCRIPTOR = 16384;
 /** Descriptors a batch gathers before it is posted (1 MiB of them; in practice up to one step's worth more). */
 const BATCH_DESCRIPTORS = 1 << 16;
 /** Descriptors the worker may have posted and the run not yet taken (16 MiB; a batch more when one step is bigger). */
@@ -106,14 +109,20 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
   };
   return {
     threads,
-    warm(scn, opIndices) {
-      // A reduce's descriptors move about 1 KiB of op bytes over the ranks each (a rank's 4 KiB CCE
-      // packet takes four; ring16 0.97 KiB, ring8 1.04, kangaring32 1.45, hier-2x16 1.87); an op
-      // that only copies moves 64 KiB a descriptor pair, about 16 KiB a descriptor (all-gather over
-      // 32 ranks at 1 GiB: 2.1 M): a program whose estimate reaches the floor may have enough. (A
-      // thread started and not used costs its start, about 0.06 s of a run and more on two cores;
-      // one started at the run, the count's time, 0.14 s for ring8 at 1 GiB.)
-      const estimate = opIndices.reduce((n, i) => n + (scn.ops[i]!.bytes * scn.ranks) / (opEntry(scn.ops[i]!.op).reduces ? 1024 : 16384), 0);
+    warm(scn, spec, opIndices) {
+      // A reduce's descriptors move about a quarter of its CCE packet of op bytes over the ranks
+      // each (a packet takes four: trn1's 4 KiB fp32 packet, a KiB a descriptor: ring16 0.97 KiB,
+      // ring8 1.04, kangaring32 1.45, hier-2x16 1.87; its uint8 packet, ring over 8 ranks at 1
+      // GiB: 0.28 KiB); an op that only copies moves 64 KiB a descriptor pair, about 16 KiB a
+      // descriptor (all-gather over 32 ranks at 1 GiB: 2.1 M): a program whose estimate reaches
+      // the floor may have enough. (A thread started and not used costs its start, about 0.06 s
+      // of a run and more on two cores; one started at the run, the count's time, 0.14 s for ring8
+      // at 1 GiB.)
+      const estimate = opIndices.reduce((n, i) => {
+        const op = scn.ops[i]!;
+        const each = opEntry(op.op).reduces ? opReduceSlice(spec, op.dtype, op.priorityClass ?? 0) / 4 : COPY_BYTES_PER_DESCRIPTOR;
+        return n + (op.bytes * scn.ranks) / each;
+      }, 0);
       if (!booted && usable() && estimate >= minDescriptors) booted = start();
     },
     cancel() {

@@ -153,7 +153,7 @@ describe("the streaming composition on a worker thread", () => {
     expect(used.threads).toMatchObject({ started: 1, used: 1, split: 0 });
   });
 
-  it("an op that only copies starts no thread before its count where its bytes, at 16 KiB a descriptor, fall short of the floor; a reduce of as many bytes does", () => {
+  it("a thread is started before the count only where the op's bytes, at a copy's 16 KiB or a quarter of a reduce's CCE packet a descriptor, reach the floor", () => {
     const spec = loadDevice("trn1");
     // The all-gather moves 8 x 5 MiB in 64 KiB copies: a few thousand descriptors, where a KiB a
     // descriptor (a reduce's) would make it forty thousand.
@@ -167,6 +167,16 @@ describe("the streaming composition on a worker thread", () => {
     const reduces = threadFeed(floor);
     simulate(spec, compileStreamed(reduce, spec, [0], { runner: reduces }).image, { storePayload: false });
     expect(reduces.threads.started).toBe(1);
+    // A reduce's descriptors go by its CCE packet: trn1's uint8 packet is a quarter of its fp32 one,
+    // so at a floor of 512 bytes a descriptor the uint8 all-reduce starts one and the fp32 one none.
+    const at = (dtype: string) => {
+      const runner = threadFeed(Math.ceil(moved / 512));
+      compileStreamed(scenarioOf({ ...SHAPES[0]!, ops: [{ op: "all-reduce", bytes: gather.ops[0]!.bytes, dtype }] }), spec, [0], { runner });
+      runner.cancel!();
+      return runner.threads.started;
+    };
+    expect(at("fp32")).toBe(0);
+    expect(at("uint8")).toBe(1);
   });
 
   it("a thread a run is done with serves the next run (one started for all three), and one that went silent is not kept", () => {
