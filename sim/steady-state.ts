@@ -24,6 +24,8 @@ export interface SteadyReport {
   readonly skippedEvents: number;
   /** Events (skipped ones included) when the search stopped looking, having run GIVE_UP_EVENTS more than it skipped; absent: it looked to the end. */
   readonly stoppedAt?: number;
+  /** Moments it was given to look at (the first core's first ring channel's steps): 0, it never looked (a schedule on the mesh event tape has none). */
+  readonly marks: number;
 }
 
 /** The machine as the steady-state search reads it (in an order fixed for the run). */
@@ -121,7 +123,7 @@ export class SteadyState {
   }
 
   get report(): SteadyReport {
-    return { jumps: this.jumps, periods: this.periods, skippedPs: this.skippedPs, skippedEvents: this.skippedEvents, ...(this.stoppedAt !== undefined ? { stoppedAt: this.stoppedAt } : {}) };
+    return { jumps: this.jumps, periods: this.periods, skippedPs: this.skippedPs, skippedEvents: this.skippedEvents, ...(this.stoppedAt !== undefined ? { stoppedAt: this.stoppedAt } : {}), marks: this.marks };
   }
 
   /**

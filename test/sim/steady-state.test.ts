@@ -100,6 +100,17 @@ describe("skipping periods once the state repeats", () => {
     expect(runSim(["scenarios/ring8.json", "--explain"]).out).not.toMatch(/steady state|period skipped/);
   }, 60_000);
 
+  it("--explain says when the search had no moment to look at: an RDH all-reduce steps on the mesh event tape, no ring channel", () => {
+    let out = "";
+    const code = nccom(["allr", "-r", "8", "-b", "256M", "-e", "256M", "-d", "fp32", "--check", "none", "--explain"], (x) => (out += x), () => {});
+    expect(code).toBe(EXIT.OK);
+    expect(out).toMatch(/resolved: enc_alg_type 5 "RDH"/);
+    expect(out).toMatch(/op 0: no period looked for: the search compares the machine's state at the steps of the first core's first ring channel, which this run never stepped/);
+    // A ring's run is marked: looked at, whatever it found.
+    const ring = runScenario(parseScenario("ring.json", { name: "ring", instance: "trn1", ranks: 8, algorithm: "ring", check: "none", ops: [{ op: "all-reduce", bytes: 4 << 20, dtype: "fp32", reduce: "sum" }] }), loadDevice("trn1"), silent, { fastForwardMinSkip: 0 });
+    expect(ring.kind === "done" && ring.ops[0]!.steady!.marks).toBeGreaterThan(0);
+  }, 60_000);
+
   it("--explain says when the search stopped looking, and why (a wide two-node ring)", () => {
     let out = "";
     const code = nccom(["allr", "-r", "64", "-N", "2", "-b", "128M", "-e", "128M", "-d", "fp32", "--instance", "trn1-legacy", "--explain"], (x) => (out += x), () => {});
