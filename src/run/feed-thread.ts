@@ -120,7 +120,7 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
       // at 1 GiB.)
       const estimate = opIndices.reduce((n, i) => {
         const op = scn.ops[i]!;
-        const each = opEntry(op.op).reduces ? opReduceSlice(spec, op.dtype, op.priorityClass ?? 0) / 4 : COPY_BYTES_PER_DESCRIPTOR;
+        const each = opEntry(op.op).reduces ? opReduceSlice(spec, op.dtype, op.priorityClass) / 4 : COPY_BYTES_PER_DESCRIPTOR;
         return n + (op.bytes * scn.ranks) / each;
       }, 0);
       if (!booted && usable() && estimate >= minDescriptors) booted = start();
