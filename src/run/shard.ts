@@ -47,7 +47,10 @@ export function resolveShard(flag: ShardSpec | "auto", shards: number | undefine
   const int = (name: string): number => {
     const v = env[name]!;
     if (!/^\d+$/.test(v)) throw new UsageError(`--shard auto: ${name} is "${v}", not a whole number`);
-    return Number(v);
+    // (Past 2^53 a number is not itself: said as written, not rounded.)
+    const n = Number(v);
+    if (!Number.isSafeInteger(n)) throw new UsageError(`--shard auto: ${name} is "${v}", far past any shard (${MAX_SHARDS} at most)`);
+    return n;
   };
   const check = (index: number, count: number, where: string): ShardSpec => {
     if (count < 1 || count > MAX_SHARDS) throw new UsageError(`--shard auto: ${where} gives ${count} shards (1 to ${MAX_SHARDS})`);
@@ -58,7 +61,9 @@ export function resolveShard(flag: ShardSpec | "auto", shards: number | undefine
     if (env["SLURM_ARRAY_TASK_COUNT"] === undefined) throw new UsageError("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (run as a job array: sbatch --array=0-N)");
     const min = env["SLURM_ARRAY_TASK_MIN"] === undefined ? 0 : int("SLURM_ARRAY_TASK_MIN");
     const count = shards ?? int("SLURM_ARRAY_TASK_COUNT");
-    return check(int("SLURM_ARRAY_TASK_ID") - min, count, "the Slurm job array");
+    const id = int("SLURM_ARRAY_TASK_ID");
+    if (id < min) throw new UsageError(`--shard auto: SLURM_ARRAY_TASK_ID ${id} is below SLURM_ARRAY_TASK_MIN ${min}: not a task of this job array`);
+    return check(id - min, count, "the Slurm job array");
   }
   if (env["JOB_COMPLETION_INDEX"] !== undefined) {
     const count = shards ?? (env[SHARDS_ENV] !== undefined ? int(SHARDS_ENV) : undefined);

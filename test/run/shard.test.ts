@@ -64,6 +64,11 @@ describe("shard flags and the scheduler's environment", () => {
     // An array with a step (0-14:2) numbers its tasks past its count: refused, not misassigned.
     expect(() => resolveShard("auto", undefined, { SLURM_ARRAY_TASK_ID: "14", SLURM_ARRAY_TASK_MIN: "0", SLURM_ARRAY_TASK_COUNT: "8" })).toThrow(/shard 14 of 8/);
     expect(() => resolveShard("auto", undefined, { SLURM_ARRAY_TASK_ID: "1" })).toThrow(/SLURM_ARRAY_TASK_COUNT is not/);
+    // A task below the array's first (an environment from another array): refused, not shard -2.
+    expect(() => resolveShard("auto", undefined, { SLURM_ARRAY_TASK_ID: "1", SLURM_ARRAY_TASK_MIN: "3", SLURM_ARRAY_TASK_COUNT: "4" })).toThrow(/SLURM_ARRAY_TASK_ID 1 is below SLURM_ARRAY_TASK_MIN 3/);
+    // A number past 2^53 is named as written, not as the double it rounds to.
+    expect(() => resolveShard("auto", undefined, { SLURM_ARRAY_TASK_ID: "99999999999999999999", SLURM_ARRAY_TASK_COUNT: "4" })).toThrow(/SLURM_ARRAY_TASK_ID is "99999999999999999999", far past any shard/);
+    expect(() => resolveShard("auto", undefined, { JOB_COMPLETION_INDEX: "0", CCSIM_SHARDS: "18446744073709551616" })).toThrow(/CCSIM_SHARDS is "18446744073709551616", far past any shard/);
   });
 
   it("takes a Kubernetes Indexed Job's index, of --shards or CCSIM_SHARDS", () => {
