@@ -16,6 +16,8 @@ export interface ShardSpec {
   readonly count: number;
 }
 
+/** The most pieces a sharded run has, and more (a sweep makes at most 4,096 sizes an op, conformance at most 100,000 cases). */
+const MAX_PIECES = 1 << 20;
 /** The most shards a run may be split into. */
 export const MAX_SHARDS = 10_000;
 
@@ -178,6 +180,10 @@ export function readPartial(file: string): PartialFile {
   if (typeof body["tool"] !== "string" || !Array.isArray(body["argv"]) || typeof body["version"] !== "string" || typeof body["preset"] !== "string" || !shard || !Number.isInteger(shard.index) || !Number.isInteger(shard.count) || !Number.isInteger(body["total"]) || !Array.isArray(pieces)) {
     throw new PartialError(file, "a field is missing or of the wrong type (tool, argv, version, preset, shard, total, pieces)");
   }
+  // (Checked before anything is sized by them: a count edited to a billion made merge run out of memory.)
+  if (shard.count < 1 || shard.count > MAX_SHARDS || shard.index < 0 || shard.index >= shard.count) throw new PartialError(file, `shard ${shard.index}/${shard.count} is not a shard I/N with 0 <= I < N <= ${MAX_SHARDS}: the partial was edited`);
+  const total = body["total"] as number;
+  if (total < 0 || total > MAX_PIECES) throw new PartialError(file, `${total} pieces in all, not 0 to ${MAX_PIECES}: the partial was edited`);
   try {
     const decoded = (pieces as { index: unknown; result: unknown }[]).map((x, i) => {
       if (!Number.isInteger(x.index) || (x.index as number) < 0 || (x.index as number) >= (body["total"] as number)) throw new PartialError(file, `piece ${i} has index ${String(x.index)}, outside 0..${(body["total"] as number) - 1}`);

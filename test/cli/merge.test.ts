@@ -146,6 +146,26 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
       expect(r.stderr).not.toMatch(/ at |internal error/);
       expect(existsSync(json)).toBe(false);
     }
+    // A shard or a count of pieces edited out of range: refused before anything is sized by it
+    // (a shard count of a billion ran the merge out of memory).
+    const renumbered = (name: string, edit: object): string => {
+      const edited = JSON.stringify({ ...body, ...edit });
+      const file = join(dir, name);
+      writeFileSync(file, `{"checksum":"${createHash("sha256").update(edited).digest("hex")}","body":${edited}}\n`);
+      return file;
+    };
+    const bounds: [object, RegExp][] = [
+      [{ shard: { index: 1, count: 1e9 } }, /renumbered.json: shard 1\/1000000000 is not a shard I\/N with 0 <= I < N <= 10000: the partial was edited\n$/],
+      [{ shard: { index: -1, count: 3 } }, /shard -1\/3 is not a shard I\/N/],
+      [{ shard: { index: 3, count: 3 } }, /shard 3\/3 is not a shard I\/N/],
+      [{ total: 1e9 }, /renumbered.json: 1000000000 pieces in all, not 0 to 1048576: the partial was edited\n$/],
+    ];
+    for (const [edit, said] of bounds) {
+      const r = inProcess("merge", [files[0]!, renumbered("renumbered.json", edit), files[2]!, "--json", json]);
+      expect(r.status, JSON.stringify(edit)).toBe(1);
+      expect(r.stderr, JSON.stringify(edit)).toMatch(said);
+      expect(existsSync(json)).toBe(false);
+    }
   });
 });
 
