@@ -11,6 +11,7 @@ import { main as simMain } from "./sim.ts";
 import { main as conformanceMain } from "./conformance.ts";
 import { main as calibrateMain } from "./calibrate.ts";
 import { asCommand } from "./entry.ts";
+import { SHARD_FLAGS } from "../command/args.ts";
 
 const HELP = `ccsim merge: put the partials of a sharded run back together
 
@@ -77,6 +78,13 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       return 1;
     }
     throw e;
+  }
+  // A shard keeps its command line without its own flags (`withoutShardFlags`): one there was put
+  // there by hand, and the replay would run as a shard again (write a partial, print no table).
+  const shardFlag = merged.argv.find((a) => (SHARD_FLAGS as readonly string[]).includes(a));
+  if (shardFlag !== undefined) {
+    err(`merge: ${files[0]}: its command line holds ${shardFlag}, which no shard keeps: the partial was edited and checksummed again; run the shards again\n`);
+    return 1;
   }
   const tool = TOOLS[merged.tool];
   if (!tool) {

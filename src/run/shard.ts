@@ -177,7 +177,7 @@ export function readPartial(file: string): PartialFile {
   if (body["format"] !== PARTIAL_FORMAT) throw new PartialError(file, `format ${JSON.stringify(body["format"])}, not ${PARTIAL_FORMAT}`);
   const shard = body["shard"] as ShardSpec | undefined;
   const pieces = body["pieces"];
-  if (typeof body["tool"] !== "string" || !Array.isArray(body["argv"]) || typeof body["version"] !== "string" || typeof body["preset"] !== "string" || !shard || !Number.isInteger(shard.index) || !Number.isInteger(shard.count) || !Number.isInteger(body["total"]) || !Array.isArray(pieces)) {
+  if (typeof body["tool"] !== "string" || !Array.isArray(body["argv"]) || !(body["argv"] as unknown[]).every((a) => typeof a === "string") || typeof body["version"] !== "string" || typeof body["preset"] !== "string" || !shard || !Number.isInteger(shard.index) || !Number.isInteger(shard.count) || !Number.isInteger(body["total"]) || !Array.isArray(pieces)) {
     throw new PartialError(file, "a field is missing or of the wrong type (tool, argv, version, preset, shard, total, pieces)");
   }
   // (Checked before anything is sized by them: a count edited to a billion made merge run out of memory.)

@@ -160,12 +160,29 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
       [{ shard: { index: 3, count: 3 } }, /shard 3\/3 is not a shard I\/N/],
       [{ total: 1e9 }, /renumbered.json: 1000000000 pieces in all, not 0 to 1048576: the partial was edited\n$/],
     ];
+    // A command line with a number in it.
+    bounds.push([{ argv: [...(body as unknown as { argv: string[] }).argv, 5] }, /renumbered.json: a field is missing or of the wrong type \(tool, argv,/]);
     for (const [edit, said] of bounds) {
       const r = inProcess("merge", [files[0]!, renumbered("renumbered.json", edit), files[2]!, "--json", json]);
       expect(r.status, JSON.stringify(edit)).toBe(1);
       expect(r.stderr, JSON.stringify(edit)).toMatch(said);
       expect(existsSync(json)).toBe(false);
     }
+    // Every partial's command line with a shard's own flags put back: the replay would run as a
+    // shard again (write a partial, print no table).
+    const again = join(dir, "again.json");
+    const flagged = files.map((f, k) => {
+      const mk = /^\{"checksum":"[0-9a-f]{64}","body":([\s\S]*)\}\n$/.exec(readFileSync(f, "utf8"))!;
+      const b = JSON.parse(mk[1]!) as { argv: string[] };
+      const edited = JSON.stringify({ ...b, argv: [...b.argv, "--shard", "0/1", "--out", again] });
+      const file = join(dir, `flagged-${k}.json`);
+      writeFileSync(file, `{"checksum":"${createHash("sha256").update(edited).digest("hex")}","body":${edited}}\n`);
+      return file;
+    });
+    const r = inProcess("merge", flagged);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/flagged-0.json: its command line holds --shard, which no shard keeps: the partial was edited and checksummed again; run the shards again\n$/);
+    expect(existsSync(again)).toBe(false);
   });
 });
 
