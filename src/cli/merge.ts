@@ -30,8 +30,9 @@ progress lines an op of more than two seconds writes to stderr as it runs are no
 Refused, with the file and the reason, nothing written (exit 1): a shard missing or given twice,
 shards that overlap, partials of different commands, ccsim builds (the version and a hash of the
 sources: shards and merge run one checkout), presets or shard counts, a partial that was truncated
-or edited (each carries a checksum of its content; results the command cannot read, in a partial
-edited and checksummed again, are refused too).
+or edited (each carries a checksum of its content; in a partial edited and checksummed again,
+results the command cannot read, a shard or count of pieces out of range, and a command line that
+holds a shard's own flags or --trace are refused too).
 `;
 
 type Tool = (argv: readonly string[], out: (s: string) => void, err: (s: string) => void, results: readonly unknown[], preset: string) => number;
@@ -79,9 +80,10 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     }
     throw e;
   }
-  // A shard keeps its command line without its own flags (`withoutShardFlags`): one there was put
-  // there by hand, and the replay would run as a shard again (write a partial, print no table).
-  const shardFlag = merged.argv.find((a) => (SHARD_FLAGS as readonly string[]).includes(a));
+  // A shard keeps its command line without its own flags (`withoutShardFlags`), and no shard traces
+  // (`checkShardFlags`): such a flag was put there by hand, and the replay would run as a shard
+  // again (write a partial, print no table) or write a trace of nothing it ran.
+  const shardFlag = merged.argv.find((a) => (SHARD_FLAGS as readonly string[]).includes(a) || a === "--trace");
   if (shardFlag !== undefined) {
     err(`merge: ${files[0]}: its command line holds ${shardFlag}, which no shard keeps: the partial was edited and checksummed again; run the shards again\n`);
     return 1;

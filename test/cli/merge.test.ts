@@ -183,6 +183,19 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/flagged-0.json: its command line holds --shard, which no shard keeps: the partial was edited and checksummed again; run the shards again\n$/);
     expect(existsSync(again)).toBe(false);
+    // Nor does a shard trace: a trace in the command line was put there too.
+    const traced = files.map((f, k) => {
+      const mk = /^\{"checksum":"[0-9a-f]{64}","body":([\s\S]*)\}\n$/.exec(readFileSync(f, "utf8"))!;
+      const b = JSON.parse(mk[1]!) as { argv: string[] };
+      const edited = JSON.stringify({ ...b, argv: [...b.argv, "--trace", join(dir, "trace.json")] });
+      const file = join(dir, `traced-${k}.json`);
+      writeFileSync(file, `{"checksum":"${createHash("sha256").update(edited).digest("hex")}","body":${edited}}\n`);
+      return file;
+    });
+    const t = inProcess("merge", traced);
+    expect(t.status).toBe(1);
+    expect(t.stderr).toMatch(/traced-0.json: its command line holds --trace, which no shard keeps/);
+    expect(existsSync(join(dir, "trace.json"))).toBe(false);
   });
 });
 
