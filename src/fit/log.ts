@@ -3,6 +3,7 @@
 // prints integer `time(us)` and bandwidth in GiB/s, the newer `time:avg(us)` to two decimals and
 // GB/s (10^9). A log that does not read as one of them is refused with its file, line and value.
 import { DTYPES, dtypeSize, type Dtype } from "../ir/dtypes.ts";
+import { MAX_SWEEP_SIZES } from "../ir/sizes.ts";
 
 export type Era = "older" | "newer";
 
@@ -59,6 +60,12 @@ export function splitCommand(line: string): string[] {
  * Read a console log: the first non-empty line is the command (`nccom-test ...`, a shell prompt
  * `$ ` allowed before it), then tables, each a header line, rows and `Avg bus bandwidth`.
  */
+/**
+ * Rows a table (or a JSON report) may hold: what one sweep makes at most, as `npm run nccom` runs
+ * it (a log of a hundred thousand rows took 30 s and 1.3 GB to fit before it was refused).
+ */
+const MAX_ROWS = MAX_SWEEP_SIZES;
+
 export function parseConsoleLog(file: string, text: string): MeasuredLog {
   const lines = text.split(/\r?\n/);
   let i = 0;
@@ -108,6 +115,7 @@ export function parseConsoleLog(file: string, text: string): MeasuredLog {
       if (count * dtypeSize(dtype) > bytes) throw new LogError(file, i + 1, `count(elems) ${count} of ${dtype} is more than size(B) ${bytes}`, count);
       const alg = col("algorithm") >= 0 ? cells[col("algorithm")] : undefined;
       rows.push({ bytes, count, dtype, timeUs, algbw, busbw, ...(alg ? { algorithm: alg } : {}), line: i + 1 });
+      if (rows.length > MAX_ROWS) throw new LogError(file, i + 1, `more than ${MAX_ROWS} rows in one table: a sweep makes at most ${MAX_ROWS} sizes`);
     }
     if (rows.length === 0) throw new LogError(file, i + 1, "a table with no rows");
     tables.push(rows);
@@ -131,6 +139,7 @@ export function parseJsonReport(file: string, text: string, command: string): Me
   }
   const results = (json as { results?: unknown })?.results;
   if (!Array.isArray(results) || results.length === 0) throw new LogError(file, 0, 'expected {"results": [...]} with at least one row (nccom-test --report-to-json-file)');
+  if (results.length > MAX_ROWS) throw new LogError(file, 0, `${results.length} results: a sweep makes at most ${MAX_ROWS} sizes`);
   const cmd = splitCommand(command.trim());
   const at = cmd.findIndex((w) => /(^|\/)nccom-test$/.test(w));
   const rows = results.map((r: Record<string, unknown>, k): MeasuredRow => {

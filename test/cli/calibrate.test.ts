@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { main } from "../../src/cli/calibrate.ts";
 import { publishedSeries } from "../../src/fit/files.ts";
 import { Evaluator, solveFixedCosts, summarize, withFixedCosts, type Series } from "../../src/fit/fit.ts";
-import { parseConsoleLog, LogError } from "../../src/fit/log.ts";
+import { parseConsoleLog, parseJsonReport, LogError } from "../../src/fit/log.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { main as nccom } from "../../src/cli/nccom.ts";
 
@@ -121,6 +121,8 @@ describe("calibrate --from", () => {
     ["a count that is not whole, naming the count", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n65536 1.5 fp32 8.18 8.01 7.76\n", /:3: count\(elems\) must be a whole number \(got "1\.5"\)/],
     ["wrong columns", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type algbw(GB/s) busbw(GB/s)\n", /:2: the header has no time\(us\)/],
     ["a type the command does not give", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n1024 512 fp16 10.0 0.10 0.09\n", /:3: type fp16 is not the command's -d fp32/],
+    // (A hundred thousand rows took 30 s and 1.3 GB to fit: refused at the row past a sweep's most sizes.)
+    ["more rows than a sweep makes", "nccom-test allg -r 8 -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n" + "1024 256 fp32 10.24 0.10 0.09\n".repeat(4097), /:4099: more than 4096 rows in one table: a sweep makes at most 4096 sizes/],
   ])("refuses %s", (_what, text, want) => {
     const dir = mkdtempSync(join(tmpdir(), "ccsim-cal-"));
     const f = join(dir, "l.log");
@@ -132,6 +134,9 @@ describe("calibrate --from", () => {
 
   it("a malformed log is a LogError naming the file", () => {
     expect(() => parseConsoleLog("f.log", "")).toThrow(LogError);
+    // A JSON report of more results than a sweep makes is refused before they are read.
+    const row = { "size(B)": 1024, "count(elems)": 256, type: "fp32", "time:avg(us)": 10.24, "algbw(GB/s)": 0.1, "busbw(GB/s)": 0.09 };
+    expect(() => parseJsonReport("r.json", JSON.stringify({ results: Array(4097).fill(row) }), "nccom-test allg -r 8 -d fp32")).toThrow(/r\.json: 4097 results: a sweep makes at most 4096 sizes/);
   });
 
   it("--max-bytes below every point is an error, never a NaN", () => {
