@@ -184,7 +184,11 @@ function parse(argv: readonly string[]): Opts | "help" {
   if (o.writeAccuracy && !o.cv) throw new Error("--write-accuracy goes with --cross-validate");
   if (o.write && !o.fit) throw new Error("--write goes with --fit");
   const known = ["dma.engineBytesPerSecond", "link.bytesPerSecond", "link.latencyPs", "ring.defaultChannels", "collectives.meshFolds", "collectives.permuteChannels", "network.bytesPerSecond", "network.messageCostPs", ...WINDOW_FIELDS];
-  for (const p of o.params ?? []) if (!known.includes(p)) throw new Error(`--params ${p}: not a device parameter the fit moves (${known.join(", ")})`);
+  const params = o.params ?? [];
+  if (params.some((p) => p === "")) throw new Error(`--params "${params.join(",")}": an empty parameter name (parameters are separated by single commas)`);
+  for (const p of params) if (!known.includes(p)) throw new Error(`--params ${p}: not a device parameter the fit moves (${known.join(", ")})`);
+  const twice = params.find((p, k) => params.indexOf(p) !== k);
+  if (twice !== undefined) throw new Error(`--params ${twice} given twice`);
   return o;
 }
 

@@ -66,10 +66,14 @@ function parseArgs(argv: readonly string[]): ReplayArgs | "help" {
       case "-h":
       case "--help":
         return "help";
-      case "--instance":
-        instances = value().split(",").filter((s) => s !== "");
-        if (instances.length === 0) throw new UsageError("--instance needs at least one preset");
+      case "--instance": {
+        const v = value();
+        instances = v.split(",");
+        if (instances.some((s) => s === "")) throw new UsageError(`--instance "${v}": an empty preset name (presets are separated by single commas)`);
+        const twice = instances.find((s, k) => instances.indexOf(s) !== k);
+        if (twice !== undefined) throw new UsageError(`--instance "${v}": ${twice} given twice`);
         break;
+      }
       case "--ranks":
       case "-r":
         ranks = intFlag(value(), t, 1);

@@ -145,6 +145,19 @@ describe("calibrate --from", () => {
     expect(r.err).toMatch(/no published point is at most --max-bytes 1 B/);
   });
 
+  it("--params names each parameter once, none empty", () => {
+    // (An empty name was refused as a blank "--params :", and a name given twice was searched twice.)
+    for (const [v, msg] of [
+      ["dma.engineBytesPerSecond,,link.latencyPs", /--params "dma\.engineBytesPerSecond,,link\.latencyPs": an empty parameter name/],
+      ["link.latencyPs,link.latencyPs", /--params link\.latencyPs given twice/],
+      ["link.latencyPs,no.such", /--params no\.such: not a device parameter the fit moves/],
+    ] as const) {
+      const r = run(["--fit", "--params", v]);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(msg);
+    }
+  });
+
   it("--keep-programs takes a size (0: none), and says so otherwise", () => {
     for (const [v, msg] of [["foo", /--keep-programs: "foo" is not a size/], ["-1", /--keep-programs: "-1" is not a size/]] as const) {
       const r = run(["--fit", "--keep-programs", v]);

@@ -143,6 +143,9 @@ describe("npm run replay", () => {
       ["an unknown flag", [LAYER, "--frobnicate"], /unknown option --frobnicate/],
       ["a flag twice", [LAYER, "--ranks", "16", "--ranks", "8"], /--ranks/],
       ["an unknown preset", [LAYER, "--instance", "trn1,trn9"], /trn9/],
+      // (An empty name was dropped, and a preset named twice printed its columns twice.)
+      ["an empty preset name", [LAYER, "--instance", "trn1,,trn2"], /--instance "trn1,,trn2": an empty preset name/],
+      ["a preset named twice", [LAYER, "--instance", "trn1,trn2,trn1"], /--instance "trn1,trn2,trn1": trn1 given twice/],
       ["ranks that leave a rank out of every group", [LAYER, "--ranks", "17"], /:36: all-gather ag\.attn: its replica groups cover 16 of 17 ranks/],
       ["ranks that do not split over the nodes", [FORMS, "--nodes", "3"], /forms\.hlo\.txt:\d+: .*does not run on trn1: -r 8 does not split over -N 3 nodes/],
       // Counts past what ccsim runs are refused before any list of ranks is made (a mutated module's rank 99999999999 was a RangeError).
