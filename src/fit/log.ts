@@ -57,15 +57,15 @@ export function splitCommand(line: string): string[] {
 }
 
 /**
- * Read a console log: the first non-empty line is the command (`nccom-test ...`, a shell prompt
- * `$ ` allowed before it), then tables, each a header line, rows and `Avg bus bandwidth`.
- */
-/**
  * Rows a table (or a JSON report) may hold: what one sweep makes at most, as `npm run nccom` runs
  * it (a log of a hundred thousand rows took 30 s and 1.3 GB to fit before it was refused).
  */
 const MAX_ROWS = MAX_SWEEP_SIZES;
 
+/**
+ * Read a console log: the first non-empty line is the command (`nccom-test ...`, a shell prompt
+ * `$ ` allowed before it), then tables, each a header line, rows and `Avg bus bandwidth`.
+ */
 export function parseConsoleLog(file: string, text: string): MeasuredLog {
   const lines = text.split(/\r?\n/);
   let i = 0;
