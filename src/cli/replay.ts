@@ -20,7 +20,8 @@ MODULE.txt is an HLO text module as frameworks dump it (XLA_FLAGS="--xla_dump_to
 --xla_dump_hlo_as_text"; torch-xla's SyncTensorsGraph.N, JAX's jit_...). Its all-reduce,
 all-gather, reduce-scatter, all-to-all and collective-permute instructions (and their async -start
 forms) run as npm run nccom runs the same op, size, type, ranks and groups; every other
-instruction is skipped. A collective in a while loop counts once per trip (known_trip_count in its
+instruction is skipped (send, recv, ragged-all-to-all and collective-broadcast with a warning: the
+total leaves them out). A collective in a while loop counts once per trip (known_trip_count in its
 backend config; once, with a warning, when unknown).
 
   --instance NAME[,NAME...]  presets to replay on, side by side (names in --devices, or FILE.json; default trn1)

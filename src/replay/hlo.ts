@@ -44,6 +44,12 @@ export const HLO_COLLECTIVES = {
 } as const;
 export type HloCollectiveOp = (typeof HLO_COLLECTIVES)[keyof typeof HLO_COLLECTIVES];
 
+/**
+ * Communication replay does not run (point-to-point send / recv, ragged all-to-all, broadcast):
+ * each one a step reaches is named in a warning, so a total without it is not taken for the step's.
+ */
+const NOT_REPLAYED: ReadonlySet<string> = new Set(["send", "recv", "ragged-all-to-all", "collective-broadcast"]);
+
 /** How a collective's ids read (XLA's collective-op group modes). */
 export type GroupMode = "cross-replica" | "cross-partition" | "flattened";
 
@@ -109,7 +115,7 @@ export function parseHlo(file: string, text: string): HloModule {
     const raw = lines[k]!;
     const line = raw.trim();
     const at = k + 1;
-    if (line === "" || line.startsWith("//")) continue;
+    if (isBlank(line)) continue;
     if (cur === undefined) {
       if (line.endsWith("{")) {
         const m = /^(ENTRY\s+)?%?([^\s(]+)/.exec(line);
@@ -125,7 +131,24 @@ export function parseHlo(file: string, text: string): HloModule {
       cur = undefined;
       continue;
     }
-    const instr = parseInstr(file, at, line);
+    // An instruction may go on over the lines below it (hand-written and test modules break long
+    // ones: an open operand list, a trailing comma before the attributes, the opcode under the
+    // result shape); XLA's printer writes one a line. The line that starts another instruction,
+    // or closes the computation, is never taken in.
+    let whole = line;
+    const open = new Nesting();
+    open.scan(line);
+    for (;;) {
+      let n = k + 1;
+      while (n < lines.length && isBlank(lines[n]!.trim())) n++;
+      if (n >= lines.length) break;
+      const next = lines[n]!.trim();
+      if (next === "}" || startsInstr(next) || !continues(whole, open, next)) break;
+      whole = `${whole} ${next}`;
+      open.scan(next);
+      k = n;
+    }
+    const instr = parseInstr(file, at, withoutComments(whole));
     if (instr) {
       cur.instrs.push(instr);
       cur.byName.set(instr.name, instr);
@@ -142,6 +165,9 @@ export function parseHlo(file: string, text: string): HloModule {
   for (const comp of comps.values()) {
     const n = count.get(comp.name) ?? 0;
     for (const ins of comp.instrs) {
+      if (n > 0 && NOT_REPLAYED.has(ins.opcode)) {
+        warnings.push(`${file}:${ins.line}: ${ins.opcode} ${ins.name}${n > 1 ? ` (${n} a step)` : ""}: moves data between ranks, but replay does not run it (the total leaves it out)`);
+      }
       if (!(ins.opcode in HLO_COLLECTIVES)) continue;
       // Every collective is read (a malformed one is an error wherever it is); one no step reaches is not counted.
       const c = collectiveOf(file, comp, ins, comps);
@@ -150,6 +176,67 @@ export function parseHlo(file: string, text: string): HloModule {
   }
   collectives.sort((a, b) => a.c.line - b.c.line);
   return { file, name: moduleName, ...(replicaCount !== undefined ? { replicaCount } : {}), ...(numPartitions !== undefined ? { numPartitions } : {}), collectives, warnings };
+}
+
+function isBlank(line: string): boolean {
+  return line === "" || line.startsWith("//");
+}
+
+/** `[ROOT] [%]name = ` then a shape: the first line of an instruction. */
+const INSTR_HEAD = /^(?:ROOT\s+)?%?[^\s=(){}[\],"]+\s*=\s*/;
+
+function startsInstr(line: string): boolean {
+  const m = INSTR_HEAD.exec(line);
+  return m !== null && readShape(line, m[0].length) !== undefined;
+}
+
+/** Brackets and a string left open by the lines scanned so far (an instruction's, line by line: a line is read once). */
+class Nesting {
+  private depth = 0;
+  private inString = false;
+  scan(line: string): void {
+    for (let k = 0; k < line.length; k++) {
+      const ch = line[k]!;
+      if (this.inString) {
+        if (ch === "\\") k++;
+        else if (ch === '"') this.inString = false;
+      } else if (ch === '"') this.inString = true;
+      else if (ch in OPEN) this.depth++;
+      else if (ch === ")" || ch === "]" || ch === "}") this.depth--;
+    }
+  }
+  /** Something opened is not closed yet. */
+  get open(): boolean {
+    return this.inString || this.depth > 0;
+  }
+}
+
+/** Whether `next` goes on with the instruction so far: a bracket or string left open, a comma between them, or the opcode the result shape waits for. */
+function continues(so: string, nesting: Nesting, next: string): boolean {
+  if (nesting.open || so.endsWith(",") || next.startsWith(",")) return true;
+  const m = INSTR_HEAD.exec(so);
+  const shape = m && readShape(so, m[0].length);
+  return shape !== undefined && shape !== null && skipSpace(so, shape.end) === so.length && /^[a-z][a-z0-9-]*\(/.test(next);
+}
+
+/** The text without its `/* ... *\/` comments (XLA numbers long tuples and operand lists with them: `/*index=5*\/`), strings kept whole. */
+function withoutComments(s: string): string {
+  if (!s.includes("/*")) return s;
+  let out = "";
+  for (let k = 0; k < s.length; k++) {
+    const ch = s[k]!;
+    if (ch === '"') {
+      const e = endOfString(s, k);
+      if (e < 0) return out + s.slice(k);
+      out += s.slice(k, e + 1);
+      k = e;
+    } else if (ch === "/" && s[k + 1] === "*") {
+      const e = s.indexOf("*/", k + 2);
+      if (e < 0) return out + s.slice(k);
+      k = e + 1;
+    } else out += ch;
+  }
+  return out;
 }
 
 function numberAttr(text: string, key: string): number | undefined {

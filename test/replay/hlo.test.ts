@@ -126,6 +126,59 @@ ENTRY e {
     expect(n.collectives[0]!.c).toMatchObject({ name: "all-reduce.8", op: "all-reduce", reduce: "sum", mode: "cross-replica", groups: [[0, 1, 2, 3, 4, 5, 6, 7]] });
   });
 
+  it("an instruction broken over lines reads as one (an open operand list, a trailing comma, the opcode under its shape); the line of the next instruction is never taken in", () => {
+    const n = parseHlo(
+      "multi",
+      mod(
+        [
+          "  ags = (f32[64]{0}, f32[128]{0}) all-gather-start(",
+          "    f32[64]{0} p), replica_groups={{0,1},{2,3},{4,5},{6,7}},",
+          "    dimensions={0},",
+          "",
+          "    backend_config={\"collective_backend_config\": {\"is_sync\":true}}",
+          "  agd = f32[128]{0} all-gather-done(ags)",
+          "  ar = (f32[64]{0})",
+          "       all-reduce(p)",
+          "       , replica_groups={{0,4},{1,5},{2,6},{3,7}}, to_apply=add",
+          "  odd = f32[64]{0} custom-call(p), a={[}",
+          "  cp = f32[64]{0} collective-permute(p), source_target_pairs={{0,1},{1,0}}",
+        ].join("\n"),
+      ),
+    );
+    const by = (name: string) => n.collectives.find((c) => c.c.name === name)!.c;
+    expect(n.collectives.map((c) => c.c.name)).toEqual(["ags", "ar", "cp"]);
+    // (Read on one line, the groups and the reduction were not seen: every rank in one group.)
+    expect(by("ags")).toMatchObject({ line: 11, groups: [[0, 1], [2, 3], [4, 5], [6, 7]] });
+    expect(by("ar")).toMatchObject({ line: 17, groups: [[0, 4], [1, 5], [2, 6], [3, 7]], reduce: "sum" });
+    expect(by("cp").pairs).toEqual([[0, 1], [1, 0]]);
+  });
+
+  it("/*index=N*/ comments, which XLA writes into long tuples and operand lists, are read past (not inside strings)", () => {
+    const six = Array.from({ length: 6 }, (_, i) => `${i === 5 ? "/*index=5*/" : ""}f32[64]{0}`).join(", ");
+    const ops = Array.from({ length: 6 }, (_, i) => `${i === 5 ? "/*index=5*/" : ""}f32[64]{0} p`).join(", ");
+    const n = parseHlo("idx", mod(`  ar = (${six}) all-reduce(${ops}), replica_groups={}, to_apply=add, metadata={op_name="a/*b*/c"}`));
+    expect(n.collectives).toHaveLength(1);
+    expect(n.collectives[0]!.c.operands).toHaveLength(6);
+  });
+
+  it("send, recv, ragged all-to-all and broadcast a step reaches are named in warnings (replay does not run them); one no step reaches, not", () => {
+    const body = [
+      "  tok = token[] after-all()",
+      "  s = (f32[64]{0}, u32[], token[]) send(p, tok), channel_id=3",
+      "  sd = token[] send-done(s), channel_id=3",
+      "  r = (f32[64]{0}, u32[], token[]) recv(tok), channel_id=3",
+      "  rd = (f32[64]{0}, token[]) recv-done(r), channel_id=3",
+      "  cb = f32[64]{0} collective-broadcast(p), replica_groups={{0,1}}",
+    ].join("\n");
+    const n = parseHlo("p2p", mod(body).replace("ENTRY", "unused {\n  q = f32[8]{0} parameter(0)\n  ROOT g = f32[8]{0} ragged-all-to-all(q, q, q, q, q, q)\n}\n\nENTRY"));
+    expect(n.collectives).toHaveLength(0);
+    expect(n.warnings).toEqual([
+      "p2p:17: send s: moves data between ranks, but replay does not run it (the total leaves it out)",
+      "p2p:19: recv r: moves data between ranks, but replay does not run it (the total leaves it out)",
+      "p2p:21: collective-broadcast cb: moves data between ranks, but replay does not run it (the total leaves it out)",
+    ]);
+  });
+
   it("non-collective instructions of any kind never fail, however odd their text", () => {
     const n = parseHlo("odd", mod(`  x = f32[64]{0} custom-call(p), custom_call_target="foo(", backend_config="{{{"\n  y = weird stuff here\n  z = (f32[2], s32[]) mystery-op(p, p), a={[}\n  w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=add`));
     expect(n.collectives).toHaveLength(1);
