@@ -53,7 +53,7 @@ const NOT_REPLAYED: ReadonlySet<string> = new Set(["send", "recv", "ragged-all-t
 /** How a collective's ids read (XLA's collective-op group modes). */
 export type GroupMode = "cross-replica" | "cross-partition" | "flattened";
 
-export type HloReduce = "sum" | "max" | "min" | "product";
+export type HloReduce = "sum" | "max" | "min" | "product" | "and" | "or" | "xor";
 
 export interface HloCollective {
   readonly name: string;
@@ -483,7 +483,7 @@ function parseIdLists(text: string, fail: (msg: string) => never): number[][] {
   return [...t.slice(1, -1).matchAll(/\{([\d,]*)\}/g)].map((g) => (g[1] === "" ? [] : g[1]!.split(",").map(Number)));
 }
 
-const REDUCTIONS: Readonly<Record<string, HloReduce>> = { add: "sum", maximum: "max", minimum: "min", multiply: "product" };
+const REDUCTIONS: Readonly<Record<string, HloReduce>> = { add: "sum", maximum: "max", minimum: "min", multiply: "product", and: "and", or: "or", xor: "xor" };
 
 /** The reduction a to_apply computation performs: its root's opcode. */
 function reductionOf(name: string, comps: ReadonlyMap<string, Computation>, fail: (msg: string) => never): HloReduce {
@@ -491,7 +491,7 @@ function reductionOf(name: string, comps: ReadonlyMap<string, Computation>, fail
   if (!c) return fail(`to_apply=${name}: no such computation`);
   const root = c.instrs.find((i) => /^ROOT\s/.test(i.text)) ?? c.instrs[c.instrs.length - 1];
   const r = root ? REDUCTIONS[root.opcode] : undefined;
-  if (!r) return fail(`to_apply=${name} computes ${root ? `'${root.opcode}'` : "nothing"}: a collective's reduction must be add, maximum, minimum or multiply`);
+  if (!r) return fail(`to_apply=${name} computes ${root ? `'${root.opcode}'` : "nothing"}: a collective's reduction must be add, maximum, minimum, multiply, and, or or xor`);
   return r;
 }
 
@@ -542,6 +542,8 @@ function callCounts(file: string, comps: ReadonlyMap<string, Computation>, entry
   }
   const count = new Map<string, number>([[entry.name, 1]]);
   const unknown = new Set<string>();
+  /** Computations a conditional's branch runs (itself or a caller of it): one branch runs, every branch is counted. */
+  const branched = new Set<string>();
   const visiting = new Set<string>();
   const countOf = (name: string): number => {
     const known = count.get(name);
@@ -554,6 +556,7 @@ function callCounts(file: string, comps: ReadonlyMap<string, Computation>, entry
       if (m === 0) continue;
       if (e.times === undefined) unknown.add(name);
       if (unknown.has(e.from)) unknown.add(name);
+      if (e.opcode === "conditional" || branched.has(e.from)) branched.add(name);
       n += m * (e.times ?? 1);
     }
     visiting.delete(name);
@@ -565,6 +568,11 @@ function callCounts(file: string, comps: ReadonlyMap<string, Computation>, entry
     if (!unknown.has(c.name) || !c.instrs.some((i) => i.opcode in HLO_COLLECTIVES)) continue;
     const loop = (callers.get(c.name) ?? []).find((e) => e.opcode === "while" && e.times === undefined);
     warnings.push(`${file}:${loop?.line ?? c.line}: ${c.name} runs in a while loop of unknown trip count: its collectives are counted once per step`);
+  }
+  for (const c of comps.values()) {
+    if (!branched.has(c.name) || (count.get(c.name) ?? 0) === 0 || !c.instrs.some((i) => i.opcode in HLO_COLLECTIVES)) continue;
+    const cond = (callers.get(c.name) ?? []).find((e) => e.opcode === "conditional");
+    warnings.push(`${file}:${cond?.line ?? c.line}: ${c.name} runs in a branch of a conditional: its collectives are counted as if every branch ran (one does)`);
   }
   return { count, unknown };
 }

@@ -10,7 +10,7 @@ import { loadDevice } from "../run/load.ts";
 import { sweepPoint } from "../run/overrides.ts";
 import { revive } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
-import { HloError, type ArrayShape, type HloCollective, type HloModule } from "./hlo.ts";
+import { HloError, type ArrayShape, type HloCollective, type HloModule, type HloReduce } from "./hlo.ts";
 import { MAX_RANKS } from "../scenario/scenario.ts";
 
 /** How an HLO element type moves: as `dtype`, `bits` per HLO element; `note` when it is not its own type. */
@@ -58,6 +58,21 @@ const AS_OP: Readonly<Record<HloCollective["op"], OpName>> = {
   "reduce-scatter": "reduce-scatter",
   "all-to-all": "all-to-all",
   "collective-permute": "permute",
+};
+
+/**
+ * The reduction ccsim times an HLO reduction as: its own where the CCE has it, else one that moves
+ * the same bytes through the CCE (said in a note). On pred and unsigned values `or` is a max and
+ * `and` a min, the same result too.
+ */
+const TIMED_AS: Readonly<Record<HloReduce, { readonly as: "sum" | "max" | "min"; readonly note?: string }>> = {
+  sum: { as: "sum" },
+  max: { as: "max" },
+  min: { as: "min" },
+  product: { as: "sum", note: "a product is timed as a sum (the same bytes through the CCE; ccsim has no product)" },
+  or: { as: "max", note: "an or is timed as a max (the same bytes through the CCE; on pred and unsigned values, the same result)" },
+  and: { as: "min", note: "an and is timed as a min (the same bytes through the CCE; on pred and unsigned values, the same result)" },
+  xor: { as: "sum", note: "a xor is timed as a sum (the same bytes through the CCE; ccsim has no xor)" },
 };
 
 /** One distinct collective of the module (op, bytes, type, groups or pairs, reduction). */
@@ -147,8 +162,9 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
     }
     const groupSize = groups ? Math.max(...groups.map((g) => g.length)) : 2;
     const bytes = c.op === "all-gather" ? move.bytes * groupSize : move.bytes;
-    const reduce = c.reduce === undefined ? undefined : c.reduce === "product" ? "sum" : c.reduce;
-    const notes = [...move.notes, ...(c.reduce === "product" ? ["a product is timed as a sum (the same bytes through the CCE; ccsim has no product)"] : [])];
+    const timed = c.reduce === undefined ? undefined : TIMED_AS[c.reduce];
+    const reduce = timed?.as;
+    const notes = [...move.notes, ...(timed?.note ? [timed.note] : [])];
     const empty = bytes === 0 || (groups !== undefined && groupSize === 1) || (pairs !== undefined && pairs.length === 0);
     const key = JSON.stringify([op, bytes, move.dtype, reduce ?? null, groups ?? null, pairs ?? null]);
     const have = rows.get(key);

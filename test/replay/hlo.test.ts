@@ -179,6 +179,31 @@ ENTRY e {
     ]);
   });
 
+  it("a conditional's branches are each counted once, with a warning naming each branch that holds a collective", () => {
+    const branch = (name: string, body: string) => `${name} {\n  x = f32[64]{0} parameter(0)\n${body}\n}\n`;
+    const text = mod(
+      ["  c = pred[] constant(true)", "  k = f32[64]{0} conditional(c, p, p), true_computation=yes, false_computation=no", "  s = s32[] constant(0)", "  b = f32[64]{0} conditional(s, p), branch_computations={quiet}"].join("\n"),
+    ).replace(
+      "ENTRY",
+      branch("yes", "  ROOT y = f32[64]{0} all-reduce(x), replica_groups={}, to_apply=add") +
+        branch("no", "  ROOT n = f32[64]{0} all-gather(x), replica_groups={}, dimensions={0}") +
+        branch("quiet", "  ROOT q = f32[64]{0} negate(x)") +
+        "\nENTRY",
+    );
+    const n = parseHlo("cond", text);
+    expect(n.collectives.map((c) => [c.c.name, c.count])).toEqual([["y", 1], ["n", 1]]);
+    expect(n.warnings).toHaveLength(2);
+    expect(n.warnings[0]).toMatch(/^cond:\d+: yes runs in a branch of a conditional: its collectives are counted as if every branch ran \(one does\)$/);
+    expect(n.warnings[1]).toMatch(/^cond:\d+: no runs in a branch/);
+  });
+
+  it("logical reductions (a flag or'ed across ranks): and, or, xor", () => {
+    const comps = ["and", "or", "xor"].map((op) => `${op}.c {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n  ROOT r = pred[] ${op}(a, b)\n}\n`).join("\n");
+    const body = ["and", "or", "xor"].map((op) => `  ${op}.ar = pred[64]{0} all-reduce(pred[64]{0} q), replica_groups={}, to_apply=${op}.c`).join("\n");
+    const n = parseHlo("logic", mod(`  q = pred[64]{0} parameter(1)\n${body}`).replace("ENTRY", `${comps}\nENTRY`));
+    expect(n.collectives.map((c) => c.c.reduce)).toEqual(["and", "or", "xor"]);
+  });
+
   it("non-collective instructions of any kind never fail, however odd their text", () => {
     const n = parseHlo("odd", mod(`  x = f32[64]{0} custom-call(p), custom_call_target="foo(", backend_config="{{{"\n  y = weird stuff here\n  z = (f32[2], s32[]) mystery-op(p, p), a={[}\n  w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=add`));
     expect(n.collectives).toHaveLength(1);
@@ -195,7 +220,7 @@ describe("bad HLO: file, line and text", () => {
     ["an unknown shape in a collective's operand", mod("  w = f32[64]{0} all-reduce(f32<64> p), replica_groups={}, to_apply=add"), /unknown shape syntax in operand 'f32<64> p'/, 11],
     ["an unknown shape as a collective's result", mod("  w = f32<64> all-reduce(p), replica_groups={}, to_apply=add"), /all-reduce w: unknown shape syntax in its result/, 11],
     ["an operand that is not there", mod("  w = f32[64]{0} all-reduce(q), replica_groups={}, to_apply=add"), /operand 'q' is not an instruction of computation main/, 11],
-    ["a reduction that is not sum/max/min/product", mod("  w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=orr").replace("ENTRY", "orr {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n  ROOT o = pred[] or(a, b)\n}\n\nENTRY"), /computes 'or': a collective's reduction must be add, maximum, minimum or multiply/, 17],
+    ["a reduction that is not one of XLA's reducers", mod("  w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=sub").replace("ENTRY", "sub {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT o = f32[] subtract(a, b)\n}\n\nENTRY"), /computes 'subtract': a collective's reduction must be add, maximum, minimum, multiply, and, or or xor/, 17],
     ["unknown group syntax", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[2,4]<-[8], to_apply=add"), /unknown replica_groups syntax/, 11],
     ["an iota that does not hold its ids", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[2,4]<=[6], to_apply=add"), /does not hold the 6 ids/, 11],
     ["an iota of more ids than ccsim runs ranks (none is made)", mod("  w = f32[64]{0} all-reduce(p), replica_groups=[100000000,100]<=[10000000000], to_apply=add"), /replica_groups \[100000000,100\]<=\[10000000000\]: 10000000000 ids; ccsim runs at most 8192 ranks/, 11],

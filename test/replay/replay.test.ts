@@ -79,6 +79,13 @@ describe("npm run replay", () => {
     expect(row("ar.types")).toMatchObject({ bytes: 64 + 256 + 128 + 128 + 128 + 128 + 128 + 128 + 128, dtype: "fp32" });
     expect(row("ar.types").notes.join("\n")).toMatch(/c64 moves as two fp32/);
     expect(row("ar.product").notes.join("\n")).toMatch(/product is timed as a sum/);
+    // (Logical reductions: or as a max, and as a min, xor as a sum, each said.)
+    const logic = parseHlo("logic", "HloModule logic, replica_count=8\n\nor.c {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n  ROOT r = pred[] or(a, b)\n}\n\nand.c {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n  ROOT r = pred[] and(a, b)\n}\n\nENTRY main {\n  q = pred[64]{0} parameter(0)\n  o = pred[64]{0} all-reduce(q), replica_groups={}, to_apply=or.c\n  ROOT n = pred[64]{0} all-reduce(q), replica_groups={}, to_apply=and.c\n}\n");
+    const lp = planReplay(logic, { nodes: 1 });
+    expect(lp.rows.map((r) => [r.reduce, r.notes.join("; ")])).toEqual([
+      ["max", expect.stringMatching(/an or is timed as a max/)],
+      ["min", expect.stringMatching(/an and is timed as a min/)],
+    ]);
     expect(row("cps")).toMatchObject({ op: "permute", pairs: [[0, 1], [1, 0], [2, 3], [3, 2], [4, 5], [5, 4], [6, 7], [7, 6]] });
   });
 
