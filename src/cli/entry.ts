@@ -1,13 +1,23 @@
 // How a command line starts: only when its module is the process's entry (tests import main), and
 // in the folder the user typed it in — npm runs a script in the project's folder and says where
 // the user was in INIT_CWD, so a relative path on the command line is the user's, as with any tool.
-import { resolve } from "node:path";
+import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** Run `main` with the process's arguments if `moduleUrl` is the entry module; its exit code is the process's. */
+/**
+ * Run `main` with the process's arguments if `moduleUrl` is the entry module; its exit code is the
+ * process's. What `main` throws (it answers every input it can name with a message and exit 1) is
+ * the tool's own fault: said as an internal error, exit 2.
+ */
 export function asCommand(moduleUrl: string, main: (argv: readonly string[], out: (s: string) => void, err: (s: string) => void) => number): void {
-  if (process.argv[1] === undefined || resolve(process.argv[1]) !== fileURLToPath(moduleUrl)) return;
+  const self = fileURLToPath(moduleUrl);
+  if (process.argv[1] === undefined || resolve(process.argv[1]) !== self) return;
   const from = process.env["INIT_CWD"];
   if (from !== undefined && from !== "" && resolve(from) !== process.cwd()) process.chdir(from);
-  process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+  try {
+    process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+  } catch (e) {
+    process.stderr.write(`${basename(self).replace(/\.[jt]s$/, "")}: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    process.exitCode = 2;
+  }
 }

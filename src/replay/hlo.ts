@@ -298,18 +298,23 @@ function skipSpace(s: string, i: number): number {
   return i;
 }
 
+/** Tuples in tuples, at most (XLA's nest two or three deep). */
+const MAX_TUPLE_DEPTH = 64;
+
 /** A shape at `i`: an array `type[dims]{layout}` or a tuple `(shape, ...)`; undefined when there is none. */
-function readShape(s: string, i: number): { arrays: ArrayShape[]; end: number } | undefined {
+function readShape(s: string, i: number, depth = 0): { arrays: ArrayShape[]; end: number } | undefined {
   i = skipSpace(s, i);
   if (s[i] === "(") {
+    // (Tuples nest a few deep; one nested deeper than any module holds is not a shape read here.)
+    if (depth >= MAX_TUPLE_DEPTH) return undefined;
     const arrays: ArrayShape[] = [];
     i++;
     for (;;) {
       i = skipSpace(s, i);
       if (s[i] === ")") return { arrays, end: i + 1 };
-      const part = readShape(s, i);
+      const part = readShape(s, i, depth + 1);
       if (!part) return undefined;
-      arrays.push(...part.arrays);
+      for (const a of part.arrays) arrays.push(a);
       i = skipSpace(s, part.end);
       if (s[i] === ",") i++;
       else if (s[i] !== ")") return undefined;
@@ -404,13 +409,13 @@ function collectiveOf(file: string, comp: Computation, ins: Instr, comps: Readon
   for (const o of moved) {
     const shape = readShape(o, 0);
     if (shape) {
-      operands.push(...shape.arrays);
+      for (const a of shape.arrays) operands.push(a);
       continue;
     }
     if (/\s/.test(o) || /^[a-z][a-z0-9]*\[/.test(o) || o.startsWith("(")) fail(`unknown shape syntax in operand '${o}'`);
     const ref = comp.byName.get(o.replace(/^%/, ""));
     if (!ref) fail(`operand '${o}' is not an instruction of computation ${comp.name}`);
-    operands.push(...ref!.shape);
+    for (const a of ref!.shape) operands.push(a);
   }
   const groupsText = ins.attrs.get("replica_groups");
   const groups = groupsText === undefined ? undefined : parseGroups(groupsText, fail);
@@ -545,23 +550,36 @@ function callCounts(file: string, comps: ReadonlyMap<string, Computation>, entry
   /** Computations a conditional's branch runs (itself or a caller of it): one branch runs, every branch is counted. */
   const branched = new Set<string>();
   const visiting = new Set<string>();
-  const countOf = (name: string): number => {
-    const known = count.get(name);
-    if (known !== undefined) return known;
-    if (visiting.has(name)) throw new HloError(file, comps.get(name)!.line, `computation ${name} calls itself`);
-    visiting.add(name);
-    let n = 0;
-    for (const e of callers.get(name) ?? []) {
-      const m = countOf(e.from);
+  // A computation's count is the sum over its callers of theirs times the calls: callers first, on
+  // a stack of our own (a chain of calls thousands deep is no reason to run out of the process's).
+  const countOf = (start: string): void => {
+    if (count.has(start)) return;
+    const stack = [{ name: start, next: 0, n: 0 }];
+    visiting.add(start);
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const list = callers.get(top.name) ?? [];
+      if (top.next === list.length) {
+        visiting.delete(top.name);
+        count.set(top.name, top.n);
+        stack.pop();
+        continue;
+      }
+      const e = list[top.next]!;
+      const m = count.get(e.from);
+      if (m === undefined) {
+        if (visiting.has(e.from)) throw new HloError(file, comps.get(e.from)!.line, `computation ${e.from} calls itself`);
+        visiting.add(e.from);
+        stack.push({ name: e.from, next: 0, n: 0 });
+        continue;
+      }
+      top.next++;
       if (m === 0) continue;
-      if (e.times === undefined) unknown.add(name);
-      if (unknown.has(e.from)) unknown.add(name);
-      if (e.opcode === "conditional" || branched.has(e.from)) branched.add(name);
-      n += m * (e.times ?? 1);
+      if (e.times === undefined) unknown.add(top.name);
+      if (unknown.has(e.from)) unknown.add(top.name);
+      if (e.opcode === "conditional" || branched.has(e.from)) branched.add(top.name);
+      top.n += m * (e.times ?? 1);
     }
-    visiting.delete(name);
-    count.set(name, n);
-    return n;
   };
   for (const c of comps.values()) countOf(c.name);
   for (const c of comps.values()) {

@@ -197,6 +197,22 @@ ENTRY e {
     expect(n.warnings[1]).toMatch(/^cond:\d+: no runs in a branch/);
   });
 
+  it("shapes and calls of any depth or width: a chain of 20,000 calls printed callee first (as XLA prints), a tuple of 200,000 arrays, a tuple nested 20,000 deep", () => {
+    const n = 20000;
+    const chain = Array.from({ length: n }, (_, k) => n - 1 - k)
+      .map((i) => `c${i} {\n  x = f32[64]{0} parameter(0)\n  ROOT r = f32[64]{0} ${i + 1 < n ? `call(x), to_apply=c${i + 1}` : "all-reduce(x), replica_groups={}, to_apply=add"}\n}\n`)
+      .join("\n");
+    const deep = parseHlo("deep", mod("  k = f32[64]{0} call(p), to_apply=c0").replace("ENTRY", `${chain}\nENTRY`));
+    expect(deep.collectives.map((c) => [c.c.name, c.count])).toEqual([["r", 1]]);
+    const wide = `(${Array(200000).fill("f32[2]").join(", ")})`;
+    expect(parseHlo("wide", mod(`  q = ${wide} parameter(1)\n  w = ${wide} all-reduce(q), replica_groups={}, to_apply=add`)).collectives[0]!.c.operands).toHaveLength(200000);
+    const nested = `${"(".repeat(20000)}f32[2]${")".repeat(20000)}`;
+    expect(parseHlo("nested", mod(`  z = ${nested} custom-call(p)`)).collectives).toHaveLength(0);
+    expect(() => parseHlo("nested", mod(`  w = ${nested} all-reduce(p), replica_groups={}, to_apply=add`))).toThrow(/all-reduce w: unknown shape syntax in its result/);
+    const loop = mod("  k = f32[64]{0} call(p), to_apply=a").replace("ENTRY", "a {\n  x = f32[64]{0} parameter(0)\n  ROOT r = f32[64]{0} call(x), to_apply=b\n}\n\nb {\n  x = f32[64]{0} parameter(0)\n  ROOT r = f32[64]{0} call(x), to_apply=a\n}\n\nENTRY");
+    expect(() => parseHlo("loop", loop)).toThrow(/computation [ab] calls itself/);
+  });
+
   it("logical reductions (a flag or'ed across ranks): and, or, xor", () => {
     const comps = ["and", "or", "xor"].map((op) => `${op}.c {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n  ROOT r = pred[] ${op}(a, b)\n}\n`).join("\n");
     const body = ["and", "or", "xor"].map((op) => `  ${op}.ar = pred[64]{0} all-reduce(pred[64]{0} q), replica_groups={}, to_apply=${op}.c`).join("\n");
