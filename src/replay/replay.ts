@@ -162,6 +162,8 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
     }
     const groupSize = groups ? Math.max(...groups.map((g) => g.length)) : 2;
     const bytes = c.op === "all-gather" ? move.bytes * groupSize : move.bytes;
+    // (A shape may print any number of elements; no device holds 2^53 bytes, and past them the count is not exact.)
+    if (!Number.isSafeInteger(bytes)) fail(`moves ${c.operands.map((o) => o.text).join(", ")}${c.op === "all-gather" ? ` from each of ${groupSize} ranks` : ""}: more than 2^53 bytes, more than any device holds`);
     const timed = c.reduce === undefined ? undefined : TIMED_AS[c.reduce];
     const reduce = timed?.as;
     const notes = [...move.notes, ...(timed?.note ? [timed.note] : [])];

@@ -159,6 +159,7 @@ describe("npm run replay", () => {
       ["a group naming a rank past what ccsim runs", [file("far.txt", body("  ROOT w = f32[64]{0} all-reduce(p), replica_groups={{0,99999999999}}, to_apply=add"))], /far\.txt:11: all-reduce w names rank 99999999999: ccsim runs at most 8192 ranks/],
       ["replicas x partitions past what ccsim runs", [file("many.txt", body("  ROOT w = f32[64]{0} all-reduce(p), replica_groups={}, to_apply=add").replace("num_partitions=8", "replica_count=100000, num_partitions=100000"))], /many\.txt:1: replica_count x num_partitions is 10000000000: ccsim runs at most 8192 ranks/],
       ["--ranks past what ccsim runs", [LAYER, "--ranks", "100000000000"], /--ranks 100000000000: ccsim runs at most 8192 ranks/],
+      ["a shape of more than 2^53 bytes", [file("huge.txt", body("  ROOT w = f32[4294967296,4294967296]{1,0} all-reduce(f32[4294967296,4294967296]{1,0} p), replica_groups={}, to_apply=add"))], /huge\.txt:11: all-reduce w: moves f32\[4294967296,4294967296\]: more than 2\^53 bytes/],
     ];
     it.each(cases)("%s", (_n, args, msg) => {
       const r = run(args);
