@@ -14,10 +14,30 @@ export function asCommand(moduleUrl: string, main: (argv: readonly string[], out
   if (process.argv[1] === undefined || resolve(process.argv[1]) !== self) return;
   const from = process.env["INIT_CWD"];
   if (from !== undefined && from !== "" && resolve(from) !== process.cwd()) process.chdir(from);
+  const name = basename(self).replace(/\.[jt]s$/, "");
+  process.stdout.on("error", (e) => unwritable(name, "standard output", e));
+  process.stderr.on("error", (e) => unwritable(name, "standard error", e));
   try {
     process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
   } catch (e) {
-    process.stderr.write(`${basename(self).replace(/\.[jt]s$/, "")}: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    process.stderr.write(`${name}: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
     process.exitCode = 2;
   }
+}
+
+/**
+ * Standard output or error could not be written. A reader that has gone (`| head`: EPIPE) wanted
+ * no more: the command stops, its exit code as it stands. Anything else (a full disk, EIO) is said
+ * on standard error where it still can be, exit 1.
+ */
+function unwritable(name: string, what: string, e: NodeJS.ErrnoException): never {
+  if (e.code === "EPIPE") process.exit(typeof process.exitCode === "number" ? process.exitCode : 0);
+  if (what === "standard output") {
+    try {
+      process.stderr.write(`${name}: cannot write ${what}: ${e.code ?? e.message}\n`);
+    } catch {
+      // (Nowhere left to say it.)
+    }
+  }
+  process.exit(1);
 }

@@ -1,6 +1,8 @@
 // A command's process: its exit code is main's; what main throws is the tool's fault, said as an
 // internal error with exit 2 (not Node's own report, whose exit 1 would read as bad input).
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, openSync, closeSync, readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { resolve } from "node:path";
 import { asCommand } from "../../src/cli/entry.ts";
@@ -42,5 +44,33 @@ describe("asCommand", () => {
     asCommand(pathToFileURL(resolve("src/cli/sim.ts")).href, () => ((ran = true), 1));
     expect(ran).toBe(false);
     expect(process.exitCode).toBe(0);
+  });
+});
+
+describe("standard output that cannot be written, as a process", () => {
+  // What `npm run X` runs: the package's script, its `node` this process's.
+  const script = (name: string): string[] => (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts[name]!.split(" ").slice(1);
+
+  it("a reader that goes away (| head) stops the command quietly, exit 0", async () => {
+    const child = spawn(process.execPath, [...script("disasm"), "scenarios/ring8.json"], { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += String(d)));
+    // (The listing is far longer than a pipe holds: the command is still writing when its reader closes.)
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(err).toBe("");
+    expect(code).toBe(0);
+  });
+
+  it.skipIf(!existsSync("/dev/full"))("a full disk is said on standard error, exit 1, no stack", () => {
+    const full = openSync("/dev/full", "w");
+    try {
+      const r = spawnSync(process.execPath, [...script("nccom"), "allr", "-r", "8", "-b", "8", "-e", "64K"], { stdio: ["ignore", full, "pipe"], encoding: "utf8" });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/^nccom: cannot write standard output: ENOSPC$/m);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      closeSync(full);
+    }
   });
 });
