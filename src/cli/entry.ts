@@ -12,9 +12,20 @@ import { fileURLToPath } from "node:url";
 export function asCommand(moduleUrl: string, main: (argv: readonly string[], out: (s: string) => void, err: (s: string) => void) => number): void {
   const self = fileURLToPath(moduleUrl);
   if (process.argv[1] === undefined || resolve(process.argv[1]) !== self) return;
+  const file = basename(self).replace(/\.[jt]s$/, "");
+  // (As the commands name themselves in their messages.)
+  const name = file === "sim" ? "ccsim" : file === "disasm" ? "ccsim disasm" : file;
   const from = process.env["INIT_CWD"];
-  if (from !== undefined && from !== "" && resolve(from) !== process.cwd()) process.chdir(from);
-  const name = basename(self).replace(/\.[jt]s$/, "");
+  if (from !== undefined && from !== "" && resolve(from) !== process.cwd()) {
+    try {
+      process.chdir(from);
+    } catch (e) {
+      // (The folder npm was run from has gone since, or the variable was set by hand.)
+      process.stderr.write(`${name}: cannot work from INIT_CWD ${JSON.stringify(from)}, the folder npm was run from (relative paths are read from there): ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+  }
   process.stdout.on("error", (e) => unwritable(name, "standard output", e));
   process.stderr.on("error", (e) => unwritable(name, "standard error", e));
   try {

@@ -36,6 +36,20 @@ describe("asCommand", () => {
     expect(written.join("")).toMatch(/^replay: internal error: RangeError: Maximum call stack size exceeded/);
   });
 
+  it("an INIT_CWD that is no folder (gone since npm was called there) is said, exit 1, before main runs", () => {
+    const written: string[] = [];
+    vi.spyOn(process.stderr, "write").mockImplementation((s: string | Uint8Array) => (written.push(String(s)), true));
+    const url = as("sim.ts");
+    process.env["INIT_CWD"] = resolve("no-such-folder-here");
+    const cwd = process.cwd();
+    let ran = false;
+    asCommand(url, () => ((ran = true), 0));
+    expect(ran).toBe(false);
+    expect(process.cwd()).toBe(cwd);
+    expect(process.exitCode).toBe(1);
+    expect(written.join("")).toMatch(/^ccsim: cannot work from INIT_CWD ".*no-such-folder-here", the folder npm was run from \(relative paths are read from there\): ENOENT\n$/);
+  });
+
   it("main's own exit code otherwise; a module that is not the process's entry runs nothing", () => {
     asCommand(as("merge.ts"), () => 3);
     expect(process.exitCode).toBe(3);
