@@ -68,7 +68,8 @@ export function readJsonFile(file: string, flag: string): unknown {
     throw new UsageError(`${flag}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
   try {
-    return JSON.parse(text);
+    // (A leading byte-order mark is read past, as by the scenario reader.)
+    return JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (e) {
     throw new UsageError(`${flag}: ${file} is not valid JSON: ${(e as Error).message}`);
   }

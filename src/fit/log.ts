@@ -133,7 +133,8 @@ export function parseConsoleLog(file: string, text: string): MeasuredLog {
 export function parseJsonReport(file: string, text: string, command: string): MeasuredLog {
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // (A leading byte-order mark is read past, as by the scenario reader.)
+    json = JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (e) {
     throw new LogError(file, 0, `not valid JSON: ${(e as Error).message}`);
   }

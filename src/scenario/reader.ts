@@ -96,7 +96,8 @@ export class Reader {
 /** Parse JSON text, turning a syntax error into a ScenarioError naming the file. */
 export function parseJson(file: string, text: string): unknown {
   try {
-    return JSON.parse(text);
+    // (A byte-order mark, as some Windows editors write before UTF-8 text, is not JSON's: read past it.)
+    return JSON.parse(text.replace(/^\uFEFF/, ""));
   } catch (e) {
     throw new ScenarioError("SCN1001", `not valid JSON: ${(e as Error).message}`, { file });
   }

@@ -2,6 +2,12 @@ import { describe, expect, it } from "vitest";
 import { EXIT } from "../../src/cli/sim.ts";
 import { runSim } from "../run-sim.ts";
 import { corruptFirstReduce, dropFirstRemoteSemaInc } from "../helpers-image.ts";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseJson } from "../../src/scenario/index.ts";
+import { readJsonFile } from "../../src/command/nccom-files.ts";
+import { parseJsonReport } from "../../src/fit/log.ts";
 
 const run = runSim;
 
@@ -155,5 +161,24 @@ describe("the sim entry point as a process", () => {
     const logs = r.stderr.trim().split("\n").map((l) => JSON.parse(l));
     expect(logs).toContainEqual({ level: 40, msg: "Detected usage of RDH while mesh is not allowed. RDH construction will be skipped because it depends on Mesh." });
     expect(r.stdout).toMatch(/ring\s+skipped/);
+  });
+});
+
+describe("a byte-order mark before JSON (as some Windows editors write) is read past", () => {
+  it("a scenario file runs; a --streams-json file and a JSON report read as without it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-bom-"));
+    const scn = join(dir, "ring8.json");
+    writeFileSync(scn, "\uFEFF" + readFileSync("scenarios/ring8.json", "utf8"));
+    const r = runSim([scn, "--check", "none", "--json"]);
+    expect(r.err).toBe("");
+    expect(r.code).toBe(EXIT.OK);
+    expect(parseJson("x.json", '\uFEFF{"a": 1}')).toEqual({ a: 1 });
+    const streams = join(dir, "streams.json");
+    writeFileSync(streams, '\uFEFF{"streams": []}');
+    expect(readJsonFile(streams, "--streams-json")).toEqual({ streams: [] });
+    const row = { "size(B)": 1024, "count(elems)": 256, type: "fp32", "algbw(GB/s)": 1, "busbw(GB/s)": 1.75, "time:avg(us)": 1.024 };
+    expect(parseJsonReport("r.json", "\uFEFF" + JSON.stringify({ results: [row] }), "nccom-test allr -r 8 -d fp32").tables[0]).toHaveLength(1);
+    // (Only at the start: one elsewhere is not JSON.)
+    expect(() => parseJson("x.json", '{"a": \uFEFF1}')).toThrow(/not valid JSON/);
   });
 });
