@@ -16,6 +16,7 @@ import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "../ir/sizes.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { asCommand } from "./entry.ts";
+import { readTextFile, TextFileError } from "../scenario/text-file.ts";
 
 const fmtSummary = (s: ErrorSummary) => (s.points === 0 ? "no points (one series: none to hold out)" : s.points === s.failed ? `${s.points} points, all failed` : fmtRan(s));
 const fmtRan = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}, worst ${(100 * s.worst).toFixed(1)} %`;
@@ -364,9 +365,9 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   for (const f of o.from) {
     let text: string;
     try {
-      text = readFileSync(f, "utf8");
+      text = readTextFile(f);
     } catch (e) {
-      throw new LogError(f, 0, `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new LogError(f, 0, `cannot read: ${e instanceof TextFileError ? e.reason : (e as Error).message}`);
     }
     const log = f.endsWith(".json") ? parseJsonReport(f, text, o.command ?? (() => { throw new LogError(f, 0, 'a JSON report needs --command "nccom-test ..." (the command that wrote it)'); })()) : parseConsoleLog(f, text);
     series.push(seriesOf(log, where.instance, basename(f).replace(/\.(log|txt|json)$/, ""), where.dir));

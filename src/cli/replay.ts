@@ -1,6 +1,5 @@
 // npm run replay -- MODULE.txt: an XLA HLO text module's collectives replayed on one or more presets.
 import { MAX_RANKS } from "../scenario/scenario.ts";
-import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
@@ -11,6 +10,7 @@ import { flagValue, intFlag, UsageError } from "../command/args.ts";
 import { EXIT } from "./sim.ts";
 import { checkOnce } from "../command/nccom.ts";
 import { asCommand } from "./entry.ts";
+import { readTextFile, TextFileError } from "../scenario/text-file.ts";
 
 const HELP = `ccsim replay: the collectives of an XLA HLO module, replayed on device presets
 
@@ -128,9 +128,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     }
     let text: string;
     try {
-      text = readFileSync(a.file, "utf8");
+      text = readTextFile(a.file);
     } catch (e) {
-      throw new UsageError(`${a.file}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      throw new UsageError(`${a.file}: cannot read (${e instanceof TextFileError ? e.reason : (e as Error).message})`);
     }
     names = labels(a.instances, a.devices);
     plan = planReplay(parseHlo(a.file, text), { ...(a.ranks !== undefined ? { ranks: a.ranks } : {}), nodes: a.nodes });

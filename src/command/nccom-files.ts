@@ -1,8 +1,8 @@
 // The JSON files nccom-test's flags name, read as its documentation writes them: replica groups,
 // source / target pairs (each with or without the documented extra level of list), and the
 // variable-size metadata of all_gatherv / alltoallv.
-import { readFileSync } from "node:fs";
 import { UsageError } from "./args.ts";
+import { readTextFile, TextFileError } from "../scenario/text-file.ts";
 
 /**
  * all_gatherv's metadata (nccom-test --variable-size-op-metadata): {"metadata": [{send_counts,
@@ -63,9 +63,9 @@ export function alltoallvMetadata(file: string, json: unknown, n: number): numbe
 export function readJsonFile(file: string, flag: string): unknown {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readTextFile(file);
   } catch (e) {
-    throw new UsageError(`${flag}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UsageError(`${flag}: cannot read ${file}: ${e instanceof TextFileError ? e.reason : (e as Error).message}`);
   }
   try {
     // (A leading byte-order mark is read past, as by the scenario reader.)

@@ -6,14 +6,15 @@ import type { CalibrationAccuracy, DeviceSpec, Scenario } from "../ir/spec.ts";
 import type { ScenarioSource } from "./overrides.ts";
 import { PROJECT_ROOT } from "./paths.ts";
 import { parseDeviceSpec, parseJson, parseScenario } from "../scenario/index.ts";
+import { readTextFile, TextFileError } from "../scenario/text-file.ts";
 
 export const DEFAULT_DEVICES_DIR = resolve(PROJECT_ROOT, "devices");
 
 function readText(file: string): string {
   try {
-    return readFileSync(file, "utf8");
+    return readTextFile(file);
   } catch (e) {
-    throw new ScenarioError("SCN1000", `cannot read file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { file });
+    throw new ScenarioError("SCN1000", `cannot read file: ${e instanceof TextFileError ? e.reason : (e as Error).message}`, { file });
   }
 }
 

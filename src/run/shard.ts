@@ -9,6 +9,7 @@ import { UsageError } from "../ir/errors.ts";
 import { fromWire, toWire, WireError } from "./wire.ts";
 import { PROJECT_ROOT } from "./paths.ts";
 import { join, sep } from "node:path";
+import { readTextFile, TextFileError } from "../scenario/text-file.ts";
 
 export interface ShardSpec {
   /** 0 .. count - 1. */
@@ -161,9 +162,9 @@ export class PartialError extends Error {
 export function readPartial(file: string): PartialFile {
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readTextFile(file);
   } catch (e) {
-    throw new PartialError(file, `cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new PartialError(file, `cannot read: ${e instanceof TextFileError ? e.reason : (e as Error).message}`);
   }
   const m = /^\{"checksum":"([0-9a-f]{64})","body":([\s\S]*)\}\n?$/.exec(text);
   if (!m) throw new PartialError(file, "not a ccsim partial (or truncated): no checksum and body");
