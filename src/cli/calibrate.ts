@@ -1,8 +1,8 @@
 // npm run calibrate: measured nccom-test tables against the simulator, run exactly as typed on the
 // presets as they ship; --fit and --cross-validate fit the presets' free parameters to them;
 // --from fits a preset to the user's own logs and writes it (src/fit/).
-import { existsSync, readFileSync } from "node:fs";
-import { writeWhole as writeFile } from "./write.ts";
+import { readFileSync } from "node:fs";
+import { refuseOverwrite, writeWhole as writeFile } from "./write.ts";
 import { basename, resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
@@ -361,6 +361,8 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   const where = resolveInstance(o.instance, DEFAULT_DEVICES_DIR);
   const start = loadDevice(where.instance, where.dir);
   const startFile = resolve(where.dir, `${where.instance}.json`);
+  // (Before a log is read or a trial run: the fitted preset goes over none of them.)
+  refuseOverwrite([["--out", outFile]], [...o.from.map((f) => ["a --from file", f] as const), ["the preset the fit starts from", startFile]], (m) => new LogError(outFile, 0, m));
   const series: Series[] = [];
   for (const f of o.from) {
     let text: string;
@@ -393,7 +395,6 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   ev.close();
   const note = `npm run calibrate -- --from ${o.from.map((f) => basename(f)).join(" ")} --instance ${where.instance} (least squares on log time over ${r.after.points} points)`;
   const text = presetJson(startFile, r, name, note);
-  if (existsSync(outFile) && resolve(outFile) === startFile) throw new LogError(outFile, 0, "--out is the preset the fit starts from: write the fitted one elsewhere");
   writeWhole(outFile, text);
   lines.push(`wrote ${outFile}`);
   out(lines.join("\n") + "\n");

@@ -5,7 +5,7 @@
 import { ccsimVersion, mergePartials, PartialError } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import type { CaseOutcome } from "../run/conformance.ts";
-import { writeWhole } from "./write.ts";
+import { refuseOverwrite, writeWhole } from "./write.ts";
 import { main as nccomMain } from "./nccom.ts";
 import { main as simMain } from "./sim.ts";
 import { main as conformanceMain } from "./conformance.ts";
@@ -86,6 +86,21 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const shardFlag = merged.argv.find((a) => (SHARD_FLAGS as readonly string[]).includes(a) || a === "--trace");
   if (shardFlag !== undefined) {
     err(`merge: ${files[0]}: its command line holds ${shardFlag}, which no shard keeps: the partial was edited and checksummed again; run the shards again\n`);
+    return 1;
+  }
+  // The files the merge writes (its own, and those the partials' command line names) go over no partial.
+  const named = (flag: string): string | undefined => {
+    const at = merged.argv.lastIndexOf(flag);
+    return at >= 0 ? merged.argv[at + 1] : undefined;
+  };
+  try {
+    refuseOverwrite(
+      [["--json", json], ["--report-to-json-file", report ?? named("--report-to-json-file")], ["--plot", named("--plot")]],
+      files.map((f) => ["a partial", f] as const),
+      (m) => new Error(m),
+    );
+  } catch (e) {
+    err(`merge: ${(e as Error).message}\n`);
     return 1;
   }
   const tool = TOOLS[merged.tool];

@@ -116,7 +116,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   if (ratios) err(`nccom: --coalesced-cc-size-ratio ${ratios.join(",")}: each size runs as ${ratios.length} ops of ${ratios.join(":")} of it at once, each on a CC stream of its own; the time is the last one's end\n`);
   if (a.streams) err(`nccom: --streams-json: ${a.streams.length} streams at once (${a.streams.map((st, s) => `stream ${s}: ${st.op["op"]} ${st.op["dtype"]}, ${st.sizes.length} size(s), ${st.opsPerIter} op(s) an iteration, ${st.replicaGroups.length} group(s) of ${st.replicaGroups[0]!.length}`).join("; ")}); one block a stream, its time the end of its iteration's last op in the run of all of them\n`);
   const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}), ...(split ? { splitOp: split } : {}), ...(a.streams ? { streams: a.streams } : {}) });
-  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}) });
+  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}), inputs: a.inputs });
 }
 
 

@@ -8,7 +8,7 @@ import { formatHang, type RunProgress, type SteadyReport, type Violation } from 
 import { parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
-import { writeWhole } from "./write.ts";
+import { refuseOverwrite, writeWhole } from "./write.ts";
 import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
@@ -172,7 +172,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return EXIT.OK;
   }
   const file = args.scenario;
-  return runSource(args, () => loadScenarioSource(file).source, out, err, hooks, { command: { tool: "sim", argv }, ...style });
+  return runSource(args, () => loadScenarioSource(file).source, out, err, hooks, { command: { tool: "sim", argv }, ...style, inputs: [["the scenario", file], ...(style.inputs ?? [])] });
 }
 
 /** How a run presents its sweep table. */
@@ -193,6 +193,8 @@ export interface RunStyle {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** A merge: every sweep point's result from the shards' partials, and the preset hash they ran on. */
   readonly merged?: { readonly results: readonly SweepTaskResult[]; readonly preset: string };
+  /** Files the command reads (what, path) besides a preset file: no output is written over one. */
+  readonly inputs?: readonly (readonly [string, string])[];
 }
 
 /**
@@ -205,6 +207,11 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
   let scn: Scenario | undefined;
   let spec: DeviceSpec | undefined;
   try {
+    refuseOverwrite(
+      [["--report-to-json-file", args.reportJson], ["--plot", args.plot], ["--trace", args.trace], ["--out", args.out]],
+      [...(style.inputs ?? []), ["the --instance preset", args.instance !== undefined && args.instance.endsWith(".json") ? args.instance : undefined]],
+      (m) => new UsageError(m),
+    );
     // Flags change the scenario's JSON, validated again as the file is (errors name the flags).
     // --instance: a preset name, or a preset file (its folder becomes the presets folder).
     const where = args.instance === undefined ? undefined : resolveInstance(args.instance, args.devices);

@@ -49,6 +49,8 @@ export interface NccomArgs {
   readonly coalesced?: readonly number[];
   /** --streams-json: the streams, each its op, sizes, ops an iteration and groups, run at once. */
   readonly streams?: readonly StreamPlan[];
+  /** The files the command line names to be read (flag, path): no output may be written over one. */
+  readonly inputs: readonly (readonly [string, string])[];
 }
 
 /** The most coalesced ops: ccsim runs each on a CC stream of its own, and a rank has four (NEC_MAX_STREAM_N). */
@@ -119,6 +121,12 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   let coalesced: number[] | undefined;
   let sb2sb = false;
   let streamsFile: string | undefined;
+  const inputs: [string, string][] = [];
+  /** A file the command reads (its JSON), noted as an input. */
+  const readInput = (file: string, flag: string): unknown => {
+    inputs.push([flag, file]);
+    return readJsonFile(file, flag);
+  };
   const shapes: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
@@ -150,11 +158,12 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     }
     if (t === "--streams-json") {
       streamsFile = flagValue(argv, i++, t);
+      inputs.push([t, streamsFile]);
       continue;
     }
     if (t === "--variable-size-op-metadata") {
       metadata = { file: flagValue(argv, i++, t) };
-      metadata.json = readJsonFile(metadata.file, t);
+      metadata.json = readInput(metadata.file, t);
       continue;
     }
     const used = commonFlag(argv, i, run, range);
@@ -182,7 +191,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
         lnc = intFlag(value(), t, 1);
         break;
       case "--custom-replica-groups":
-        groups = readJsonFile(value(), t);
+        groups = readInput(value(), t);
         break;
       case "--data-parallel-dimension":
         dpDim = intFlag(value(), t, 1);
@@ -194,7 +203,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
         ignored.push(`${t}: two cores sharing one output buffer is not modelled: each rank writes its own, as without it`);
         break;
       case "--custom-src-target-pairs":
-        pairs = readJsonFile(value(), t);
+        pairs = readInput(value(), t);
         break;
       case "--sb2sb":
         sb2sb = true;
@@ -316,7 +325,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     streams = streamPlans(streamsFile, argv, env, devicesDir);
     run.scenario += ` --streams-json ${streamsFile}`;
   }
-  return { run, op, scenario, dump, ignored, ...(streams ? { streams } : {}), ...(coalesced && coalesced.length > 1 ? { coalesced } : {}), ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes };
+  return { run, op, scenario, dump, ignored, ...(streams ? { streams } : {}), ...(coalesced && coalesced.length > 1 ? { coalesced } : {}), ...(sizeCounts ? { counts: sizeCounts } : {}), ...(matrixCounts ? { matrix: matrixCounts } : {}), percentiles: (stats ?? []).filter((st) => st !== "avg"), ioSizes, inputs };
 }
 
 /** Flags a stream entry may not set: they are the command's, the same for every stream. */

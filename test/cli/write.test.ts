@@ -6,6 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeTarget, writeWhole } from "../../src/cli/write.ts";
 import { main as nccom } from "../../src/cli/nccom.ts";
+import { main as sim } from "../../src/cli/sim.ts";
+import { main as calibrate } from "../../src/cli/calibrate.ts";
+import { main as merge } from "../../src/cli/merge.ts";
+import { spawnSync } from "node:child_process";
 
 const fail = (m: string) => new Error(m);
 
@@ -30,5 +34,66 @@ describe("writing outputs", () => {
     const code = nccom(["allr", "-r", "8", "-b", "1K", "-e", "2K", "--report-to-json-file", "/dev/full"], () => {}, (s) => (err += s), {});
     expect(code).toBe(1);
     expect(err).toMatch(/cannot write \/dev\/full: ENOSPC/);
+  });
+});
+
+describe("no output is written over an input, nor two outputs over one file", () => {
+  const run = (main: (a: string[], o: (s: string) => void, e: (s: string) => void) => number, args: string[]) => {
+    let err = "";
+    const code = main(args, () => {}, (s) => (err += s));
+    return { code, err };
+  };
+  const dir = mkdtempSync(join(tmpdir(), "ccsim-over-"));
+  const scn = join(dir, "ring8.json");
+  const scnText = readFileSync("scenarios/ring8.json", "utf8");
+  writeFileSync(scn, scnText);
+  symlinkSync("ring8.json", join(dir, "alias.json"));
+
+  it("sim / nccom: an output over the scenario (or through a link to it), over a file a flag reads, or two outputs on one file are refused before anything runs", () => {
+    const over = run(sim, [scn, "-b", "1K", "-e", "1K", "--report-to-json-file", scn]);
+    expect(over.code).toBe(1);
+    expect(over.err).toMatch(/--report-to-json-file .*ring8\.json is the scenario, which this command reads: it would be written over; name another file/);
+    expect(run(sim, [scn, "--trace", join(dir, "alias.json")]).err).toMatch(/--trace .*alias\.json is the scenario/);
+    const both = run(sim, [scn, "-b", "1K", "-e", "1K", "--report-to-json-file", join(dir, "r.json"), "--plot", join(dir, "r.json")]);
+    expect(both.err).toMatch(/--report-to-json-file and --plot both name .*r\.json: one would be written over the other/);
+    expect(existsSync(join(dir, "r.json"))).toBe(false);
+    const groups = join(dir, "groups.json");
+    writeFileSync(groups, "[[0,1,2,3],[4,5,6,7]]");
+    const g = run((a, o, e) => nccom(a, o, e, {}), ["allr", "-r", "8", "-b", "1K", "-e", "1K", "--custom-replica-groups", groups, "--report-to-json-file", groups]);
+    expect(g.code).toBe(1);
+    expect(g.err).toMatch(/--report-to-json-file .*groups\.json is --custom-replica-groups, which this command reads/);
+    expect(readFileSync(groups, "utf8")).toBe("[[0,1,2,3],[4,5,6,7]]");
+    expect(readFileSync(scn, "utf8")).toBe(scnText);
+  });
+
+  it("calibrate --from: the fitted preset goes over neither a measured file nor the preset it starts from", () => {
+    const log = join(dir, "mine.json");
+    const text = JSON.stringify({ results: [{ "size(B)": 1024, "count(elems)": 256, type: "fp32", "algbw(GB/s)": 1, "busbw(GB/s)": 1.75, "time:avg(us)": 1.024 }] });
+    writeFileSync(log, text);
+    const r = run(calibrate, ["--from", log, "--command", "nccom-test allr -r 8 -d fp32", "--out", log, "--rounds", "0"]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/--out .*mine\.json is a --from file, which this command reads/);
+    expect(readFileSync(log, "utf8")).toBe(text);
+    const preset = join(dir, "start.json");
+    writeFileSync(preset, readFileSync("devices/trn1.json", "utf8"));
+    expect(run(calibrate, ["--from", log, "--command", "nccom-test allr -r 8 -d fp32", "--instance", preset, "--out", preset, "--rounds", "0"]).err).toMatch(/is the preset the fit starts from, which this command reads/);
+  });
+
+  it("merge: its outputs go over no partial", () => {
+    const parts = [0, 1].map((i) => join(dir, `p${i}.json`));
+    parts.forEach((p, i) => expect(run((a, o, e) => nccom(a, o, e, {}), ["allr", "-r", "8", "-b", "1K", "-e", "4K", "--shard", `${i}/2`, "--out", p]).code).toBe(0));
+    const before = readFileSync(parts[1]!, "utf8");
+    const m = run(merge, [...parts, "--json", parts[1]!]);
+    expect(m.code).toBe(1);
+    expect(m.err).toMatch(/^merge: --json .*p1\.json is a partial, which this command reads/);
+    expect(readFileSync(parts[1]!, "utf8")).toBe(before);
+  });
+
+  it("a pipe named by its /dev path is written in place (/dev/stdout links to pipe:[N], no file to follow)", () => {
+    const words = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["nccom"]!.split(" ").slice(1);
+    const r = spawnSync(process.execPath, [...words, "allr", "-r", "8", "-b", "1K", "-e", "1K", "--report-to-json-file", "/dev/stdout"], { encoding: "utf8" });
+    expect(r.stderr).not.toMatch(/cannot write/);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/"results": \[/);
   });
 });
