@@ -10,7 +10,7 @@ import { crossValidate, deviceParams, Evaluator, fillTogether, fit, seriesFlag, 
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import { withoutShardFlags } from "../command/args.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
-import { ACCURACY, accuracyMarkdown, presetJson, publishedSeries, type Accuracy } from "../fit/files.ts";
+import { ACCURACY, accuracyMarkdown, MANIFEST, presetJson, publishedSeries, type Accuracy } from "../fit/files.ts";
 import { PROJECT_ROOT } from "../run/paths.ts";
 import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "../ir/sizes.ts";
@@ -329,6 +329,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
  * cost (bytes over ranks), run on their presets, and written with their cache keys to --out.
  */
 function runShard(o: Opts, shard: ShardSpec, argv: readonly string[], series: readonly Series[], specs: ReadonlyMap<string, DeviceSpec>, hash: string, err: (s: string) => void): number {
+  refuseOverwrite([["--out", o.out]], [["the manifest of published series", MANIFEST], ...series.map((s) => ["a published log", s.file] as const)], (m) => new LogError(o.out!, 0, m));
   const t0 = Date.now();
   const groups = [...specs.keys()].map((inst) => ({ inst, mine: series.filter((s) => s.instance === inst) }));
   const costs = groups.flatMap(({ mine }) => mine.flatMap((s) => s.points.filter((p) => p.bytes <= o.maxBytes).map((p) => pieceCost(p.bytes, seriesFlag(s, ["-r", "--nworkers"])))));

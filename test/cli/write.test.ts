@@ -1,10 +1,10 @@
 // Output files follow links and never replace them; a device is written in place, and a write that
 // fails (no space) is an error naming the file.
 import { describe, expect, it } from "vitest";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, lstatSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeTarget, writeWhole } from "../../src/cli/write.ts";
+import { refuseOverwrite, writeTarget, writeWhole } from "../../src/cli/write.ts";
 import { main as nccom } from "../../src/cli/nccom.ts";
 import { main as sim } from "../../src/cli/sim.ts";
 import { main as calibrate } from "../../src/cli/calibrate.ts";
@@ -87,6 +87,16 @@ describe("no output is written over an input, nor two outputs over one file", ()
     expect(m.code).toBe(1);
     expect(m.err).toMatch(/^merge: --json .*p1\.json is a partial, which this command reads/);
     expect(readFileSync(parts[1]!, "utf8")).toBe(before);
+  });
+
+  it("refuseOverwrite: the same file by a hard link too; devices are never refused (two flags may both write /dev/null)", () => {
+    const a = join(dir, "a.log");
+    writeFileSync(a, "measured");
+    linkSync(a, join(dir, "hard.log"));
+    expect(() => refuseOverwrite([["--out", join(dir, "hard.log")]], [["a --from file", a]], fail)).toThrow(/--out .*hard\.log is a --from file, which this command reads/);
+    expect(() => refuseOverwrite([["--out", join(dir, "other.json")]], [["a --from file", a], ["nothing", undefined]], fail)).not.toThrow();
+    expect(() => refuseOverwrite([["--plot", "/dev/null"], ["--trace", "/dev/null"]], [["the scenario", "/dev/null"]], fail)).not.toThrow();
+    expect(() => refuseOverwrite([["--plot", join(dir, "x.svg")], ["--trace", undefined], ["--out", join(dir, "x.svg")]], [], fail)).toThrow(/--plot and --out both name/);
   });
 
   it("a pipe named by its /dev path is written in place (/dev/stdout links to pipe:[N], no file to follow)", () => {
