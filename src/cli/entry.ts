@@ -3,6 +3,7 @@
 // the user was in INIT_CWD, so a relative path on the command line is the user's, as with any tool.
 import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeSync } from "node:fs";
 
 /**
  * Run `main` with the process's arguments if `moduleUrl` is the entry module; its exit code is the
@@ -29,7 +30,7 @@ export function asCommand(moduleUrl: string, main: (argv: readonly string[], out
   process.stdout.on("error", (e) => unwritable(name, "standard output", e));
   process.stderr.on("error", (e) => unwritable(name, "standard error", e));
   try {
-    process.exitCode = main(process.argv.slice(2), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+    process.exitCode = main(process.argv.slice(2), writer(1, name), writer(2, name));
   } catch (e) {
     process.stderr.write(`${name}: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
     process.exitCode = 2;
@@ -51,4 +52,33 @@ function unwritable(name: string, what: string, e: NodeJS.ErrnoException): never
     }
   }
   process.exit(1);
+}
+
+/** A millisecond's pause (a pipe that is full for now). */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Standard output (1) or error (2) written at once, as a command says it: not queued behind a
+ * slow reader (a 634 MB listing piped to one was held in memory until the process ran out of it).
+ * A reader that has gone (EPIPE) gets nothing more; the command runs on to its end and its exit
+ * code (its files are written). Any other failure is `unwritable`'s.
+ */
+function writer(fd: 1 | 2, name: string): (s: string) => void {
+  let gone = false;
+  return (s) => {
+    if (gone || s.length === 0) return;
+    const bytes = Buffer.from(s, "utf8");
+    for (let at = 0; at < bytes.length; ) {
+      try {
+        at += writeSync(fd, bytes, at, bytes.length - at);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === "EAGAIN") Atomics.wait(PAUSE, 0, 0, 1);
+        else if (code === "EPIPE") {
+          gone = true;
+          return;
+        } else unwritable(name, fd === 1 ? "standard output" : "standard error", e as NodeJS.ErrnoException);
+      }
+    }
+  };
 }

@@ -2,7 +2,9 @@
 // internal error with exit 2 (not Node's own report, whose exit 1 would read as bad input).
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, openSync, closeSync, readFileSync } from "node:fs";
+import { existsSync, openSync, closeSync, readFileSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { resolve } from "node:path";
 import { asCommand } from "../../src/cli/entry.ts";
@@ -74,6 +76,29 @@ describe("standard output that cannot be written, as a process", () => {
     const code = await new Promise<number | null>((done) => child.on("close", done));
     expect(err).toBe("");
     expect(code).toBe(0);
+  });
+
+  it("a reader slower than the command gets every byte (written as said, not queued in memory)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-slow-"));
+    const scn = JSON.parse(readFileSync("scenarios/ring8.json", "utf8")) as { ops: unknown[] };
+    scn.ops = [{ op: "all-reduce", bytes: 16 * 2 ** 20, dtype: "fp32", reduce: "sum" }];
+    writeFileSync(join(dir, "r8.json"), JSON.stringify(scn));
+    const args = [...script("disasm"), join(dir, "r8.json")];
+    const whole = spawnSync(process.execPath, args, { maxBuffer: 2 ** 30 });
+    expect(whole.status).toBe(0);
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += String(d)));
+    let got = 0;
+    // (Not read for a while: the pipe fills and the command must wait for its reader.)
+    child.stdout.pause();
+    setTimeout(() => child.stdout.resume(), 500);
+    child.stdout.on("data", (d: Buffer) => (got += d.length));
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(err).toBe("");
+    expect(code).toBe(0);
+    expect(got).toBe(whole.stdout.length);
+    expect(got).toBeGreaterThan(2 ** 20);
   });
 
   it.skipIf(!existsSync("/dev/full"))("a full disk is said on standard error, exit 1, no stack", () => {
