@@ -1,6 +1,7 @@
 // How a command line starts: only when its module is the process's entry (tests import main), and
 // in the folder the user typed it in — npm runs a script in the project's folder and says where
 // the user was in INIT_CWD, so a relative path on the command line is the user's, as with any tool.
+// What it says goes to standard output and error as it says it; what it throws is an internal error.
 import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeSync } from "node:fs";
@@ -38,8 +39,9 @@ export function asCommand(moduleUrl: string, main: (argv: readonly string[], out
 }
 
 /**
- * Standard output or error could not be written. A reader that has gone (`| head`: EPIPE) wanted
- * no more: the command stops, its exit code as it stands. Anything else (a full disk, EIO) is said
+ * Standard output or error could not be written (by `writer`, or by a write that went around it
+ * through the process's streams). A reader that has gone (`| head`: EPIPE), seen by a stream, wanted
+ * no more: the process ends, its exit code as it stands. Anything else (a full disk, EIO) is said
  * on standard error where it still can be, exit 1.
  */
 function unwritable(name: string, what: string, e: NodeJS.ErrnoException): never {
