@@ -84,7 +84,7 @@ sweep (nccom-test style; sizes take units: 64K, 1MB, 2gb; binary multiples):
   -d, --datatype TYPE  element type (default: the scenario op's)
   --show-algorithm     add the algorithm column
   --report-to-json-file FILE  write nccom-test's JSON report ({"results": [...]})
-  -j, --jobs N         threads (default: this machine's cores): the sizes of a sweep run on this one
+  -j, --jobs N         threads (default: this machine's cores; at most 4 a core): the sizes of a sweep run on this one
                        and N - 1 worker threads, the biggest first (the workers start at once when a
                        size moves 2 GiB or more over its ranks, else once this thread has run sizes
                        for 0.7 s and those left would take a second more); a single run of a big

@@ -1,6 +1,6 @@
 // Runs on worker threads (and the caller's): results in input order, whichever thread took a task.
 import { describe, expect, it } from "vitest";
-import { runParallel, WorkerPool } from "../../src/run/parallel.ts";
+import { defaultJobs, maxThreads, runParallel, threadsFor, WorkerPool } from "../../src/run/parallel.ts";
 import { InternalError } from "../../src/ir/errors.ts";
 import { biggestFirst, startWorkers } from "../../src/run/sweep-task.ts";
 import { spawnSync } from "node:child_process";
@@ -152,6 +152,14 @@ describe("runParallel", () => {
     // Not before 700 ms, and never for one point left.
     expect(small({ elapsedMs: 600, ran: 1, left: 10 })).toBe(false);
     expect(small({ elapsedMs: 5000, ran: 1, left: 1 })).toBe(false);
+  });
+
+  it("threads: no more than the tasks, nor than four a core (at least 8), however many jobs are asked", () => {
+    expect(threadsFor(4, 100)).toBe(4);
+    expect(threadsFor(64, 3)).toBe(3);
+    expect(maxThreads()).toBe(Math.max(8, 4 * defaultJobs()));
+    expect(threadsFor(300, 4096)).toBe(maxThreads());
+    expect(threadsFor(1, 1)).toBe(1);
   });
 
   it("biggestFirst sorts by work, ties in index order", () => {
