@@ -29,7 +29,7 @@ export function asCommand(moduleUrl: string, main: (argv: readonly string[], out
     }
   }
   process.stdout.on("error", (e) => unwritable(name, "standard output", e));
-  process.stderr.on("error", (e) => unwritable(name, "standard error", e));
+  process.stderr.on("error", () => {});
   try {
     process.exitCode = main(process.argv.slice(2), writer(1, name), writer(2, name));
   } catch (e) {
@@ -39,19 +39,17 @@ export function asCommand(moduleUrl: string, main: (argv: readonly string[], out
 }
 
 /**
- * Standard output or error could not be written (by `writer`, or by a write that went around it
- * through the process's streams). A reader that has gone (`| head`: EPIPE), seen by a stream, wanted
- * no more: the process ends, its exit code as it stands. Anything else (a full disk, EIO) is said
- * on standard error where it still can be, exit 1.
+ * Standard output could not be written (by `writer`, or by a write that went around it through the
+ * process's stream). A reader that has gone (`| head`: EPIPE), seen by the stream, wanted no more:
+ * the process ends, its exit code as it stands. Anything else (a full disk, EIO) is said on
+ * standard error where it still can be, exit 1. (Standard error that cannot be written is let be.)
  */
 function unwritable(name: string, what: string, e: NodeJS.ErrnoException): never {
   if (e.code === "EPIPE") process.exit(typeof process.exitCode === "number" ? process.exitCode : 0);
-  if (what === "standard output") {
-    try {
-      process.stderr.write(`${name}: cannot write ${what}: ${e.code ?? e.message}\n`);
-    } catch {
-      // (Nowhere left to say it.)
-    }
+  try {
+    writeSync(2, `${name}: cannot write ${what}: ${e.code ?? e.message}\n`);
+  } catch {
+    // (Nowhere left to say it.)
   }
   process.exit(1);
 }
@@ -62,8 +60,9 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 /**
  * Standard output (1) or error (2) written at once, as a command says it: not queued behind a
  * slow reader (a 634 MB listing piped to one was held in memory until the process ran out of it).
- * A reader that has gone (EPIPE) gets nothing more; the command runs on to its end and its exit
- * code (its files are written). Any other failure is `unwritable`'s.
+ * A reader that has gone (EPIPE), or standard error that cannot be written at all, gets nothing
+ * more; the command runs on to its end and its exit code (its files are written). Standard output
+ * that fails otherwise is `unwritable`'s.
  */
 function writer(fd: 1 | 2, name: string): (s: string) => void {
   let gone = false;
@@ -76,10 +75,11 @@ function writer(fd: 1 | 2, name: string): (s: string) => void {
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === "EAGAIN") Atomics.wait(PAUSE, 0, 0, 1);
-        else if (code === "EPIPE") {
+        else if (code === "EPIPE" || fd === 2) {
+          // (Standard error that cannot be written, `2>/dev/full`, says nothing more: the command's output is not its.)
           gone = true;
           return;
-        } else unwritable(name, fd === 1 ? "standard output" : "standard error", e as NodeJS.ErrnoException);
+        } else unwritable(name, "standard output", e as NodeJS.ErrnoException);
       }
     }
   };

@@ -108,6 +108,10 @@ describe("standard output that cannot be written, as a process", () => {
       expect(r.status).toBe(1);
       expect(r.stderr).toMatch(/^nccom: cannot write standard output: ENOSPC$/m);
       expect(r.stderr).not.toMatch(/\n\s+at /);
+      // Standard error on a full disk: the command's output is not its, and goes on whole.
+      const quiet = spawnSync(process.execPath, [...script("nccom"), "allr", "-r", "8", "-b", "8", "-e", "64K"], { stdio: ["ignore", "pipe", full], encoding: "utf8" });
+      expect(quiet.status).toBe(0);
+      expect(quiet.stdout).toMatch(/^\s*65536\s/m);
     } finally {
       closeSync(full);
     }
