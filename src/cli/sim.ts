@@ -15,6 +15,7 @@ import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
 import { formatStats } from "./stats.ts";
 import { runSweep } from "../run/sweep.ts";
+import { maxThreads } from "../run/parallel.ts";
 import { newCommandLog, stderrLog } from "../run/stderr-log.ts";
 import { parseSource, sweepSource, withOverrides, type ScenarioSource } from "../run/overrides.ts";
 import { TraceCollector } from "./trace-writer.ts";
@@ -236,6 +237,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       const shard = args.shard === undefined ? undefined : resolveShard(args.shard, args.shards, style.env ?? process.env);
       if (style.merged && style.merged.preset !== presetHash(spec)) throw new UsageError(`the preset ${spec.name} is not the one the shards ran on (its content hash is ${presetHash(spec)}, the partials' ${style.merged.preset}): run the shards again`);
       const pieces = shard ? { kind: "shard" as const, shard } : style.merged ? { kind: "merge" as const, ...style.merged } : undefined;
+      if (args.jobs > maxThreads()) err(`${style.command?.tool === "nccom" ? "nccom" : "ccsim"}: --jobs ${args.jobs}: ${maxThreads()} threads at most on this machine (four a core: more would only share the cores)\n`);
       const res = runSweep(src, scn, spec, args, log, runHooks, progressOn(err, shard), pieces);
       progress.done();
       if (res.kind === "partial") {

@@ -291,6 +291,17 @@ describe("nccom-test's command line", () => {
   });
 });
 
+describe("--jobs past what the machine runs", () => {
+  it("is said on stderr, and the table is the one --jobs 1 prints", () => {
+    const many = run(["allr", "-r", "8", "-b", "8", "-e", "64", "-f", "8", "-j", "1000"]);
+    expect(many.code).toBe(EXIT.OK);
+    expect(many.err).toMatch(/^nccom: --jobs 1000: \d+ threads at most on this machine \(four a core: more would only share the cores\)$/m);
+    const one = run(["allr", "-r", "8", "-b", "8", "-e", "64", "-f", "8", "-j", "1"]);
+    expect(many.out).toBe(one.out);
+    expect(one.err).not.toMatch(/threads at most/);
+  });
+});
+
 describe("--streams-json: nccom-test's multistream runs", () => {
   const example = "test/fixtures/nccom/streams_example.json";
 
