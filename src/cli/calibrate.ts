@@ -68,7 +68,7 @@ time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
   --write            with --fit: write each fitted preset over its file in devices/
   --cv-rounds N      device-search rounds of each held-out refit (default 0: the held-out refits move the
                      fixed costs only, from the device parameters of the preset or the fit)
-  -j, --jobs N       threads a trial's points run on (default: this machine's cores)
+  -j, --jobs N       threads a trial's points run on (default: this machine's cores; at most 4 a core)
   --params F,F       with --fit or --from: search only these device parameters (e.g. ring.defaultChannels)
   --keep-programs SIZE  with --fit, --from or --cv-rounds N: keep up to SIZE of compiled programs'
                      descriptor rings (default 1G; 0: none) to run the trials without recompiling: the composer reads

@@ -21,7 +21,8 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --min-bytes SIZE   smallest op size (default one element)
   --max-checked SIZE values are compared where all ranks' input + output fit (default 64M); symbolically above
   --preset NAME      draw from this preset only (repeatable; default: ${CONFORMANCE_PRESETS.join(", ")})
-  --jobs N           threads (default: this machine's cores: this one and N - 1 workers); counts do not depend on it
+  --jobs N           threads (default: this machine's cores: this one and N - 1 workers; at most 4 a
+                     core); counts do not depend on it
   --knobs            also vary channels, priority classes and a second op on another stream
   --vary-presets     also vary each case's preset: ring channels, receive slots, chunk and folds
                      (within the validator's bounds; --dump then names the changes on stderr)

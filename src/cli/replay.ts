@@ -29,7 +29,7 @@ backend config; once, with a warning, when unknown).
   --nodes N, -N N            nodes the ranks span (default 1), as nccom's -N
   --top K                    list the K collectives that take longest (default 5; 0: none)
   --json                     the same as JSON
-  -j, --jobs N               threads (default: the machine's cores)
+  -j, --jobs N               threads (default: the machine's cores; at most 4 a core)
   --devices DIR              the presets folder (default devices/)
 
 The total is the collectives of one step in program order on one stream: each collective's time as
