@@ -4,7 +4,9 @@ import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "../ir/sizes.ts";
 import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
-import { writeWhole } from "./write.ts";
+import { refuseOverwrite, writeWhole } from "./write.ts";
+import { resolve } from "node:path";
+import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { asCommand } from "./entry.ts";
 import { siblingUrl } from "../run/paths.ts";
 
@@ -110,6 +112,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let specs;
   try {
     specs = loadPresets(presets.length > 0 ? presets : CONFORMANCE_PRESETS);
+    // (A shard's partial goes over none of the presets it reads.)
+    refuseOverwrite([["--out", outFile]], [...specs.keys()].map((p) => ["a preset the cases run on", resolve(DEFAULT_DEVICES_DIR, `${p}.json`)] as const), (m) => new Error(m));
   } catch (e) {
     err(`conformance: ${(e as Error).message}\n`);
     return 1;

@@ -1,7 +1,7 @@
 // Output files follow links and never replace them; a device is written in place, and a write that
 // fails (no space) is an error naming the file.
 import { describe, expect, it } from "vitest";
-import { existsSync, linkSync, lstatSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, lstatSync, mkdtempSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { refuseOverwrite, writeTarget, writeWhole } from "../../src/cli/write.ts";
@@ -9,6 +9,7 @@ import { main as nccom } from "../../src/cli/nccom.ts";
 import { main as sim } from "../../src/cli/sim.ts";
 import { main as calibrate } from "../../src/cli/calibrate.ts";
 import { main as merge } from "../../src/cli/merge.ts";
+import { main as conformance } from "../../src/cli/conformance.ts";
 import { spawnSync } from "node:child_process";
 
 const fail = (m: string) => new Error(m);
@@ -87,6 +88,21 @@ describe("no output is written over an input, nor two outputs over one file", ()
     expect(m.code).toBe(1);
     expect(m.err).toMatch(/^merge: --json .*p1\.json is a partial, which this command reads/);
     expect(readFileSync(parts[1]!, "utf8")).toBe(before);
+  });
+
+  it("conformance --shard --out: the partial goes over no preset the cases read (here one named by a hard link)", () => {
+    // (A link beside the project's files, on their file system; were it written, the rename would replace the link, not the preset.)
+    const link = join(process.cwd(), `.ccsim-test-link-${process.pid}.json`);
+    const before = readFileSync("devices/trn1.json", "utf8");
+    linkSync("devices/trn1.json", link);
+    try {
+      const r = run(conformance, ["--cases", "1", "--preset", "trn1", "--shard", "0/1", "--out", link]);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(/^conformance: --out .*\.ccsim-test-link-\d+\.json is a preset the cases run on, which this command reads/);
+    } finally {
+      unlinkSync(link);
+    }
+    expect(readFileSync("devices/trn1.json", "utf8")).toBe(before);
   });
 
   it("refuseOverwrite: the same file by a hard link too; devices are never refused (two flags may both write /dev/null)", () => {
