@@ -8,6 +8,7 @@ export function parseSize(text: string, flag: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?$/i.exec(text.trim());
   if (!m) throw new SizeError(`${flag}: "${text}" is not a size (use bytes, or a number with K, M, G, e.g. 64K, 1MB, 2gb)`);
   const bytes = Number(m[1]) * UNITS[m[2]!.toLowerCase()]!;
+  if (Number.isInteger(bytes) && bytes > Number.MAX_SAFE_INTEGER) throw new SizeError(`${flag}: "${text}" is more than 2^53 bytes, past any size ccsim runs`);
   if (!Number.isSafeInteger(bytes) || bytes < 1) throw new SizeError(`${flag}: "${text}" is not a whole number of bytes >= 1`);
   return bytes;
 }

@@ -18,6 +18,10 @@ describe("size-range parser", () => {
   });
   it("rejects what is not a whole positive size", () => {
     for (const bad of ["abc", "0", "1.3", "-5", "1X", ""]) expect(() => parseSize(bad, "-b"), bad).toThrow(/-b/);
+    // (A whole number past 2^53 is said as such, not as "not a whole number".)
+    expect(() => parseSize("2000000000000000000", "-e")).toThrow(/^-e: "2000000000000000000" is more than 2\^53 bytes, past any size ccsim runs$/);
+    expect(() => parseSize("9000000T", "-e")).toThrow(/more than 2\^53 bytes/);
+    expect(parseSize(String(Number.MAX_SAFE_INTEGER), "-e")).toBe(Number.MAX_SAFE_INTEGER);
   });
   it("builds geometric (-f) and arithmetic (-i) ranges, and rejects bad ones", () => {
     expect(sweepSizes({ min: 1024, max: 1 << 30, factor: 4 })).toHaveLength(11);
