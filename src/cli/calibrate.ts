@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { refuseOverwrite, writeWhole as writeFile } from "./write.ts";
 import { basename, resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, presetFile, resolveInstance } from "../run/load.ts";
 import { crossValidate, deviceParams, Evaluator, fillTogether, fit, seriesFlag, seriesOf, summarize, WINDOW_FIELDS, type ErrorSummary, type Evaluated, type FitResult, type HeldOut, type PointResult, type Series } from "../fit/fit.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import { withoutShardFlags } from "../command/args.ts";
@@ -16,7 +16,7 @@ import { LogError, parseConsoleLog, parseJsonReport } from "../fit/log.ts";
 import { parseSize } from "../ir/sizes.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { asCommand } from "./entry.ts";
-import { readTextFile, TextFileError } from "../scenario/text-file.ts";
+import { readTextFile } from "../scenario/text-file.ts";
 
 const fmtSummary = (s: ErrorSummary) => (s.points === 0 ? "no points (one series: none to hold out)" : s.points === s.failed ? `${s.points} points, all failed` : fmtRan(s));
 const fmtRan = (s: ErrorSummary) => `${s.points} points, ${s.within10} within ±10 %, ${s.within25} within ±25 %, ${s.failed} failed, geometric-mean error factor ${s.geomeanErrorFactor.toFixed(3)}, worst ${(100 * s.worst).toFixed(1)} %`;
@@ -278,7 +278,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
         const params = o.params && deviceParams(spec, mine).filter((p) => o.params!.includes(p.field));
         const r = fit(spec, mine, { rounds: o.rounds, evaluator: ev, progress: progress(err, `fit ${inst}`), ...(params ? { params } : {}) });
         if (o.write) {
-          const file = resolve(DEFAULT_DEVICES_DIR, `${inst}.json`);
+          const file = presetFile(inst);
           writeWhole(file, presetJson(file, r, inst, `npm run calibrate -- --fit on ${mine.map((s) => s.id).join(", ")} (least squares on log time over ${r.after.points} points)`));
           lines.push(`wrote ${file}`);
         }
@@ -361,7 +361,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name)) throw new LogError(outFile, 0, "the preset's file name must be letters, digits, '-', '_' before .json");
   const where = resolveInstance(o.instance, DEFAULT_DEVICES_DIR);
   const start = loadDevice(where.instance, where.dir);
-  const startFile = resolve(where.dir, `${where.instance}.json`);
+  const startFile = presetFile(where.instance, where.dir);
   // (Before a log is read or a trial run: the fitted preset goes over none of them.)
   refuseOverwrite([["--out", outFile]], [...o.from.map((f) => ["a --from file", f] as const), ["the preset the fit starts from", startFile]], (m) => new LogError(outFile, 0, m));
   const series: Series[] = [];
@@ -370,7 +370,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
     try {
       text = readTextFile(f);
     } catch (e) {
-      throw new LogError(f, 0, `cannot read: ${e instanceof TextFileError ? e.reason : (e as Error).message}`);
+      throw new LogError(f, 0, `cannot read: ${(e as Error).message}`);
     }
     const log = f.endsWith(".json") ? parseJsonReport(f, text, o.command ?? (() => { throw new LogError(f, 0, 'a JSON report needs --command "nccom-test ..." (the command that wrote it)'); })()) : parseConsoleLog(f, text);
     series.push(seriesOf(log, where.instance, basename(f).replace(/\.(log|txt|json)$/, ""), where.dir));

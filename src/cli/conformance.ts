@@ -5,8 +5,7 @@ import { parseSize } from "../ir/sizes.ts";
 import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { resolve } from "node:path";
-import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
+import { presetFile } from "../run/load.ts";
 import { asCommand } from "./entry.ts";
 import { siblingUrl } from "../run/paths.ts";
 
@@ -113,7 +112,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   try {
     specs = loadPresets(presets.length > 0 ? presets : CONFORMANCE_PRESETS);
     // (A shard's partial goes over none of the presets it reads.)
-    refuseOverwrite([["--out", outFile]], [...specs.keys()].map((p) => ["a preset the cases run on", resolve(DEFAULT_DEVICES_DIR, `${p}.json`)] as const), (m) => new Error(m));
+    refuseOverwrite([["--out", outFile]], [...specs.keys()].map((p) => ["a preset the cases run on", presetFile(p)] as const), (m) => new Error(m));
   } catch (e) {
     err(`conformance: ${(e as Error).message}\n`);
     return 1;

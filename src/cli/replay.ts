@@ -10,7 +10,7 @@ import { flagValue, intFlag, UsageError } from "../command/args.ts";
 import { EXIT } from "./sim.ts";
 import { checkOnce } from "../command/nccom.ts";
 import { asCommand } from "./entry.ts";
-import { readTextFile, TextFileError } from "../scenario/text-file.ts";
+import { readTextFile } from "../scenario/text-file.ts";
 
 const HELP = `ccsim replay: the collectives of an XLA HLO module, replayed on device presets
 
@@ -130,7 +130,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     try {
       text = readTextFile(a.file);
     } catch (e) {
-      throw new UsageError(`${a.file}: cannot read (${e instanceof TextFileError ? e.reason : (e as Error).message})`);
+      throw new UsageError(`${a.file}: cannot read (${(e as Error).message})`);
     }
     names = labels(a.instances, a.devices);
     plan = planReplay(parseHlo(a.file, text), { ...(a.ranks !== undefined ? { ranks: a.ranks } : {}), nodes: a.nodes });

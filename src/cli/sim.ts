@@ -9,7 +9,7 @@ import { parseArgs, UsageError, withoutShardFlags, type Args } from "../command/
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { loadAccuracy, loadDevice, loadScenarioSource, resolveInstance } from "../run/load.ts";
+import { loadAccuracy, loadDevice, loadScenarioSource, presetFile, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
@@ -208,11 +208,6 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
   let scn: Scenario | undefined;
   let spec: DeviceSpec | undefined;
   try {
-    refuseOverwrite(
-      [["--report-to-json-file", args.reportJson], ["--plot", args.plot], ["--trace", args.trace], ["--out", args.out]],
-      [...(style.inputs ?? []), ["the --instance preset", args.instance !== undefined && args.instance.endsWith(".json") ? args.instance : undefined]],
-      (m) => new UsageError(m),
-    );
     // Flags change the scenario's JSON, validated again as the file is (errors name the flags).
     // --instance: a preset name, or a preset file (its folder becomes the presets folder).
     const where = args.instance === undefined ? undefined : resolveInstance(args.instance, args.devices);
@@ -220,6 +215,12 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed, instance: where?.instance });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
+    // (Before anything runs: no output goes over a file the run reads, the preset included.)
+    refuseOverwrite(
+      [["--report-to-json-file", args.reportJson], ["--plot", args.plot], ["--trace", args.trace], ["--out", args.out]],
+      [...(style.inputs ?? []), ["the preset the run is on", presetFile(scn.instance, args.devices)]],
+      (m) => new UsageError(m),
+    );
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector(args.traceLimit) : undefined;

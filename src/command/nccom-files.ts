@@ -2,7 +2,7 @@
 // source / target pairs (each with or without the documented extra level of list), and the
 // variable-size metadata of all_gatherv / alltoallv.
 import { UsageError } from "./args.ts";
-import { readTextFile, TextFileError } from "../scenario/text-file.ts";
+import { readTextFile } from "../scenario/text-file.ts";
 
 /**
  * all_gatherv's metadata (nccom-test --variable-size-op-metadata): {"metadata": [{send_counts,
@@ -65,7 +65,7 @@ export function readJsonFile(file: string, flag: string): unknown {
   try {
     text = readTextFile(file);
   } catch (e) {
-    throw new UsageError(`${flag}: cannot read ${file}: ${e instanceof TextFileError ? e.reason : (e as Error).message}`);
+    throw new UsageError(`${flag}: cannot read ${file}: ${(e as Error).message}`);
   }
   try {
     // (A leading byte-order mark is read past, as by the scenario reader.)

@@ -6,7 +6,7 @@ import type { CalibrationAccuracy, DeviceSpec, Scenario } from "../ir/spec.ts";
 import type { ScenarioSource } from "./overrides.ts";
 import { PROJECT_ROOT } from "./paths.ts";
 import { parseDeviceSpec, parseJson, parseScenario } from "../scenario/index.ts";
-import { readTextFile, TextFileError } from "../scenario/text-file.ts";
+import { readTextFile } from "../scenario/text-file.ts";
 
 export const DEFAULT_DEVICES_DIR = resolve(PROJECT_ROOT, "devices");
 
@@ -14,7 +14,7 @@ function readText(file: string): string {
   try {
     return readTextFile(file);
   } catch (e) {
-    throw new ScenarioError("SCN1000", `cannot read file: ${e instanceof TextFileError ? e.reason : (e as Error).message}`, { file });
+    throw new ScenarioError("SCN1000", `cannot read file: ${(e as Error).message}`, { file });
   }
 }
 
@@ -29,9 +29,14 @@ export function loadScenarioSource(file: string): { source: ScenarioSource; scen
   return { source: { file, json: json as Record<string, unknown>, flags: "" }, scenario };
 }
 
+/** The file of preset `instance` in the presets folder `dir`. */
+export function presetFile(instance: string, dir = DEFAULT_DEVICES_DIR): string {
+  return join(dir, `${instance}.json`);
+}
+
 export function loadDevice(instance: string, dir = DEFAULT_DEVICES_DIR, scenarioFile?: string): DeviceSpec {
   const at = { ...(scenarioFile === undefined ? {} : { file: scenarioFile }), path: "instance", value: instance };
-  const file = join(dir, `${instance}.json`);
+  const file = presetFile(instance, dir);
   if (!existsSync(file)) {
     // Why there is no preset: the folder is missing, a file, unreadable, or holds other presets.
     let kind: "missing" | "file" | "folder";
@@ -57,7 +62,7 @@ export function loadDevice(instance: string, dir = DEFAULT_DEVICES_DIR, scenario
 /** A preset's JSON as its file holds it (after loadDevice found it valid: for variations of it). */
 export function loadDeviceJson(instance: string, dir = DEFAULT_DEVICES_DIR): Record<string, unknown> {
   loadDevice(instance, dir);
-  const file = join(dir, `${instance}.json`);
+  const file = presetFile(instance, dir);
   return parseJson(file, readText(file)) as Record<string, unknown>;
 }
 

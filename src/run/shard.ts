@@ -9,7 +9,7 @@ import { UsageError } from "../ir/errors.ts";
 import { fromWire, toWire, WireError } from "./wire.ts";
 import { PROJECT_ROOT } from "./paths.ts";
 import { join, sep } from "node:path";
-import { readTextFile, TextFileError } from "../scenario/text-file.ts";
+import { readTextFile } from "../scenario/text-file.ts";
 
 export interface ShardSpec {
   /** 0 .. count - 1. */
@@ -164,7 +164,7 @@ export function readPartial(file: string): PartialFile {
   try {
     text = readTextFile(file);
   } catch (e) {
-    throw new PartialError(file, `cannot read: ${e instanceof TextFileError ? e.reason : (e as Error).message}`);
+    throw new PartialError(file, `cannot read: ${(e as Error).message}`);
   }
   const m = /^\{"checksum":"([0-9a-f]{64})","body":([\s\S]*)\}\n?$/.exec(text);
   if (!m) throw new PartialError(file, "not a ccsim partial (or truncated): no checksum and body");

@@ -9,12 +9,9 @@ export const MAX_TEXT_BYTES = 512 * 2 ** 20;
 /** Bytes read at a time from a file whose size is not known in advance (a device, a pipe). */
 const CHUNK = 1 << 20;
 
-/** Why a file could not be read: an fs error code (ENOENT, EISDIR) or what was wrong with it. */
+/** Why a file could not be read (its message): an fs error code (ENOENT, EISDIR) or what was wrong with it. */
 export class TextFileError extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = "TextFileError";
-  }
+  override name = "TextFileError";
 }
 
 /** The file's text (UTF-8), or a TextFileError saying why not. */

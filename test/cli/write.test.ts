@@ -105,6 +105,20 @@ describe("no output is written over an input, nor two outputs over one file", ()
     expect(readFileSync("devices/trn1.json", "utf8")).toBe(before);
   });
 
+  it("nccom: an output over the preset the run is on, named by its name (here through a hard link to it), is refused", () => {
+    const link = join(process.cwd(), `.ccsim-test-preset-${process.pid}.json`);
+    const before = readFileSync("devices/trn1.json", "utf8");
+    linkSync("devices/trn1.json", link);
+    try {
+      const r = run((a, o, e) => nccom(a, o, e, {}), ["allr", "-r", "8", "-b", "8", "-e", "1K", "--plot", link]);
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(/--plot .*\.ccsim-test-preset-\d+\.json is the preset the run is on, which this command reads/);
+    } finally {
+      unlinkSync(link);
+    }
+    expect(readFileSync("devices/trn1.json", "utf8")).toBe(before);
+  });
+
   it("refuseOverwrite: the same file by a hard link too; devices are never refused (two flags may both write /dev/null)", () => {
     const a = join(dir, "a.log");
     writeFileSync(a, "measured");

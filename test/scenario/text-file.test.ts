@@ -10,7 +10,7 @@ const reason = (f: () => unknown): string => {
     f();
   } catch (e) {
     expect(e).toBeInstanceOf(TextFileError);
-    return (e as TextFileError).reason;
+    return (e as TextFileError).message;
   }
   throw new Error("read");
 };
