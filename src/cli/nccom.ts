@@ -60,7 +60,8 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold, --no-fastforward,
-  --log-level LEVEL, --dump-scenario (print the scenario the flags build, and stop),
+  --log-level LEVEL, --dump-scenario (print the scenario the flags build, at the first size, and stop; stderr
+  says the npm run sim flags that run the sweep from it),
   --shard I/N|auto --out F (run shard I of N of the sizes, write a partial; auto: Slurm job array or
   Kubernetes Indexed Job, with --shards N; npm run merge -- F... prints the whole run)
 
@@ -95,6 +96,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     // A multistream command: its first point, every stream's op at its first size.
     const shown = a.streams ? { ...a.scenario, concurrent: true, ops: streamsPointJson(a.streams, 0), replicaGroups: undefined } : a.scenario;
     out(JSON.stringify(shown, null, 2) + "\n");
+    const rerun = simFlags(a);
+    err(rerun ? `nccom: a scenario holds one size (the sweep's first); npm run sim -- FILE ${rerun} runs this command's sweep from it\n` : `nccom: a scenario holds one size: this is the command's first point${a.streams ? " (every stream's first size)" : ""}; the sweep's other sizes${a.streams || a.coalesced ? "" : " and their per-rank counts"} come from this command line only\n`);
     return EXIT.OK;
   }
   for (const f of a.ignored) err(`nccom: ${f}\n`);
@@ -119,5 +122,18 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}), inputs: a.inputs });
 }
 
+
+/**
+ * The `npm run sim` flags that run the sweep of a dumped scenario as this command line does, or
+ * undefined where a scenario file cannot say it (sizes that set per-rank counts, coalesced or
+ * concurrent ops).
+ */
+function simFlags(a: NccomArgs): string | undefined {
+  const sw = a.run.sweep;
+  if (!sw || a.streams || a.coalesced || a.op === "all-to-all-v" || a.op === "all-gather-v") return undefined;
+  const step = sw.step !== undefined ? ` -i ${sw.step}` : sw.factor !== undefined ? ` -f ${sw.factor}` : "";
+  const launch = a.run.launchPs !== undefined ? ` --launch-us ${a.run.launchPs / 1e6}` : "";
+  return `-b ${sw.min} -e ${sw.max}${step} --op ${a.op} -d ${a.run.dtype}${launch}`;
+}
 
 asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, process.env, true));

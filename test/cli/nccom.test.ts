@@ -70,8 +70,11 @@ describe("nccom-test's command line", () => {
     expect(d.code).toBe(EXIT.OK);
     const file = join(dir, "s.json");
     writeFileSync(file, d.out);
+    // (stderr names the sim flags that run the same sweep from the file.)
+    const flags = /npm run sim -- FILE (.*) runs this command's sweep/.exec(d.err)![1]!.split(" ");
+    expect(flags).toEqual(["-b", "65536", "-e", "262144", "--op", "permute", "-d", "uint8"]);
     let out = "";
-    expect(sim([file, "-b", "64K", "-e", "256K", "--op", "permute", "-d", "uint8", "--json"], (s) => (out += s), () => {})).toBe(EXIT.OK);
+    expect(sim([file, ...flags, "--json"], (s) => (out += s), () => {})).toBe(EXIT.OK);
     const r = run(["permute", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json", "-b", "64K", "-e", "256K", "--json"]);
     expect(JSON.parse(r.out).results).toEqual(JSON.parse(out).results);
     rmSync(dir, { recursive: true, force: true });
@@ -324,6 +327,7 @@ describe("--streams-json: nccom-test's multistream runs", () => {
     const scn = JSON.parse(d.out) as { concurrent: boolean; ops: { op: string; bytes: number; stream: number; replicaGroups: number[][] }[] };
     expect(scn.concurrent).toBe(true);
     expect(scn.ops.map((o) => [o.op, o.bytes, o.stream, o.replicaGroups.length])).toEqual([["all-reduce", 1024, 0, 4], ["all-gather", 1024, 1, 1], ["all-gather", 1024, 1, 1]]);
+    expect(d.err).toContain("this is the command's first point (every stream's first size)");
   });
 
   it("runs one block a stream, values checked, each stream's time taken in the run of all of them; a sharded run merges to the same", () => {
