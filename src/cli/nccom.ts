@@ -1,8 +1,9 @@
 // npm run nccom -- <op> -r N [...]: nccom-test's command line, no scenario file. The flags build a
 // scenario (validated like a file; --dump-scenario prints it) and run it as a sweep.
 import { ScenarioError } from "../ir/errors.ts";
-import { gatherCounts, streamsPointJson, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
-import { UsageError } from "../command/args.ts";
+import { gatherCounts, streamsPointJson, sweepPointJson, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
+import { UsageError, type SweepArgs } from "../command/args.ts";
+import type { CheckMode } from "../ir/spec.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../ir/sizes.ts";
 import { coalescedOps, parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
@@ -92,14 +93,6 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     out(HELP);
     return EXIT.OK;
   }
-  if (a.dump) {
-    // A multistream command: its first point, every stream's op at its first size.
-    const shown = a.streams ? { ...a.scenario, concurrent: true, ops: streamsPointJson(a.streams, 0), replicaGroups: undefined } : a.scenario;
-    out(JSON.stringify(shown, null, 2) + "\n");
-    const rerun = simFlags(a);
-    err(rerun ? `nccom: a scenario holds one size (the sweep's first); npm run sim -- FILE ${rerun} runs this command's sweep from it\n` : `nccom: a scenario holds one size: this is the command's first point${a.streams ? " (every stream's first size)" : ""}; the sweep's other sizes${a.streams || a.coalesced ? "" : " and their per-rank counts"} come from this command line only\n`);
-    return EXIT.OK;
-  }
   for (const f of a.ignored) err(`nccom: ${f}\n`);
   const label = a.run.scenario;
   const counts = a.counts;
@@ -110,7 +103,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const matrixSize = matrix ? Math.max(...matrix.map((row) => row.reduce((x, y) => x + y, 0))) : 0;
   const metaMatrix = matrix && ((op: Record<string, unknown>, bytes: number) => (bytes === matrixSize ? { ...op, counts: matrix } : uniformCounts(op, bytes)));
   const sw = a.run.sweep!;
-  if (matrix && !sweepSizes({ min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) }).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
+  if (matrix && !sweepSizes(sweepOf(sw)).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
   // --coalesced-cc-size-ratio: each size as its shares, coalesced ops run at once.
   const ratios = a.coalesced;
   const blocked = a.op === "all-gather" || a.op === "reduce-scatter";
@@ -119,9 +112,23 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   if (ratios) err(`nccom: --coalesced-cc-size-ratio ${ratios.join(",")}: each size runs as ${ratios.length} ops of ${ratios.join(":")} of it at once, each on a CC stream of its own; the time is the last one's end\n`);
   if (a.streams) err(`nccom: --streams-json: ${a.streams.length} streams at once (${a.streams.map((st, s) => `stream ${s}: ${st.op["op"]} ${st.op["dtype"]}, ${st.sizes.length} size(s), ${st.opsPerIter} op(s) an iteration, ${st.replicaGroups.length} group(s) of ${st.replicaGroups[0]!.length}`).join("; ")}); one block a stream, its time the end of its iteration's last op in the run of all of them\n`);
   const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}), ...(split ? { splitOp: split } : {}), ...(a.streams ? { streams: a.streams } : {}) });
+  if (a.dump) {
+    // The command's first point: its op at the sweep's first size (every stream's op at its first, a multistream command's).
+    const first = sweepSizes(sweepOf(sw))[0]!;
+    const shown = a.streams ? { ...a.scenario, concurrent: true, ops: streamsPointJson(a.streams, 0), replicaGroups: undefined } : sweepPointJson(source(), a.op, a.run.dtype, first, a.scenario["check"] as CheckMode);
+    out(JSON.stringify(shown, null, 2) + "\n");
+    const rerun = simFlags(a);
+    err(`nccom: the scenario of the command's first point (${a.streams ? "every stream's first size" : `${first} B`}): npm run sim runs it${rerun ? `; npm run sim -- FILE ${rerun} runs the command's whole sweep from it` : ` (the sweep's other sizes${a.streams || a.coalesced ? "" : " and their per-rank counts"} come from the command line only)`}\n`);
+    return EXIT.OK;
+  }
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}), inputs: a.inputs });
 }
 
+
+/** The sizes of a command line's sweep, as `sweepSizes` takes them. */
+function sweepOf(sw: SweepArgs): Parameters<typeof sweepSizes>[0] {
+  return { min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) };
+}
 
 /**
  * The `npm run sim` flags that run the sweep of a dumped scenario as this command line does, or

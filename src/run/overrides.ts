@@ -142,6 +142,12 @@ export function sweepSource(src: ScenarioSource): ScenarioSource {
  * with the sweep's dtype and size, validated as the file's ops are.
  */
 export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undefined, bytes: number, check: CheckMode): Scenario {
+  const flags = [src.flags, `--op ${op}`, ...(dtype ? [`-d ${dtype}`] : []), `size ${bytes}`].filter((f) => f).join(" ");
+  return parseScenario(`${src.file} with ${flags}`, sweepPointJson(src, op, dtype, bytes, check));
+}
+
+/** `sweepPoint`'s scenario as JSON, not validated (nccom's --dump-scenario prints its first). */
+export function sweepPointJson(src: ScenarioSource, op: OpName, dtype: Dtype | undefined, bytes: number, check: CheckMode): Json {
   const ops = (src.json["ops"] as Json[]) ?? [];
   const base: Json = ops.find((o) => o["op"] === op) ?? { op };
   let point: Json = { ...base, bytes, ...(dtype ? { dtype } : {}) };
@@ -156,8 +162,7 @@ export function sweepPoint(src: ScenarioSource, op: OpName, dtype: Dtype | undef
   const split = src.splitOp?.(point, bytes);
   const json: Json = { ...src.json, ops: split ?? [point], check, ...(split && split.length > 1 ? { concurrent: true } : {}) };
   delete json["rankOverrides"];
-  const flags = [src.flags, `--op ${op}`, ...(dtype ? [`-d ${dtype}`] : []), `size ${bytes}`].filter((f) => f).join(" ");
-  return parseScenario(`${src.file} with ${flags}`, json);
+  return json;
 }
 
 /**

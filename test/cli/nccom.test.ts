@@ -70,13 +70,24 @@ describe("nccom-test's command line", () => {
     expect(d.code).toBe(EXIT.OK);
     const file = join(dir, "s.json");
     writeFileSync(file, d.out);
-    // (stderr names the sim flags that run the same sweep from the file.)
-    const flags = /npm run sim -- FILE (.*) runs this command's sweep/.exec(d.err)![1]!.split(" ");
+    // The file is the first point; stderr names the sim flags that run the whole sweep from it.
+    expect(JSON.parse(d.out).ops).toEqual([expect.objectContaining({ op: "permute", bytes: 65536 })]);
+    const flags = /npm run sim -- FILE (.*) runs the command's whole sweep/.exec(d.err)![1]!.split(" ");
     expect(flags).toEqual(["-b", "65536", "-e", "262144", "--op", "permute", "-d", "uint8"]);
     let out = "";
     expect(sim([file, ...flags, "--json"], (s) => (out += s), () => {})).toBe(EXIT.OK);
     const r = run(["permute", "-r", "8", "--custom-src-target-pairs", "test/fixtures/nccom/pairs.json", "-b", "64K", "-e", "256K", "--json"]);
-    expect(JSON.parse(r.out).results).toEqual(JSON.parse(out).results);
+    const rows = JSON.parse(r.out).results;
+    expect(rows).toEqual(JSON.parse(out).results);
+    let first = "";
+    expect(sim([file, "--json"], (s) => (first += s), () => {})).toBe(EXIT.OK);
+    expect(JSON.parse(first).results).toEqual([{ ...rows[0], check: "skipped" }]);
+    // An allgv's counts and a coalesced size's shares are the first point's; the other sizes stay with the command line.
+    const g = run(["allgv", "-r", "4", "-d", "fp16", "-b", "2048", "-e", "8192", "--dump-scenario"]);
+    expect(JSON.parse(g.out).ops).toEqual([expect.objectContaining({ op: "all-gather-v", bytes: 2048, counts: [512, 512, 512, 512] })]);
+    expect(g.err).toContain("(the sweep's other sizes and their per-rank counts come from the command line only)");
+    const c = run(["allr", "-r", "8", "-b", "1M", "-e", "4M", "--coalesced-cc-size-ratio", "1,3", "--dump-scenario"]);
+    expect(JSON.parse(c.out)).toMatchObject({ concurrent: true, ops: [{ bytes: 262144, stream: 0 }, { bytes: 786432, stream: 1 }] });
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -327,7 +338,7 @@ describe("--streams-json: nccom-test's multistream runs", () => {
     const scn = JSON.parse(d.out) as { concurrent: boolean; ops: { op: string; bytes: number; stream: number; replicaGroups: number[][] }[] };
     expect(scn.concurrent).toBe(true);
     expect(scn.ops.map((o) => [o.op, o.bytes, o.stream, o.replicaGroups.length])).toEqual([["all-reduce", 1024, 0, 4], ["all-gather", 1024, 1, 1], ["all-gather", 1024, 1, 1]]);
-    expect(d.err).toContain("this is the command's first point (every stream's first size)");
+    expect(d.err).toContain("the scenario of the command's first point (every stream's first size): npm run sim runs it (the sweep's other sizes come from the command line only)");
   });
 
   it("runs one block a stream, values checked, each stream's time taken in the run of all of them; a sharded run merges to the same", () => {
