@@ -327,4 +327,5 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
 }
 
-asCommand(import.meta.url, main);
+// (The listing is all it does: a reader that goes away ends it.)
+asCommand(import.meta.url, main, { outputOnly: true });

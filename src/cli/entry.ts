@@ -6,12 +6,23 @@ import { basename, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeSync } from "node:fs";
 
+export interface CommandOptions {
+  /**
+   * The command's standard output is the whole of what it does (a listing: no verdict, file or
+   * exit code comes after it), so a reader that goes away ends it at once (`npm run disasm --
+   * big.json | head` listed a 1 GiB op for seconds into nothing). Other commands run on after
+   * their reader has gone: what they say after their table (a failed check) and their exit code
+   * still count.
+   */
+  readonly outputOnly?: boolean;
+}
+
 /**
  * Run `main` with the process's arguments if `moduleUrl` is the entry module; its exit code is the
  * process's. What `main` throws (it answers every input it can name with a message and exit 1) is
  * the tool's own fault: said as an internal error, exit 2.
  */
-export function asCommand(moduleUrl: string, main: (argv: readonly string[], out: (s: string) => void, err: (s: string) => void) => number): void {
+export function asCommand(moduleUrl: string, main: (argv: readonly string[], out: (s: string) => void, err: (s: string) => void) => number, options: CommandOptions = {}): void {
   const self = fileURLToPath(moduleUrl);
   if (process.argv[1] === undefined || resolve(process.argv[1]) !== self) return;
   const file = basename(self).replace(/\.[jt]s$/, "");
@@ -28,6 +39,7 @@ export function asCommand(moduleUrl: string, main: (argv: readonly string[], out
       return;
     }
   }
+  listingOnly = options.outputOnly === true;
   process.stdout.on("error", (e) => unwritable(name, "standard output", e));
   process.stderr.on("error", () => {});
   try {
@@ -38,14 +50,22 @@ export function asCommand(moduleUrl: string, main: (argv: readonly string[], out
   }
 }
 
+/** The command's standard output is all it does (`CommandOptions.outputOnly`). */
+let listingOnly = false;
+
+/** The reader of standard output has gone (`| head`: EPIPE): it wants no more (`CommandOptions.outputOnly`). */
+function readerGone(): void {
+  if (listingOnly) process.exit(typeof process.exitCode === "number" ? process.exitCode : 0);
+}
+
 /**
  * Standard output could not be written (by `writer`, or by a write that went around it through the
- * process's stream). A reader that has gone (`| head`: EPIPE), seen by the stream, wanted no more:
- * the process ends, its exit code as it stands. Anything else (a full disk, EIO) is said on
- * standard error where it still can be, exit 1. (Standard error that cannot be written is let be.)
+ * process's stream). A reader that has gone is `readerGone`'s. Anything else (a full disk, EIO) is
+ * said on standard error where it still can be, exit 1. (Standard error that cannot be written is
+ * let be.)
  */
-function unwritable(name: string, what: string, e: NodeJS.ErrnoException): never {
-  if (e.code === "EPIPE") process.exit(typeof process.exitCode === "number" ? process.exitCode : 0);
+function unwritable(name: string, what: string, e: NodeJS.ErrnoException): void {
+  if (e.code === "EPIPE") return readerGone();
   try {
     writeSync(2, `${name}: cannot write ${what}: ${e.code ?? e.message}\n`);
   } catch {
@@ -61,8 +81,8 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
  * Standard output (1) or error (2) written at once, as a command says it: not queued behind a
  * slow reader (a 634 MB listing piped to one was held in memory until the process ran out of it).
  * A reader that has gone (EPIPE), or standard error that cannot be written at all, gets nothing
- * more; the command runs on to its end and its exit code (its files are written). Standard output
- * that fails otherwise is `unwritable`'s.
+ * more: a gone reader of standard output is `readerGone`'s, and standard error's failures leave the
+ * command to run on. Standard output that fails otherwise is `unwritable`'s.
  */
 function writer(fd: 1 | 2, name: string): (s: string) => void {
   let gone = false;
@@ -78,6 +98,7 @@ function writer(fd: 1 | 2, name: string): (s: string) => void {
         else if (code === "EPIPE" || fd === 2) {
           // (Standard error that cannot be written, `2>/dev/full`, says nothing more: the command's output is not its.)
           gone = true;
+          if (fd === 1) readerGone();
           return;
         } else unwritable(name, "standard output", e as NodeJS.ErrnoException);
       }

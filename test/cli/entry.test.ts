@@ -78,6 +78,17 @@ describe("standard output that cannot be written, as a process", () => {
     expect(code).toBe(0);
   });
 
+  it("a command whose verdict comes after its table runs on when its reader goes: the refusal said, exit 1", async () => {
+    // (Only a listing, whose output is all it does, ends with its reader: disasm.)
+    const child = spawn(process.execPath, [...script("sim"), "scenarios/ring8.json", "-b", "1K", "-e", "4K", "--op", "all-to-all"], { stdio: ["ignore", "pipe", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += String(d)));
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(err).toMatch(/^ccsim: scenarios\/ring8\.json: ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm.*\(3 sweep points\)$/m);
+    expect(code).toBe(1);
+  });
+
   it("a reader slower than the command gets every byte (written as said, not queued in memory)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ccsim-slow-"));
     const scn = JSON.parse(readFileSync("scenarios/ring8.json", "utf8")) as { ops: unknown[] };
