@@ -74,6 +74,17 @@ function unwritable(name: string, what: string, e: NodeJS.ErrnoException): void 
   process.exit(1);
 }
 
+/**
+ * Control characters a file or flag put in a message (a scenario named "\x1b[2J" cleared the
+ * terminal it was named on) shown as escapes, as JSON writes them; line breaks, tabs and the
+ * progress line's own return and clear-to-end stay.
+ */
+export function visible(s: string): string {
+  return CONTROL.test(s) ? s.replace(CONTROL_ALL, (c) => (c === "\x1b[K" ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)) : s;
+}
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/;
+const CONTROL_ALL = /\x1b\[K|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;
+
 /** A millisecond's pause (a pipe that is full for now). */
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
@@ -86,9 +97,11 @@ const PAUSE = new Int32Array(new SharedArrayBuffer(4));
  */
 function writer(fd: 1 | 2, name: string): (s: string) => void {
   let gone = false;
+  // (What a person reads: standard error, and standard output on a terminal.)
+  const shown = fd === 2 || process.stdout.isTTY === true;
   return (s) => {
     if (gone || s.length === 0) return;
-    const bytes = Buffer.from(s, "utf8");
+    const bytes = Buffer.from(shown ? visible(s) : s, "utf8");
     for (let at = 0; at < bytes.length; ) {
       try {
         at += writeSync(fd, bytes, at, bytes.length - at);

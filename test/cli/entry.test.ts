@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { resolve } from "node:path";
-import { asCommand } from "../../src/cli/entry.ts";
+import { asCommand, visible } from "../../src/cli/entry.ts";
 
 describe("asCommand", () => {
   const argv1 = process.argv[1];
@@ -60,6 +60,20 @@ describe("asCommand", () => {
     asCommand(pathToFileURL(resolve("src/cli/sim.ts")).href, () => ((ran = true), 1));
     expect(ran).toBe(false);
     expect(process.exitCode).toBe(0);
+  });
+});
+
+describe("control characters a file or flag puts in a message", () => {
+  it("are shown as escapes; line breaks, tabs and the progress line's return and clear-to-end stay", () => {
+    expect(visible("evil\x1b[2Jname\x07\x00\x9b1m")).toBe("evil\\u001b[2Jname\\u0007\\u0000\\u009b1m");
+    expect(visible("\rring8: 12.0 % run\x1b[K")).toBe("\rring8: 12.0 % run\x1b[K");
+    expect(visible("a\tb\nc, ünïcode ✓")).toBe("a\tb\nc, ünïcode ✓");
+  });
+
+  it("on standard error, as a process: a path that would clear the terminal is named in escapes", () => {
+    const r = spawnSync(process.execPath, [...(JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts["sim"]!.split(" ").slice(1), "no\x1b[2Jsuch.json"], { encoding: "utf8" });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe("ccsim: no\\u001b[2Jsuch.json: cannot read file: ENOENT [SCN1000]\n");
   });
 });
 
