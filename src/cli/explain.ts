@@ -35,6 +35,7 @@ export function explainJson(explain: readonly Explanation[], scn?: Scenario): un
     channels: e.channels,
     copySliceBytes: e.copySliceBytes,
     reduceSliceBytes: e.reduceSliceBytes,
+    ...(e.packetBytes !== undefined ? { packetBytes: e.packetBytes } : {}),
     pipelineSliceN: e.pipelineSliceN,
     stream: e.stream,
     opSlotIdx: e.opSlotIdx,
@@ -58,7 +59,7 @@ export function explainText(scn: Scenario, explain: readonly Explanation[]): str
     lines.push(`  resolved: enc_alg_type ${e.resolved.value} "${e.resolved.name}", metaring_type ${METARING_NAME[e.metaringType]} (${e.metaringType})`);
     if (e.fallback) lines.push(`  fallback: ${e.fallback}`);
     if (e.channelsNote) lines.push(`  channels: ${e.channelsNote}`);
-    lines.push(`  operation: ${e.channels} channel(s), copy slice ${e.copySliceBytes} B, reduce slice ${e.reduceSliceBytes} B, ${e.pipelineSliceN} pipeline slice(s)`);
+    lines.push(`  operation: ${e.channels} channel(s), copy slice ${e.copySliceBytes} B, reduce slice ${e.reduceSliceBytes} B, ${e.pipelineSliceN} pipeline slice(s)${e.packetBytes !== undefined ? `, CC DMA packet ${e.packetBytes} B (copies cut at it; ${scn.ccDmaPacketBytes ? `stream ${e.stream}'s of ccDmaPacketBytes / NEURON_RT_DBG_CC_DMA_PACKET_SIZE` : "the preset's dma.maxDescriptorBytes"})` : ""}`);
     if (e.hier) {
       lines.push(`  hierarchical stages: ${e.hier.stages.map((st) => `${st.level} ${st.op} on ${algorithmLabel(st.alg)}`).join(" -> ")}`);
       lines.push(`    ${e.hier.selections}`);

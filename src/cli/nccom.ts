@@ -58,6 +58,14 @@ ops: all_reduce (allr), all_gather (allg), all_gatherv (allgv), reduce_scatter (
                             accepted and ignored, each said on stderr (a simulation has no
                             iterations, warm-up, hosts or processes)
   a flag that takes a value may be given once (-r 8 -r 16 is refused)
+
+environment:
+  NEURON_LOGICAL_NC_CONFIG  as --lnc
+  NEURON_RT_DBG_CC_DMA_PACKET_SIZE N[,N...]  the CC DMA packet size in bytes (64 to 65536; default and
+                            most 64 KiB), one for every CC stream or one per stream: copies are cut at it,
+                            CCE packets no larger (the scenario's ccDmaPacketBytes; README: Scenarios)
+  NEURON_RT_DBG_DMA_PACKETIZATION_SIZE, NEURON_RT_DBG_INTRA_RDH_CHANNEL_BUFFER_SIZE,
+  NEURON_RT_RANKS_PER_NETWORK_PROXY   not read, each said on stderr when set
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold, --no-fastforward,

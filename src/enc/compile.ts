@@ -22,7 +22,7 @@ import type { Signature } from "../encd/signature.ts";
 import { deviceSigs, inUnits, whyNotFold, whyNotFoldSigs, type DeviceSig } from "../encd/fold.ts";
 import { composeHier, hierPadding } from "./hier.ts";
 import type { RingSet, StageRecord } from "./stage.ts";
-import type { EncOperation } from "./gates.ts";
+import { opPacketBytes, type EncOperation } from "./gates.ts";
 
 export interface BufferRef {
   readonly addr: number;
@@ -387,7 +387,7 @@ function* composeOp(ctx: CompileContext, index: number): Generator<void, { op: O
   if (groupAlgs.includes(EncAlgType.HIER)) {
     ({ stages, selections, took } = yield* composeHier(ctx, op, opType, operation, io, path, hierGroups, flat));
   } else {
-    builder.beginOp();
+    builder.beginOp(opPacketBytes(ctx.spec, scn, op));
     yield* flat();
     took = builder.endOp();
   }

@@ -21,6 +21,8 @@ export interface ComposerLimits {
   /** DMA engines a mesh-tape program (mesh, RDH) of this comm gets; the step-size limit needs it. */
   readonly meshEngines?: number;
   readonly reduceSliceBytes?: number;
+  /** The op's copy descriptors' largest size (`opPacketBytes`; default the preset's descriptor cap). */
+  readonly copyBytes?: number;
   /** The group and where its ranks sit, for families that need a layout (the pod mesh's grid). */
   readonly group?: { readonly members: readonly number[]; readonly where: GroupPlaces };
 }
@@ -32,10 +34,10 @@ const STEP_DESCRIPTORS_MAX = 0xffff - 1;
  * The largest step a mesh-tape program would emit on one engine, against the 16-bit counters: a
  * mesh reduce reads all n blocks of the engine's share in CCE packets, an RDH halving step reduces
  * half the buffer with two sources, a copy leg moves a block (or half the buffer) in descriptors of
- * at most maxDescriptorBytes. The runtime's op_max_limit keeps its mesh subtypes inside this; an op
- * above it goes on down the precedence.
+ * at most `copyBytes` (the op's packet, `opPacketBytes`). The runtime's op_max_limit keeps its mesh
+ * subtypes inside this; an op above it goes on down the precedence.
  */
-export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: number, esize: number, spec: DeviceSpec, engines: number, reduceSlice: number): Verdict {
+export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: number, esize: number, spec: DeviceSpec, engines: number, reduceSlice: number, copyBytes = spec.dma.maxDescriptorBytes): Verdict {
   const E = Math.max(1, Math.min(engines, Math.max(n - 1, spec.collectives.meshFolds)));
   const reduces = opType === EncOpType.ALLREDUCE || opType === EncOpType.REDUCE_SCATTER;
   const block = Math.ceil(bytes / esize / n) * esize;
@@ -49,12 +51,12 @@ export function stepLimit(alg: EncAlgType, opType: EncOpType, bytes: number, n: 
     // Single step: the whole buffer to every peer (a peer's copy split over its S engines), then
     // each engine reduces its share of the buffer from all n copies.
     const S = Math.max(1, Math.floor(E / Math.max(1, n - 1)));
-    const broadcast = Math.ceil((n - 1) / E) * Math.ceil(Math.ceil(bytes / esize / S) * esize / spec.dma.maxDescriptorBytes);
+    const broadcast = Math.ceil((n - 1) / E) * Math.ceil(Math.ceil(bytes / esize / S) * esize / copyBytes);
     tx = Math.max(broadcast, per(bytes, reduceSlice) * (n + 1));
   } else if (exchange !== "halving") {
-    tx = reduces ? per(block, reduceSlice) * (n + 1) : Math.ceil((n - 1) / E) * Math.ceil(block / spec.dma.maxDescriptorBytes);
-    if (opType === EncOpType.ALLREDUCE) tx += (n - 1) * per(block, spec.dma.maxDescriptorBytes);
-  } else tx = reduces ? per(bytes / 2, reduceSlice) * 3 : per(bytes / 2, spec.dma.maxDescriptorBytes);
+    tx = reduces ? per(block, reduceSlice) * (n + 1) : Math.ceil((n - 1) / E) * Math.ceil(block / copyBytes);
+    if (opType === EncOpType.ALLREDUCE) tx += (n - 1) * per(block, copyBytes);
+  } else tx = reduces ? per(bytes / 2, reduceSlice) * 3 : per(bytes / 2, copyBytes);
   tx += SLACK;
   if (tx > STEP_DESCRIPTORS_MAX) return no(`its largest step would need ${tx} descriptors on one of ${E} engines, above the 16-bit step counters (${STEP_DESCRIPTORS_MAX})`);
   return ok(`largest step ${tx} descriptors per engine`);
@@ -169,7 +171,7 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
   const steps = (alg: EncAlgType) => (): Verdict => {
     const e = engines();
     if (!e.ok || limits.meshEngines === undefined) return e;
-    return keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes));
+    return keep(stepLimit(alg, opType, bytes, c.rankN, esize, spec, limits.meshEngines, limits.reduceSliceBytes ?? spec.dma.maxDescriptorBytes, limits.copyBytes));
   };
   const meshLimit = c.nodeN === 1 && c.rankN === 2 ? spec.collectives.meshMaxBytesTwoRanks : c.nodeN > 1 ? (spec.collectives.meshMaxBytesMultiNode ?? spec.collectives.meshMaxBytes) : spec.collectives.meshMaxBytes;
   // The subtypes' size windows apply to the bytes per rank.
@@ -265,10 +267,23 @@ export function meshMemberOf(alg: EncAlgType, gates: readonly { gate: Gate; verd
   return alg === EncAlgType.MESH ? (gates.find((x) => x.gate === "mesh")!.verdict.variant ?? alg) : alg;
 }
 
-/** Bytes per CCE packet of an op (the operation's reduce slice): its priority class's, within one descriptor and the CCE's element cap. */
-export function opReduceSlice(spec: DeviceSpec, dtype: OpSpec["dtype"], priorityClass: number): number {
+/**
+ * Bytes per CCE packet of an op (the operation's reduce slice): its priority class's, within its
+ * CC DMA packet (`packet`: `opPacketBytes`, by default one descriptor) and the CCE's element cap.
+ */
+export function opReduceSlice(spec: DeviceSpec, dtype: OpSpec["dtype"], priorityClass: number, packet = spec.dma.maxDescriptorBytes): number {
   const esize = dtypeSize(dtype);
-  return Math.max(32, Math.floor(Math.min(spec.dma.maxDescriptorBytes, spec.dma.cceMaxElements * esize, spec.collectives.cceReducePacketBytes[priorityClass]!) / 32) * 32);
+  return Math.max(32, Math.floor(Math.min(packet, spec.dma.cceMaxElements * esize, spec.collectives.cceReducePacketBytes[priorityClass]!) / 32) * 32);
+}
+
+/**
+ * An op's CC DMA packet, the most bytes one of its descriptors moves: its stream's size from the
+ * scenario (`ccDmaPacketBytes`, the runtime's NEURON_RT_DBG_CC_DMA_PACKET_SIZE; 64 KiB when not
+ * given) within the preset's descriptor cap.
+ */
+export function opPacketBytes(spec: DeviceSpec, scn: Pick<Scenario, "ccDmaPacketBytes">, op: Pick<OpSpec, "stream">): number {
+  const list = scn.ccDmaPacketBytes;
+  return Math.min(spec.dma.maxDescriptorBytes, list ? list[Math.min(op.stream, list.length - 1)]! : spec.dma.maxDescriptorBytes);
 }
 
 /**

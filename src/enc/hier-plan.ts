@@ -11,7 +11,7 @@ import { initComm } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
 import { algorithmEntry } from "./registry.ts";
 import type { Comm, Stage, Verdict } from "./stage.ts";
-import { commContext, dispatch, kangaringLayout, meshEngines, meshMemberOf, opReduceSlice, runGates } from "./gates.ts";
+import { commContext, dispatch, kangaringLayout, meshEngines, meshMemberOf, opPacketBytes, opReduceSlice, runGates } from "./gates.ts";
 import { INTRA_RDH_RANKS } from "./rdh.ts";
 
 export interface HierPlan {
@@ -108,7 +108,8 @@ export function hierStages(
       const limits = {
         kangaring: () => kangaringLayout(comm.groups[0]!, (r) => info[r]!.device),
         meshEngines: meshEngines(spec, channels, slices > 1 ? 4 : 3),
-        reduceSliceBytes: opReduceSlice(spec, op.dtype, op.priorityClass),
+        reduceSliceBytes: opReduceSlice(spec, op.dtype, op.priorityClass, opPacketBytes(spec, scn, op)),
+        copyBytes: opPacketBytes(spec, scn, op),
       };
       const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, limits, esize);
       const can = (a: EncAlgType) => gates.some((x) => x.gate === algorithmEntry(a).gate && x.verdict.ok);

@@ -12,7 +12,7 @@ import { opEntry } from "../ir/ops.ts";
 import type { CompileContext } from "./context.ts";
 import type { Comm, StageRecord } from "./stage.ts";
 import { hierBytes, hierStages } from "./hier-plan.ts";
-import { type EncOperation } from "./gates.ts";
+import { opPacketBytes, type EncOperation } from "./gates.ts";
 
 /** This op's hierarchical groups' parts of its stream's level comms. */
 function hierLevels(ctx: CompileContext, op: OpSpec, hierGroups: readonly (readonly number[])[]): { intra: Comm; inter: Comm; intraAg?: Comm } {
@@ -55,7 +55,7 @@ export function* composeHier(
   /** Other groups' flat stages run in the op's first step. */
   let first = true;
   const beginStep = function* () {
-    builder.beginOp();
+    builder.beginOp(opPacketBytes(spec, scn, op));
     if (first) yield* alongside();
     first = false;
   };

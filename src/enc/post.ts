@@ -9,7 +9,8 @@ import { initComm, type CommInit } from "./algorithms.ts";
 import { type ChunkPlan } from "./chunks.ts";
 import { commInfos, type CommInfo } from "./groups.ts";
 import { algorithmEntry } from "./registry.ts";
-import { ALG_ENUM_NAME, commContext, dispatch, kangaringLayout, meshEngines, opPlan, opReduceSlice, resolvedAlgorithm, runGates, type EncOperation, type PostInputs } from "./gates.ts";
+import { MAX_DESC_BYTES } from "../encd/udma.ts";
+import { ALG_ENUM_NAME, commContext, dispatch, kangaringLayout, meshEngines, opPlan, opPacketBytes, opReduceSlice, resolvedAlgorithm, runGates, type EncOperation, type PostInputs } from "./gates.ts";
 import type { CommContext, Verdict } from "./stage.ts";
 import { hierPlanVerdict } from "./hier-plan.ts";
 import type { Gate } from "./stage.ts";
@@ -26,6 +27,8 @@ export interface Explanation {
   readonly channels: number;
   readonly copySliceBytes: number;
   readonly reduceSliceBytes: number;
+  /** The op's CC DMA packet where it is below a descriptor's 64 KiB (`opPacketBytes`): the most a copy descriptor moves. */
+  readonly packetBytes?: number;
   readonly pipelineSliceN: number;
   readonly stream: number;
   readonly opSlotIdx: number;
@@ -133,7 +136,8 @@ export function postOperations(inp: PostInputs): Posted {
     let first: EncOperation | undefined;
     const plans: ChunkPlan[] = [];
     const groupAlgs: EncAlgType[] = [];
-    const reduceSliceBytes = opReduceSlice(spec, op.dtype, op.priorityClass);
+    const copyBytes = opPacketBytes(spec, scn, op);
+    const reduceSliceBytes = opReduceSlice(spec, op.dtype, op.priorityClass, copyBytes);
     const groups = opGroups(scn, index);
     const { inits, info } = commsOf(groups);
     groups.forEach((g, gi) => {
@@ -149,6 +153,7 @@ export function postOperations(inp: PostInputs): Posted {
           hierarchical: () => hierPlanVerdict(scn, spec, info, g, op, opType, channels, chunkBytes, path),
           meshEngines: meshEngines(spec, channels, 1),
           reduceSliceBytes,
+          copyBytes,
           group: { members: g, where: { nodeOf: (r) => info[r]!.node, deviceOf: (r) => info[r]!.device } },
         },
         esize,
@@ -186,6 +191,7 @@ export function postOperations(inp: PostInputs): Posted {
         channels,
         copySliceBytes: rec.copySliceBytes,
         reduceSliceBytes,
+        ...(copyBytes < MAX_DESC_BYTES ? { packetBytes: copyBytes } : {}),
         pipelineSliceN: rec.pipelineSliceN,
         stream: op.stream,
         opSlotIdx,

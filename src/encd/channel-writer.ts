@@ -45,6 +45,8 @@ export interface ChannelHost {
   readonly params: EmitterParams;
   /** The op being emitted (its index). */
   readonly currentOp: number;
+  /** The most bytes a copy descriptor of that op moves (its CC DMA packet). */
+  readonly copyBytes: number;
   /** Count `n` more increments of TopSP semaphore `sema` (the validate pass's semaphore balance). */
   countUp(device: number, topsp: number, sema: number, n: number): void;
 }
@@ -140,7 +142,7 @@ export class EncdChannel {
     const shares = this.shares(bytes, esize);
     for (let f = 0; f < shares.length; f++) {
       const s = shares[f]!;
-      if (s.len > 0) this.count(f, this.folds[f]!.addCopy(src + s.off, dst + s.off, s.len));
+      if (s.len > 0) this.count(f, this.folds[f]!.addCopy(src + s.off, dst + s.off, s.len, this.builder.copyBytes));
     }
   }
 
@@ -257,7 +259,7 @@ export class EncdChannel {
 
   /** A copy on fold `f` only (mesh programs give each destination its own engine). */
   copyOn(f: number, src: number, dst: number, bytes: number): void {
-    if (bytes > 0) this.count(f, this.fold(f).addCopy(src, dst, bytes));
+    if (bytes > 0) this.count(f, this.fold(f).addCopy(src, dst, bytes, this.builder.copyBytes));
   }
 
   /** A reduce on fold `f` only. */

@@ -114,6 +114,7 @@ export class ProgramBuilder {
 
   constructor(params: EmitterParams, rings: RingMode = { kind: "keep" }) {
     this.params = params;
+    this.copyBytes = params.maxDescriptorBytes;
     this.rings = rings;
   }
 
@@ -345,8 +346,13 @@ export class ProgramBuilder {
   /** Ops closed with a report so far: the host's count of reported ops. */
   private reportedOps = 0;
 
-  beginOp(): void {
+  /** The current op's copy descriptors' largest size (`beginOp`): the preset's descriptor cap unless the op's CC DMA packet is smaller. */
+  copyBytes: number;
+
+  /** The next op begins; `copyBytes`: its CC DMA packet (`opPacketBytes`), the most a copy descriptor of it moves. */
+  beginOp(copyBytes = this.params.maxDescriptorBytes): void {
     this.opIndex++;
+    this.copyBytes = copyBytes;
   }
 
   get currentOp(): number {

@@ -79,11 +79,12 @@ export class Vring {
   }
 
   /** Hash a copy run: its kind, size and unit-relative addresses. */
-  private signCopy(bytes: number, src: number, dst: number): void {
+  private signCopy(bytes: number, src: number, dst: number, packet: number): void {
     const f = this.mode!.sig!;
     const sig = f.sig;
-    // (Its kind, 1, and its size in one number: bytes < 2^50.)
+    // (Its kind, 1, and its size in one number: bytes < 2^50; a packet other than 64 KiB cuts it otherwise.)
     sig.add(bytes * 4 + 1);
+    if (packet !== MAX_DESC_BYTES) sig.add(packet);
     f.addresses.add(sig, src);
     f.addresses.add(sig, dst);
   }
@@ -162,14 +163,17 @@ export class Vring {
     return list.next();
   }
 
-  /** A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per <= 64 KiB chunk; DMB on the last chunk (no SOW on v2). */
-  addCopy(src: number, dst: number, bytes: number): DescCounts {
-    if (this.mode?.sig) this.signCopy(bytes, src, dst);
-    if (this.mode?.tally) return this.tallyCopy(dst, bytes);
+  /**
+   * A copy of `bytes` from `src` to `dst`: one FIRST|LAST pair per chunk of at most `packet` bytes
+   * (a descriptor's 64 KiB, or the op's CC DMA packet); DMB on the last chunk (no SOW on v2).
+   */
+  addCopy(src: number, dst: number, bytes: number, packet = MAX_DESC_BYTES): DescCounts {
+    if (this.mode?.sig) this.signCopy(bytes, src, dst, packet);
+    if (this.mode?.tally) return this.tallyCopy(dst, bytes, packet);
     let done = 0;
     let n = 0;
     while (done < bytes) {
-      const chunk = Math.min(bytes - done, MAX_DESC_BYTES);
+      const chunk = Math.min(bytes - done, packet);
       const last = done + chunk === bytes;
       packTx(src + done, chunk, INITIAL_RING_ID, last ? SINGLE_DMB : SINGLE, undefined, this.nextTx());
       packRx(dst + done, chunk, INITIAL_RING_ID, NO_FLAGS, this.nextRx());
@@ -245,10 +249,10 @@ export class Vring {
   }
 
   /** `addCopy` counted, not packed. */
-  private tallyCopy(dst: number, bytes: number): DescCounts {
-    const n = Math.ceil(bytes / MAX_DESC_BYTES);
+  private tallyCopy(dst: number, bytes: number, packet: number): DescCounts {
+    const n = Math.ceil(bytes / packet);
     this.tally(n, n);
-    if (n > 0) this.tallyLastRx(dst + (n - 1) * MAX_DESC_BYTES, bytes - (n - 1) * MAX_DESC_BYTES);
+    if (n > 0) this.tallyLastRx(dst + (n - 1) * packet, bytes - (n - 1) * packet);
     this.totalTxBytes += bytes;
     this.totalRxBytes += bytes;
     return { tx: n, rx: n };
@@ -269,7 +273,7 @@ export class Vring {
   addSemaphoreWrite(valueAddr: number, semaAddr: number): DescCounts {
     if (!this.mode?.tally) return this.addCopy(valueAddr, semaAddr, WORD_BYTES);
     // (Counted, as addCopy counts a one-descriptor copy: one pair, one count record for all.)
-    if (this.mode.sig) this.signCopy(WORD_BYTES, valueAddr, semaAddr);
+    if (this.mode.sig) this.signCopy(WORD_BYTES, valueAddr, semaAddr, MAX_DESC_BYTES);
     this.tally(1, 1);
     this.tallyLastRx(semaAddr, WORD_BYTES);
     this.totalTxBytes += WORD_BYTES;

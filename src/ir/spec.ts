@@ -239,6 +239,12 @@ export interface Scenario {
   readonly channels: number | undefined;
   /** Ring chunk bytes; undefined = the device preset's default. */
   readonly chunkBytes: number | undefined;
+  /**
+   * The runtime's CC DMA packet size (NEURON_RT_DBG_CC_DMA_PACKET_SIZE), per CC stream: stream k
+   * takes the k-th, the streams past the list the last; absent, 64 KiB. A copy's descriptors are
+   * cut at it and a reduce's CCE packets are no larger (`opPacketBytes`).
+   */
+  readonly ccDmaPacketBytes?: readonly number[];
   readonly seed: number;
   readonly check: CheckMode;
   /** Detect races when the check is values or symbolic (default true). */

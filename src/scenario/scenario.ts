@@ -4,11 +4,14 @@ import { ALG_NAMES, ALGORITHMS, FAULT_KINDS, TIMINGS, HIER_INTER, HIER_INTRA, SC
 import { opEntry } from "../ir/ops.ts";
 import { Reader } from "./reader.ts";
 import { MAX_CHUNK_BYTES } from "./device.ts";
+import { MAX_DESC_BYTES } from "../encd/udma.ts";
 
-const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "seed", "check", "races", "concurrent", "timing", "buffers", "ops", "rankOverrides", "faults"] as const;
+const TOP_KEYS = ["$schema", "description", "name", "instance", "ranks", "ranksPerDevice", "nodes", "replicaGroups", "algorithm", "allowedAlgorithms", "hierarchical", "channels", "chunkBytes", "ccDmaPacketBytes", "seed", "check", "races", "concurrent", "timing", "buffers", "ops", "rankOverrides", "faults"] as const;
 const OP_KEYS = ["op", "bytes", "dtype", "reduce", "stream", "priorityClass", "counts", "pairs", "replicaGroups"] as const;
 const OVERRIDE_KEYS = ["rank", "op", "bytes", "dtype", "reduce", "stream", "priorityClass"] as const;
 export const MAX_STREAMS = 4;
+/** The least CC DMA packet a scenario may ask for (`ccDmaPacketBytes`; the preset's least descriptor cap); the most is a descriptor's 64 KiB. */
+export const MIN_CC_PACKET_BYTES = 64;
 export const PRIORITY_CLASSES = 5;
 
 /** Ranks of a scenario: 128 trn1 nodes of 32, or 128 trn2 nodes of 64 (logical core size 2). */
@@ -50,6 +53,10 @@ export function parseScenario(file: string, json: unknown): Scenario {
   };
   const channels = r.opt("channels")?.int(1, 32);
   const chunkBytes = r.opt("chunkBytes")?.int(64, MAX_CHUNK_BYTES);
+  const packetR = r.opt("ccDmaPacketBytes");
+  // One size for every CC stream, or a list: stream k's the k-th (the runtime's comma list), the last for the streams past it.
+  const ccDmaPacketBytes = packetR && (Array.isArray(packetR.value) ? packetR.items(MAX_STREAMS).map((x) => x.int(MIN_CC_PACKET_BYTES, MAX_DESC_BYTES)) : [packetR.int(MIN_CC_PACKET_BYTES, MAX_DESC_BYTES)]);
+  if (packetR && ccDmaPacketBytes!.length === 0) packetR.fail("SCN1012", "must give at least one size");
   const seed = r.opt("seed")?.int(0) ?? 1;
   const check = r.opt("check")?.oneOf(["values", "symbolic", "none"] as const) ?? "values";
   const races = r.opt("races")?.boolean() ?? true;
@@ -72,7 +79,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   }
   const rankOverrides = (r.opt("rankOverrides")?.items() ?? []).map((o) => parseOverride(o, ranks, ops, groupSizes));
   const faults = (r.opt("faults")?.items(1024) ?? []).map(parseFault);
-  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, seed, check, races, ...(concurrent ? { concurrent } : {}), ...(timing !== "loop" ? { timing } : {}), ...(buffers === "sbuf" ? { buffers } : {}), ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
+  return { name, instance, ranks, ranksPerDevice, nodes, replicaGroups, algorithm, allowedAlgorithms, hierarchical, channels, chunkBytes, ...(ccDmaPacketBytes ? { ccDmaPacketBytes } : {}), seed, check, races, ...(concurrent ? { concurrent } : {}), ...(timing !== "loop" ? { timing } : {}), ...(buffers === "sbuf" ? { buffers } : {}), ops, rankOverrides, ...(faults.length > 0 ? { faults } : {}) };
 }
 
 /** One fault: its kind, then exactly that kind's keys (devices and links are checked against the machine at run time). */

@@ -91,6 +91,27 @@ describe("nccom-test's command line", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("NEURON_RT_DBG_CC_DMA_PACKET_SIZE is the scenario's ccDmaPacketBytes (one size, or one per stream); a wrong one is named; the runtime's unmodelled knobs are said to be unread", () => {
+    const env = { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "4096" };
+    expect(JSON.parse(run(["allr", "-r", "8", "-b", "1M", "--dump-scenario"], env).out).ccDmaPacketBytes).toEqual([4096]);
+    expect(JSON.parse(run(["allr", "-r", "8", "-b", "1M", "--dump-scenario"], { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "65536, 8192" }).out).ccDmaPacketBytes).toEqual([65536, 8192]);
+    expect(JSON.parse(run(["allr", "-r", "8", "-b", "1M", "--dump-scenario"]).out).ccDmaPacketBytes).toBeUndefined();
+    const time = (e: Record<string, string>) => JSON.parse(run(["allr", "-r", "8", "-b", "4M", "-e", "4M", "--json"], e).out).results[0].timeUs as number;
+    // (More descriptors, each with its cost: a little slower on its own.)
+    expect(time(env)).toBeGreaterThan(time({}));
+    const x = run(["allr", "-r", "8", "-b", "4M", "-e", "4M", "--explain"], env);
+    expect(x.out + x.err).toContain("CC DMA packet 4096 B (copies cut at it; stream 0's of ccDmaPacketBytes / NEURON_RT_DBG_CC_DMA_PACKET_SIZE)");
+    for (const [v, why] of [["100000", /"100000" is not a packet size in bytes from 64 to 65536/], ["4K", /"4K" is not a packet size/], ["4096,,4096", /"" is not a packet size/], ["1,2,3,4,5", /5 sizes, one per CC stream, and a rank has 4/]] as const) {
+      const r = run(["allr", "-r", "8", "-b", "1M"], { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: v });
+      expect(r.code).toBe(EXIT.BAD_INPUT);
+      expect(r.err).toMatch(new RegExp(`^nccom: NEURON_RT_DBG_CC_DMA_PACKET_SIZE "${v}": ${why.source}`));
+    }
+    const r = run(["allr", "-r", "8", "-b", "1K", "-e", "1K"], { NEURON_RT_DBG_DMA_PACKETIZATION_SIZE: "4096", NEURON_RT_RANKS_PER_NETWORK_PROXY: "4" });
+    expect(r.code).toBe(EXIT.OK);
+    expect(r.err).toContain("nccom: NEURON_RT_DBG_DMA_PACKETIZATION_SIZE=4096 ignored (it packetizes compute DMA, and a simulated run has no compute traffic)");
+    expect(r.err).toContain("nccom: NEURON_RT_RANKS_PER_NETWORK_PROXY=4 ignored");
+  });
+
   it("allgv runs as the all-to-all-v it lowers to, on the mesh, its size the gathered bytes", () => {
     const r = run(["allgv", "-r", "4", "-d", "fp16", "-b", "2048", "-e", "8192", "-f", "2", "--show-algorithm", "--json"]);
     expect(r.code).toBe(EXIT.OK);

@@ -12,7 +12,7 @@ describe("scenario.schema.json", () => {
     const minimal = { name: "x", instance: "trn1", ranks: 2, ops: [{ op: "all-reduce", bytes: 8, dtype: "fp32" }] };
     for (const k of Object.keys(schema.properties)) {
       if (["name", "instance", "ranks", "ops"].includes(k)) continue;
-      const sample: Record<string, unknown> = { faults: [{ kind: "link-slow", from: 0, to: 1, factor: 2 }], $schema: "s", description: "d", hierarchical: { intra: "ring" }, ranksPerDevice: 1, nodes: 1, replicaGroups: [[0, 1]], algorithm: "ring", allowedAlgorithms: ["ring", "mesh"], channels: 1, chunkBytes: 1024, seed: 1, check: "none", races: false, concurrent: true, timing: "each", buffers: "sbuf", rankOverrides: [{ rank: 1, op: 0, stream: 1 }] };
+      const sample: Record<string, unknown> = { faults: [{ kind: "link-slow", from: 0, to: 1, factor: 2 }], $schema: "s", description: "d", hierarchical: { intra: "ring" }, ranksPerDevice: 1, nodes: 1, replicaGroups: [[0, 1]], algorithm: "ring", allowedAlgorithms: ["ring", "mesh"], channels: 1, chunkBytes: 1024, ccDmaPacketBytes: [4096, 65536], seed: 1, check: "none", races: false, concurrent: true, timing: "each", buffers: "sbuf", rankOverrides: [{ rank: 1, op: 0, stream: 1 }] };
       expect(() => parseScenario("t.json", { ...minimal, [k]: sample[k] }), k).not.toThrow();
     }
     expect(() => parseScenario("t.json", { ...minimal, extra: 1 })).toThrow(/unknown key "extra"/);
