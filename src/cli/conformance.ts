@@ -25,7 +25,8 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --jobs N           threads (default: this machine's cores: this one and N - 1 workers; at most 4 a
                      core); counts do not depend on it
   --knobs            also vary channels, priority classes and a second op on another stream
-  --vary-presets     also vary each case's preset: ring channels, receive slots, chunk and folds
+  --vary-presets     also vary each case's preset: ring channels, receive slots, chunk and folds, and
+                     (half the cases) dma.maxDescriptorBytes, where copies and CCE packets are cut
                      (within the validator's bounds; --dump then names the changes on stderr)
   --verbose          one line per case (on one thread, as each case ends)
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running

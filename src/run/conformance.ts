@@ -44,7 +44,7 @@ export interface GenerateOptions {
   readonly presets?: readonly string[];
   /** Also vary channels, priority classes and a second op on another stream (a separate random stream: the other draws stay as they are). */
   readonly knobs?: boolean;
-  /** Also vary the preset's ring channels, receive slots, chunk and folds (a separate random stream as well). */
+  /** Also vary the preset's ring channels, receive slots, chunk and folds, and descriptors' most bytes (a separate random stream as well). */
   readonly varyPresets?: boolean;
   /** Rank counts drawn from [minRanks, maxRanks] (defaults 1 and CASE_RANKS_MAX); presets that hold fewer than minRanks are not drawn. */
   readonly minRanks?: number;
@@ -150,10 +150,12 @@ export function generateCases(seed: number, count: number, opts: GenerateOptions
       // Combinations no single-knob test reaches (8 channels with 2 slots deadlocked every ring).
       const v = seedrandom(`conformance/${seed}/presets/${id}`);
       const vint = (lo: number, hi: number) => lo + Math.floor(v() * (hi - lo + 1));
-      preset = { ring: { defaultChannels: vint(1, 8), bufferSlots: vint(3, 8), chunkBytes: [4096, 65536, 262144, 1048576][vint(0, 3)]!, foldN: vint(1, 4) } };
+      const ring = { defaultChannels: vint(1, 8), bufferSlots: vint(3, 8), chunkBytes: [4096, 65536, 262144, 1048576][vint(0, 3)]!, foldN: vint(1, 4) };
+      // Half the cases cut their copies' descriptors (and CCE packets) below 64 KiB, at any size the validator takes.
+      preset = { ring, ...(v() < 0.5 ? { dma: { maxDescriptorBytes: vint(64, 65536) } } : {}) };
     }
     const shape = groups.length === 1 ? "1 group" : `${groups.length} groups (${groups.map((g) => g.length).join("+")})`;
-    const varied = preset ? `, ring ${Object.entries(preset["ring"]!).map(([k, x]) => `${k} ${x}`).join(" ")}` : "";
+    const varied = preset ? Object.entries(preset).map(([section, kv]) => `, ${section} ${Object.entries(kv).map(([k, x]) => `${k} ${x}`).join(" ")}`).join("") : "";
     cases.push({ id, scenario, label: `${instance}${varied} ${ranks} ranks (${nodes} node(s) x ${rpd}/device), ${shape}, ${op} ${bytes} B ${dtype}, ${algorithm}`, ...(preset ? { preset } : {}) });
   }
   return cases;
