@@ -6,6 +6,7 @@ import { UsageError, type SweepArgs } from "../command/args.ts";
 import type { CheckMode } from "../ir/spec.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../ir/sizes.ts";
+import { opSweepSizes } from "../run/sweep.ts";
 import { coalescedOps, parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
 import { DTYPES, dtypeSize } from "../ir/dtypes.ts";
 import { asCommand } from "./entry.ts";
@@ -66,6 +67,7 @@ environment:
                             CCE packets no larger (the scenario's ccDmaPacketBytes; README: Scenarios)
   NEURON_RT_DBG_DMA_PACKETIZATION_SIZE, NEURON_RT_DBG_INTRA_RDH_CHANNEL_BUFFER_SIZE,
   NEURON_RT_RANKS_PER_NETWORK_PROXY   not read, each said on stderr when set
+
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold, --no-fastforward,
@@ -111,7 +113,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const matrixSize = matrix ? Math.max(...matrix.map((row) => row.reduce((x, y) => x + y, 0))) : 0;
   const metaMatrix = matrix && ((op: Record<string, unknown>, bytes: number) => (bytes === matrixSize ? { ...op, counts: matrix } : uniformCounts(op, bytes)));
   const sw = a.run.sweep!;
-  if (matrix && !sweepSizes(sweepOf(sw)).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
+  if (matrix && !sweepSizes(sizesOf(sw)).includes(matrixSize)) err(`nccom: --variable-size-op-metadata: its counts run at ${matrixSize} B (the largest rank's send total); the sizes asked send size / N to every peer\n`);
   // --coalesced-cc-size-ratio: each size as its shares, coalesced ops run at once.
   const ratios = a.coalesced;
   const blocked = a.op === "all-gather" || a.op === "reduce-scatter";
@@ -122,7 +124,12 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   const source = (): ScenarioSource => ({ file: label, json: a.scenario, flags: "", ...(a.op === "all-to-all-v" ? { sizeOp: metaMatrix ?? uniformCounts } : a.op === "all-gather-v" ? { sizeOp: metaCounts ?? gatherCounts } : {}), ...(split ? { splitOp: split } : {}), ...(a.streams ? { streams: a.streams } : {}) });
   if (a.dump) {
     // The command's first point: its op at the sweep's first size (every stream's op at its first, a multistream command's).
-    const first = sweepSizes(sweepOf(sw))[0]!;
+    // (The sweep's first size as it runs: rounded down to whole units, those below one skipped.)
+    const first = a.streams ? 0 : opSweepSizes({ op: a.op, dtype: a.run.dtype! }, groupRanks(a.scenario), sw).sizes[0];
+    if (first === undefined) {
+      err(`nccom: --dump-scenario: no size of the sweep runs (each is below one ${a.op} ${a.run.dtype} element${blocked ? " per rank" : ""})\n`);
+      return EXIT.BAD_INPUT;
+    }
     const shown = a.streams ? { ...a.scenario, concurrent: true, ops: streamsPointJson(a.streams, 0), replicaGroups: undefined } : sweepPointJson(source(), a.op, a.run.dtype, first, a.scenario["check"] as CheckMode);
     out(JSON.stringify(shown, null, 2) + "\n");
     const rerun = simFlags(a);
@@ -134,7 +141,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
 
 
 /** The sizes of a command line's sweep, as `sweepSizes` takes them. */
-function sweepOf(sw: SweepArgs): Parameters<typeof sweepSizes>[0] {
+function sizesOf(sw: SweepArgs): Parameters<typeof sweepSizes>[0] {
   return { min: sw.min, max: sw.max, ...(sw.factor !== undefined ? { factor: sw.factor } : {}), ...(sw.step !== undefined ? { step: sw.step } : {}) };
 }
 

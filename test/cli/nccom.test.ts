@@ -88,6 +88,13 @@ describe("nccom-test's command line", () => {
     expect(g.err).toContain("(the sweep's other sizes and their per-rank counts come from the command line only)");
     const c = run(["allr", "-r", "8", "-b", "1M", "-e", "4M", "--coalesced-cc-size-ratio", "1,3", "--dump-scenario"]);
     expect(JSON.parse(c.out)).toMatchObject({ concurrent: true, ops: [{ bytes: 262144, stream: 0 }, { bytes: 786432, stream: 1 }] });
+    // The first size as the sweep runs it: whole elements (x ranks, for a gather), those below one skipped.
+    expect(JSON.parse(run(["allr", "-r", "8", "-b", "1", "-e", "64", "-d", "fp32", "--dump-scenario"]).out).ops[0].bytes).toBe(4);
+    expect(JSON.parse(run(["allg", "-r", "8", "-b", "100", "-e", "1K", "-d", "fp32", "--dump-scenario"]).out).ops[0].bytes).toBe(96);
+    const none = run(["allr", "-r", "8", "-b", "1", "-e", "2", "-d", "fp32", "--dump-scenario"]);
+    expect(none.code).toBe(EXIT.BAD_INPUT);
+    expect(none.out).toBe("");
+    expect(none.err).toContain("nccom: --dump-scenario: no size of the sweep runs (each is below one all-reduce fp32 element)");
     rmSync(dir, { recursive: true, force: true });
   });
 
