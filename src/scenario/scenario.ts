@@ -55,6 +55,7 @@ export function parseScenario(file: string, json: unknown): Scenario {
   const chunkBytes = r.opt("chunkBytes")?.int(64, MAX_CHUNK_BYTES);
   const packetR = r.opt("ccDmaPacketBytes");
   // One size for every CC stream, or a list: stream k's the k-th (the runtime's comma list), the last for the streams past it.
+  if (packetR && typeof packetR.value !== "number" && !Array.isArray(packetR.value)) packetR.fail("SCN1003", "expected a size in bytes, or a list of them (one per CC stream)");
   const ccDmaPacketBytes = packetR && (Array.isArray(packetR.value) ? packetR.items(MAX_STREAMS).map((x) => x.int(MIN_CC_PACKET_BYTES, MAX_DESC_BYTES)) : [packetR.int(MIN_CC_PACKET_BYTES, MAX_DESC_BYTES)]);
   if (packetR && ccDmaPacketBytes!.length === 0) packetR.fail("SCN1012", "must give at least one size");
   const seed = r.opt("seed")?.int(0) ?? 1;

@@ -46,7 +46,7 @@ describe("ccDmaPacketBytes in a scenario", () => {
     expect(refusal(() => parseScenario("s.json", { ...base, ccDmaPacketBytes: [4096, 65537] })).render()).toMatch(/^s\.json: ccDmaPacketBytes\[1\]: .*\[SCN1005\]$/);
     expect(refusal(() => parseScenario("s.json", { ...base, ccDmaPacketBytes: [] })).render()).toMatch(/^s\.json: ccDmaPacketBytes: must give at least one size .*\[SCN1012\]$/);
     expect(refusal(() => parseScenario("s.json", { ...base, ccDmaPacketBytes: [4096, 4096, 4096, 4096, 4096] })).render()).toMatch(/^s\.json: ccDmaPacketBytes: /);
-    expect(refusal(() => parseScenario("s.json", { ...base, ccDmaPacketBytes: "4K" })).render()).toMatch(/^s\.json: ccDmaPacketBytes: .*\[SCN1003\]$/);
+    expect(refusal(() => parseScenario("s.json", { ...base, ccDmaPacketBytes: "4K" })).render()).toMatch(/^s\.json: ccDmaPacketBytes: expected a size in bytes, or a list of them \(one per CC stream\) \(value: "4K"\) \[SCN1003\]$/);
   });
 
   it("an op's packet is its stream's (the last size for the streams past the list), within the preset's descriptor cap", () => {
