@@ -61,7 +61,7 @@ export interface HloCollective {
   readonly opcode: string;
   readonly op: HloCollectiveOp;
   readonly computation: string;
-  /** The arrays it moves: its operands (for collective-permute, the first). */
+  /** The arrays it moves: its operands (for collective-permute, the first; in place, its slice_sizes slice of it). */
   readonly operands: readonly ArrayShape[];
   /** Its replica groups as printed (ids in `mode`), or undefined for `{}` / none: every id. */
   readonly groups?: readonly (readonly number[])[];
@@ -416,6 +416,19 @@ function collectiveOf(file: string, comp: Computation, ins: Instr, comps: Readon
     const ref = comp.byName.get(o.replace(/^%/, ""));
     if (!ref) fail(`operand '${o}' is not an instruction of computation ${comp.name}`);
     for (const a of ref!.shape) operands.push(a);
+  }
+  // XLA's in-place form, collective-permute(input, output, input_offsets, output_offsets) with
+  // slice_sizes: each pair moves a slice of the input, not the whole of it (the largest slice, where
+  // they differ: a permute's pairs move at once).
+  const slices = op === "collective-permute" && ins.operands.length === 4 ? ins.attrs.get("slice_sizes") : undefined;
+  if (slices !== undefined) {
+    const lists = parseIdLists(slices, fail);
+    const a = operands[0];
+    if (lists.length === 0 || operands.length !== 1 || a === undefined) fail(`slice_sizes ${slices}: one slice of one array was expected`);
+    const sizes = lists.map((l) => l.reduce((x, y) => x * y, 1));
+    const k = sizes.indexOf(Math.max(...sizes));
+    if (sizes[k]! > a!.elements) fail(`slice_sizes ${slices}: a slice of ${sizes[k]} elements is larger than its input ${a!.text}`);
+    operands[0] = { type: a!.type, elements: sizes[k]!, text: `${a!.type}[${lists[k]!.join(",")}]` };
   }
   const groupsText = ins.attrs.get("replica_groups");
   const groups = groupsText === undefined ? undefined : parseGroups(groupsText, fail);

@@ -153,6 +153,26 @@ ENTRY e {
     expect(by("cp").pairs).toEqual([[0, 1], [1, 0]]);
   });
 
+  it("an in-place collective-permute (input, output, offsets; slice_sizes) moves its slice of the input, the largest where they differ", () => {
+    const body = [
+      "  q = f32[128,32]{1,0} parameter(1)",
+      "  out = f32[128,128]{1,0} parameter(2)",
+      "  z = s32[] constant(0)",
+      "  o1 = (s32[], s32[]) tuple(z, z)",
+      "  cp = f32[128,128]{1,0} collective-permute(q, out, o1, o1), channel_id=3, source_target_pairs={{0,1},{1,2},{2,3}}, slice_sizes={{64,32}}",
+      "  cps = (f32[128,32]{1,0}, f32[128,128]{1,0}, u32[], u32[]) collective-permute-start(f32[128,32]{1,0} q, f32[128,128]{1,0} out, (s32[], s32[]) o1, (s32[], s32[]) o1), source_target_pairs={{0,1},{1,0}}, slice_sizes={{16,32},{128,8}}",
+      "  whole = f32[128,32]{1,0} collective-permute(q), source_target_pairs={{0,1}}",
+    ].join("\n");
+    const n = parseHlo("inplace", mod(body));
+    const by = (name: string) => n.collectives.find((c) => c.c.name === name)!.c;
+    expect(by("cp").operands).toEqual([{ type: "f32", elements: 64 * 32, text: "f32[64,32]" }]);
+    expect(by("cps").operands).toEqual([{ type: "f32", elements: 128 * 8, text: "f32[128,8]" }]);
+    expect(by("whole").operands).toEqual([expect.objectContaining({ elements: 128 * 32 })]);
+    for (const [slices, msg] of [["{{256,32}}", /a slice of 8192 elements is larger than its input f32\[128,32\]/], ["{}", /one slice of one array was expected/], ["{{64,x}}", /unknown id list syntax/]] as const) {
+      expect(() => parseHlo("bad.txt", mod(body.split("\n").slice(0, 4).join("\n") + `\n  cp = f32[128,128]{1,0} collective-permute(q, out, o1, o1), source_target_pairs={{0,1}}, slice_sizes=${slices}`))).toThrow(msg);
+    }
+  });
+
   it("/*index=N*/ comments, which XLA writes into long tuples and operand lists, are read past (not inside strings)", () => {
     const six = Array.from({ length: 6 }, (_, i) => `${i === 5 ? "/*index=5*/" : ""}f32[64]{0}`).join(", ");
     const ops = Array.from({ length: 6 }, (_, i) => `${i === 5 ? "/*index=5*/" : ""}f32[64]{0} p`).join(", ");
