@@ -105,11 +105,12 @@ export function hierStages(
       // The stage gates see every algorithm the preset supports (the scenario's allowed set picks HIER itself).
       const inp = { scn: { ...scn, allowedAlgorithms: undefined }, spec, channels, chunkBytes };
       const c = commContext(inp, comm.groups[0]!);
+      const copyBytes = opPacketBytes(spec, scn, op);
       const limits = {
         kangaring: () => kangaringLayout(comm.groups[0]!, (r) => info[r]!.device),
         meshEngines: meshEngines(spec, channels, slices > 1 ? 4 : 3),
-        reduceSliceBytes: opReduceSlice(spec, op.dtype, op.priorityClass, opPacketBytes(spec, scn, op)),
-        copyBytes: opPacketBytes(spec, scn, op),
+        reduceSliceBytes: opReduceSlice(spec, op.dtype, op.priorityClass, copyBytes),
+        copyBytes,
       };
       const gates = runGates(initComm(c, () => {}), c, spec, stageType, bytes, limits, esize);
       const can = (a: EncAlgType) => gates.some((x) => x.gate === algorithmEntry(a).gate && x.verdict.ok);

@@ -16,8 +16,8 @@ import { countUnits, streamPass, type CountJob, type FeedRunner, type FeedSource
 import type { DeviceSig } from "../encd/fold.ts";
 import { InternalError } from "../ir/errors.ts";
 import { opEntry } from "../ir/ops.ts";
-import { opReduceSlice } from "../enc/gates.ts";
-import { DESC_BYTES } from "../encd/udma.ts";
+import { opPacketBytes, opReduceSlice } from "../enc/gates.ts";
+import { DESC_BYTES, MAX_DESC_BYTES } from "../encd/udma.ts";
 import { DescPages } from "../encd/pages.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { errorData, moduleWorker, revive, type ErrorData } from "./parallel.ts";
@@ -120,7 +120,9 @@ export function threadFeed(minDescriptors = THREAD_MIN_DESCRIPTORS, opts: Thread
       // at 1 GiB.)
       const estimate = opIndices.reduce((n, i) => {
         const op = scn.ops[i]!;
-        const each = opEntry(op.op).reduces ? opReduceSlice(spec, op.dtype, op.priorityClass) / 4 : COPY_BYTES_PER_DESCRIPTOR;
+        // (A CC DMA packet below 64 KiB cuts either finer.)
+        const packet = opPacketBytes(spec, scn, op);
+        const each = opEntry(op.op).reduces ? opReduceSlice(spec, op.dtype, op.priorityClass, packet) / 4 : (COPY_BYTES_PER_DESCRIPTOR * packet) / MAX_DESC_BYTES;
         return n + (op.bytes * scn.ranks) / each;
       }, 0);
       if (!booted && usable() && estimate >= minDescriptors) booted = start();
