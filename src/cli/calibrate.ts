@@ -86,7 +86,8 @@ time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
 --from FILE...: fit a preset to your own measurements. FILE is an nccom-test console log (its
 command line first, nccom-test <op> -r N ..., then the table; either era: integer time(us) and
 GiB/s, or time:avg(us) and GB/s), or a --report-to-json-file report with --command "..." (the
-command that wrote it). The fit starts from --instance (default trn1; a name or a preset file),
+command that wrote it). Variables a command line sets before nccom-test are read as npm run
+nccom reads the environment (NEURON_RT_DBG_CC_DMA_PACKET_SIZE=4096 nccom-test ...). The fit starts from --instance (default trn1; a name or a preset file),
 moves its fixed costs (topsp.launchPs, host.*) and device parameters (rates, latencies, channel
 and engine counts) within bounds, and writes the complete preset to --out (its name is the file's)
 with a source note on every moved field; prints the error before and after, and cross-validated

@@ -32,6 +32,8 @@ export interface Series {
   readonly devicesDir?: string;
   /** nccom-test's arguments, file arguments made absolute, output flags left out. */
   readonly argv: readonly string[];
+  /** The variables its command line set (`MeasuredLog.env`): the runtime's that nccom reads count. */
+  readonly env: Readonly<Record<string, string>>;
   readonly era: MeasuredLog["era"];
   readonly file: string;
   readonly command: string;
@@ -67,7 +69,7 @@ export function seriesOf(log: MeasuredLog, instance: string, id: string, devices
   let parsed: ReturnType<typeof parseNccomArgs>;
   try {
     // (The series runs on `instance`: an --instance in the log's command gives way to it.)
-    parsed = parseNccomArgs([...withoutFlags(argv, ["--instance"]), "--instance", instance], {}, devicesDir);
+    parsed = parseNccomArgs([...withoutFlags(argv, ["--instance"]), "--instance", instance], log.env, devicesDir);
   } catch (e) {
     // The command's own faults (bad flags, a scenario the flags build); anything else is ours.
     if (e instanceof CcsimError || e instanceof UsageError) throw new LogError(log.file, 1, `the command line does not run here: ${e instanceof CcsimError ? e.render() : e.message}`, log.argv.join(" "));
@@ -85,7 +87,8 @@ export function seriesOf(log: MeasuredLog, instance: string, id: string, devices
     }
   }
   const points = rows.map((r) => ({ bytes: r.bytes, timeUs: r.timeUs, line: r.line, ...(r.algorithm ? { algorithm: r.algorithm } : {}) }));
-  return { id, instance, ...(devicesDir ? { devicesDir } : {}), argv, era: log.era, file: log.file, command: `nccom-test ${log.argv.join(" ")}`, points };
+  const vars = Object.entries(log.env).map(([k, v]) => `${k}=${v} `).join("");
+  return { id, instance, ...(devicesDir ? { devicesDir } : {}), argv, env: log.env, era: log.era, file: log.file, command: `${vars}nccom-test ${log.argv.join(" ")}`, points };
 }
 
 
@@ -112,7 +115,7 @@ const POINT_FLAGS = ["-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor
 
 /** A point's scenario: the command at that size, timing only. */
 export function pointScenario(s: Series, bytes: number): Scenario {
-  const a = parseNccomArgs([...withoutFlags(s.argv, POINT_FLAGS), "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], {}, s.devicesDir);
+  const a = parseNccomArgs([...withoutFlags(s.argv, POINT_FLAGS), "--instance", s.instance, "-b", String(bytes), "-e", String(bytes)], s.env, s.devicesDir);
   if (a === "help") throw new Error("help");
   return sweepPoint({ file: s.id, json: a.scenario, flags: "" }, a.op, a.run.dtype, bytes, "none");
 }

@@ -24,6 +24,8 @@ export interface MeasuredLog {
   readonly file: string;
   /** The command line's arguments after `nccom-test`. */
   readonly argv: readonly string[];
+  /** Variables the command line sets before `nccom-test` (`NEURON_RT_DBG_CC_DMA_PACKET_SIZE=4096 nccom-test ...`). */
+  readonly env: Readonly<Record<string, string>>;
   readonly era: Era;
   /** Bytes of the bandwidth columns' GB: 1e9 (newer) or 2^30 (older). */
   readonly gb: number;
@@ -75,6 +77,7 @@ export function parseConsoleLog(file: string, text: string): MeasuredLog {
   const at = cmd.findIndex((w) => /(^|\/)nccom-test$/.test(w));
   if (at < 0) throw new LogError(file, i + 1, "the first line must be the nccom-test command line (nccom-test <op> -r N ...)", lines[i]!.trim().slice(0, 80));
   const argv = cmd.slice(at + 1);
+  const env = envOf(cmd.slice(0, at));
   i++;
   const tables: MeasuredRow[][] = [];
   let era: Era | undefined;
@@ -121,7 +124,7 @@ export function parseConsoleLog(file: string, text: string): MeasuredLog {
     tables.push(rows);
   }
   if (!era) throw new LogError(file, lines.length, "no table after the command line");
-  const log: MeasuredLog = { file, argv, era, gb: era === "older" ? 2 ** 30 : 1e9, tables };
+  const log: MeasuredLog = { file, argv, env, era, gb: era === "older" ? 2 ** 30 : 1e9, tables };
   checkBandwidths(log);
   return log;
 }
@@ -153,9 +156,19 @@ export function parseJsonReport(file: string, text: string, command: string): Me
     if (!dtype) throw new LogError(file, 0, `results[${k}].type must be one of ${DTYPES.join(", ")}`, r?.["type"]);
     return { bytes: num("size(B)", true), count: num("count(elems)", true), dtype, timeUs: num("time:avg(us)", true), algbw: num("algbw(GB/s)", false), busbw: num("busbw(GB/s)", false), line: 0 };
   });
-  const log: MeasuredLog = { file, argv: at >= 0 ? cmd.slice(at + 1) : cmd, era: "newer", gb: 1e9, tables: [rows] };
+  const log: MeasuredLog = { file, argv: at >= 0 ? cmd.slice(at + 1) : cmd, env: envOf(at >= 0 ? cmd.slice(0, at) : []), era: "newer", gb: 1e9, tables: [rows] };
   checkBandwidths(log);
   return log;
+}
+
+/** The `NAME=value` words a command line sets before its command (a shell's prompt or a launcher's words are not). */
+function envOf(words: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const w of words) {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(w);
+    if (m) env[m[1]!] = m[2]!;
+  }
+  return env;
 }
 
 /** algbw must be size / time in the era's unit (printed to two decimals): a table whose figures disagree is not this era's. */
