@@ -71,6 +71,7 @@ environment:
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold, --no-fastforward,
+  --cc-dma-packet N[,N...] (as NEURON_RT_DBG_CC_DMA_PACKET_SIZE, over it),
   --log-level LEVEL, --dump-scenario (print the scenario the flags build, at the first size, and stop; stderr
   says the npm run sim flags that run the sweep from it),
   --shard I/N|auto --out F (run shard I of N of the sizes, write a partial; auto: Slurm job array or

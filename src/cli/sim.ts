@@ -64,6 +64,10 @@ options:
                        each op's time moves by the difference. It depends on the runtime version
                        (1 us to 146 us on trn1's published tables; docs/device-model.md §6):
                        nccom-test's time at its smallest size minus the simulated one measures it
+  --cc-dma-packet N[,N...]  the runtime's CC DMA packet size in bytes (64 to 65536), one for every
+                       CC stream or one per stream, instead of the scenario's ccDmaPacketBytes
+                       (default 64 KiB): copies are cut at it, CCE packets no larger; an engine
+                       switches queues between packets, so a stream of smaller ones gets less of it
   --no-fold            simulate every pod of a timing-only run (by default a program of several
                        nodes — pods on UltraServers — whose pods run alike programs simulates pod 0
                        alone, the same times; --explain says which ran and why; --stats then
@@ -212,7 +216,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     // --instance: a preset name, or a preset file (its folder becomes the presets folder).
     const where = args.instance === undefined ? undefined : resolveInstance(args.instance, args.devices);
     if (where) args = { ...args, devices: where.dir };
-    const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed, instance: where?.instance });
+    const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed, instance: where?.instance, ccDmaPacketBytes: args.ccDmaPacketBytes });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
     // (Before anything runs: no output goes over a file the run reads, the preset included.)

@@ -7,6 +7,8 @@ import { parseSize, SizeError, sweepSizes } from "../ir/sizes.ts";
 
 import { UsageError } from "../ir/errors.ts";
 import { parseShardFlag, type ShardSpec } from "../run/shard.ts";
+import { MAX_STREAMS, MIN_CC_PACKET_BYTES } from "../scenario/scenario.ts";
+import { MAX_DESC_BYTES } from "../encd/udma.ts";
 
 export { UsageError };
 
@@ -51,6 +53,8 @@ export interface Args {
   noFold: boolean;
   /** --no-fastforward: run every event of a timing-only run, no period skipped once its state repeats. */
   noFastForward: boolean;
+  /** --cc-dma-packet: the scenario's CC DMA packet sizes (`ccDmaPacketBytes`) instead of its own. */
+  ccDmaPacketBytes?: number[] | undefined;
   /** --shard I/N or auto: run one shard of the sweep's sizes and write a partial (--out). */
   shard?: ShardSpec | "auto" | undefined;
   /** --shards N: the shard count under a Kubernetes Indexed Job (--shard auto). */
@@ -72,6 +76,20 @@ export function flagValue(argv: readonly string[], i: number, flag: string): str
 export function intFlag(v: string, flag: string, lo: number): number {
   if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v)) || Number(v) < lo) throw new UsageError(`${flag} must be an integer >= ${lo}, not "${v}"`);
   return Number(v);
+}
+
+/**
+ * CC DMA packet sizes as the runtime's NEURON_RT_DBG_CC_DMA_PACKET_SIZE takes them (and
+ * --cc-dma-packet): bytes, or a comma list of them, one per CC stream (a scenario's
+ * `ccDmaPacketBytes`); `name` says where they were given.
+ */
+export function packetSizes(v: string, name: string): number[] {
+  const sizes = v.split(",").map((x) => x.trim());
+  if (sizes.length > MAX_STREAMS) throw new UsageError(`${name} "${v}": ${sizes.length} sizes, one per CC stream, and a rank has ${MAX_STREAMS}`);
+  return sizes.map((x) => {
+    if (!/^\d+$/.test(x) || Number(x) < MIN_CC_PACKET_BYTES || Number(x) > MAX_DESC_BYTES) throw new UsageError(`${name} "${v}": "${x}" is not a packet size in bytes from ${MIN_CC_PACKET_BYTES} to ${MAX_DESC_BYTES} (64 KiB, the default and the most)`);
+    return Number(x);
+  });
 }
 
 /** The longest fixed cost a preset may give (1 ms, in us). */
@@ -150,6 +168,9 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
       return 1;
     case "--launch-us":
       a.launchPs = usFlag(value(), t, LAUNCH_US_MAX);
+      return 1;
+    case "--cc-dma-packet":
+      a.ccDmaPacketBytes = packetSizes(value(), t);
       return 1;
     case "--log-level":
       a.logLevel = oneOfFlag(value(), t, LEVELS);

@@ -8,12 +8,11 @@ import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
 import { collectiveScenario } from "../run/collective.ts";
 import type { StreamPlan } from "../run/overrides.ts";
 import { parseScenario } from "../scenario/index.ts";
-import { MAX_STREAMS, MIN_CC_PACKET_BYTES } from "../scenario/scenario.ts";
-import { MAX_DESC_BYTES } from "../encd/udma.ts";
+import { MAX_STREAMS } from "../scenario/scenario.ts";
 import { opEntry } from "../ir/ops.ts";
 import { opSweepSizes } from "../run/sweep.ts";
 import { alltoallvMetadata, gatherMetadata, groupsOf, pairsOf, readJsonFile } from "./nccom-files.ts";
-import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
+import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, packetSizes, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
 
 /** nccom-test's op names and aliases, and the scenario op each runs as. */
 export const NCCOM_OPS: Readonly<Record<string, OpName>> = {
@@ -60,21 +59,6 @@ const UNREAD_ENV: readonly (readonly [string, string])[] = [
   ["NEURON_RT_DBG_INTRA_RDH_CHANNEL_BUFFER_SIZE", "intra-node RDH's channel buffers are sized as the composer sizes them"],
   ["NEURON_RT_RANKS_PER_NETWORK_PROXY", "the network proxies are placed as the composer places them (docs/device-model.md §6c)"],
 ];
-
-/**
- * NEURON_RT_DBG_CC_DMA_PACKET_SIZE: the runtime's CC DMA packet size in bytes, or a comma list of
- * them, one per CC stream (the scenario's `ccDmaPacketBytes`); undefined when not set.
- */
-function ccPacketSizes(v: string | undefined): number[] | undefined {
-  if (v === undefined || v.trim() === "") return undefined;
-  const name = "NEURON_RT_DBG_CC_DMA_PACKET_SIZE";
-  const sizes = v.split(",").map((x) => x.trim());
-  if (sizes.length > MAX_STREAMS) throw new UsageError(`${name} "${v}": ${sizes.length} sizes, one per CC stream, and a rank has ${MAX_STREAMS}`);
-  return sizes.map((x) => {
-    if (!/^\d+$/.test(x) || Number(x) < MIN_CC_PACKET_BYTES || Number(x) > MAX_DESC_BYTES) throw new UsageError(`${name} "${v}": "${x}" is not a packet size in bytes from ${MIN_CC_PACKET_BYTES} to ${MAX_DESC_BYTES} (64 KiB, the default and the most)`);
-    return Number(x);
-  });
-}
 
 /** The most coalesced ops: ccsim runs each on a CC stream of its own, and a rank has four (NEC_MAX_STREAM_N). */
 const MAX_COALESCED = 4;
@@ -321,8 +305,10 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     ...(stats ? { timeEach: true } : {}),
   });
   const scenario = built.scenario;
-  const packets = ccPacketSizes(env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"]);
-  if (packets) scenario["ccDmaPacketBytes"] = packets;
+  // NEURON_RT_DBG_CC_DMA_PACKET_SIZE: the runtime's CC DMA packet size (--cc-dma-packet, a run's override, over it).
+  const packetEnv = env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"];
+  if (packetEnv !== undefined && packetEnv.trim() !== "") scenario["ccDmaPacketBytes"] = packetSizes(packetEnv, "NEURON_RT_DBG_CC_DMA_PACKET_SIZE");
+  if (run.ccDmaPacketBytes) scenario["ccDmaPacketBytes"] = run.ccDmaPacketBytes;
   // The runtime's other debugging knobs of collectives: set for an experiment, so said to be unread.
   for (const [name, why] of UNREAD_ENV) if (env[name] !== undefined && env[name] !== "") ignored.push(`${name}=${env[name]} ignored (${why})`);
   run.devices = built.devicesDir;

@@ -13,6 +13,8 @@ export interface Overrides {
   readonly seed?: number | undefined;
   /** --instance: another device preset's name. */
   readonly instance?: string | undefined;
+  /** --cc-dma-packet: CC DMA packet sizes, one or one per stream (`ccDmaPacketBytes`). */
+  readonly ccDmaPacketBytes?: readonly number[] | undefined;
 }
 
 type Json = Record<string, unknown>;
@@ -111,6 +113,10 @@ export function withOverrides(src: ScenarioSource, o: Overrides): ScenarioSource
   if (o.instance !== undefined && o.instance !== json["instance"]) {
     json["instance"] = o.instance;
     flags.push(`--instance ${o.instance}`);
+  }
+  if (o.ccDmaPacketBytes !== undefined) {
+    json["ccDmaPacketBytes"] = o.ccDmaPacketBytes;
+    flags.push(`--cc-dma-packet ${o.ccDmaPacketBytes.join(",")}`);
   }
   return { ...src, json, flags: flags.join(" ") };
 }

@@ -14,7 +14,11 @@ import { parseDeviceSpec } from "../../src/scenario/device.ts";
 import { runScenario } from "../../src/run/pipeline.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { refusal, trn1 } from "../helpers.ts";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { main as simMain } from "../../src/cli/sim.ts";
+import { main as nccomMain } from "../../src/cli/nccom.ts";
 
 const silent = pino({ level: "silent" });
 const base = { name: "p", instance: "trn1", ranks: 8, ranksPerDevice: 2, check: "values", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32" }] };
@@ -117,5 +121,33 @@ describe("the descriptors of an op with a CC DMA packet", () => {
       }),
       { numRuns: 12, seed: 4242 },
     );
+  });
+});
+
+describe("--cc-dma-packet", () => {
+  it("sets the scenario's packets on npm run sim and npm run nccom (over NEURON_RT_DBG_CC_DMA_PACKET_SIZE), and names a wrong one", () => {
+    const sim = (argv: string[]) => {
+      let out = "";
+      let err = "";
+      const code = simMain(argv, (x) => (out += x), (x) => (err += x));
+      return { code, out, err };
+    };
+    // The flag runs the scenario as the file with the field would: the same results, and not the file's own.
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-packet-"));
+    const file = join(dir, "s.json");
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync("scenarios/streams4.json", "utf8")), ccDmaPacketBytes: [65536, 4096] }));
+    const results = (argv: string[]) => JSON.parse(sim([...argv, "--check", "none", "--json"]).out) as { results: unknown[]; concurrent: unknown };
+    const flagged = results(["scenarios/streams4.json", "--cc-dma-packet", "65536,4096"]);
+    const { scenario: _a, ...fromFlag } = flagged as unknown as Record<string, unknown>;
+    const { scenario: _b, ...fromFile } = results([file]) as unknown as Record<string, unknown>;
+    expect(fromFlag).toEqual(fromFile);
+    expect(flagged.concurrent).not.toEqual(results(["scenarios/streams4.json"]).concurrent);
+    rmSync(dir, { recursive: true, force: true });
+    const bad = sim(["scenarios/streams4.json", "--cc-dma-packet", "65536,1"]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/^ccsim: --cc-dma-packet "65536,1": "1" is not a packet size in bytes from 64 to 65536/);
+    let dumped = "";
+    expect(nccomMain(["allr", "-r", "8", "-b", "1M", "--cc-dma-packet", "8192", "--dump-scenario"], (x) => (dumped += x), () => {}, { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "4096" })).toBe(0);
+    expect(JSON.parse(dumped).ccDmaPacketBytes).toEqual([8192]);
   });
 });
