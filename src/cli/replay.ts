@@ -6,7 +6,7 @@ import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts
 import { defaultJobs } from "../run/parallel.ts";
 import { HloError, parseHlo } from "../replay/hlo.ts";
 import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan } from "../replay/replay.ts";
-import { flagValue, intFlag, UsageError } from "../command/args.ts";
+import { flagValue, intFlag, packetSizes, UsageError } from "../command/args.ts";
 import { EXIT } from "./sim.ts";
 import { checkOnce } from "../command/nccom.ts";
 import { asCommand } from "./entry.ts";
@@ -14,7 +14,7 @@ import { readTextFile } from "../scenario/text-file.ts";
 
 const HELP = `ccsim replay: the collectives of an XLA HLO module, replayed on device presets
 
-usage: npm run replay -- MODULE.txt [--instance NAME[,NAME...]] [--ranks N] [--nodes N] [--json] [--top K]
+usage: npm run replay -- MODULE.txt [--instance NAME[,NAME...]] [--ranks N] [--nodes N] [--json] [--top K] [--cc-dma-packet N]
 
 MODULE.txt is an HLO text module as frameworks dump it (XLA_FLAGS="--xla_dump_to=DIR
 --xla_dump_hlo_as_text"; torch-xla's SyncTensorsGraph.N, JAX's jit_...). Its all-reduce,
@@ -31,6 +31,8 @@ backend config; once, with a warning, when unknown).
   --json                     the same as JSON
   -j, --jobs N               threads (default: the machine's cores; at most 4 a core)
   --devices DIR              the presets folder (default devices/)
+  --cc-dma-packet N          the runtime's CC DMA packet size in bytes, 64 to 65536 (default: the
+                             variable NEURON_RT_DBG_CC_DMA_PACKET_SIZE, else 64 KiB; npm run sim -- --help)
 
 The total is the collectives of one step in program order on one stream: each collective's time as
 nccom-test would print it (fixed costs included), summed. Overlap with compute, with each other or
@@ -48,9 +50,11 @@ interface ReplayArgs {
   readonly top: number;
   readonly jobs: number;
   readonly devices: string;
+  /** The runtime's CC DMA packet sizes (--cc-dma-packet, else NEURON_RT_DBG_CC_DMA_PACKET_SIZE). */
+  readonly packets?: readonly number[];
 }
 
-function parseArgs(argv: readonly string[]): ReplayArgs | "help" {
+function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ReplayArgs | "help" {
   checkOnce(argv);
   let file: string | undefined;
   let instances = ["trn1"];
@@ -60,6 +64,8 @@ function parseArgs(argv: readonly string[]): ReplayArgs | "help" {
   let top = 5;
   let jobs = defaultJobs();
   let devices = DEFAULT_DEVICES_DIR;
+  const packetEnv = env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"];
+  let packets = packetEnv !== undefined && packetEnv.trim() !== "" ? packetSizes(packetEnv, "NEURON_RT_DBG_CC_DMA_PACKET_SIZE") : undefined;
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = () => flagValue(argv, i++, t);
@@ -97,6 +103,9 @@ function parseArgs(argv: readonly string[]): ReplayArgs | "help" {
       case "--devices":
         devices = resolve(value());
         break;
+      case "--cc-dma-packet":
+        packets = packetSizes(value(), t);
+        break;
       default:
         if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
         if (file !== undefined) throw new UsageError(`one module at a time (got ${file} and ${t})`);
@@ -104,7 +113,7 @@ function parseArgs(argv: readonly string[]): ReplayArgs | "help" {
     }
   }
   if (file === undefined) throw new UsageError("no HLO module given");
-  return { file, instances, ...(ranks !== undefined ? { ranks } : {}), nodes, json, top, jobs, devices };
+  return { file, instances, ...(ranks !== undefined ? { ranks } : {}), nodes, json, top, jobs, devices, ...(packets ? { packets } : {}) };
 }
 
 /** Each instance's label: the preset's name (a preset file's name without .json). */
@@ -116,12 +125,12 @@ function labels(instances: readonly string[], devices: string): string[] {
   });
 }
 
-export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): number {
+export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env): number {
   let a: ReplayArgs | "help";
   let plan: ReplayPlan;
   let names: string[];
   try {
-    a = parseArgs(argv);
+    a = parseArgs(argv, env);
     if (a === "help") {
       out(HELP);
       return EXIT.OK;
@@ -143,7 +152,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   let cells: ReplayCell[][];
   try {
-    cells = runReplay(plan, a.instances, a.devices, a.jobs);
+    cells = runReplay(plan, a.instances, a.devices, a.jobs, a.packets);
   } catch (e) {
     if (!(e instanceof ReplayRunError)) throw e;
     err(`replay: ${e.message}\n`);

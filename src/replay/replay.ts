@@ -280,7 +280,8 @@ export class ReplayRunError extends Error {
  * per preset, on `jobs` threads. A row the preset refuses, or that hangs, is an error naming its
  * instruction and line.
  */
-export function runReplay(plan: ReplayPlan, instances: readonly string[], devicesDir: string, jobs: number): ReplayCell[][] {
+/** `packets`: the runtime's CC DMA packet sizes (a scenario's `ccDmaPacketBytes`), if not its default. */
+export function runReplay(plan: ReplayPlan, instances: readonly string[], devicesDir: string, jobs: number, packets?: readonly number[]): ReplayCell[][] {
   const cells: (ReplayCell | undefined)[][] = plan.rows.map(() => instances.map(() => undefined));
   const inputs: SweepTask[] = [];
   const at: [number, number][] = [];
@@ -304,6 +305,7 @@ export function runReplay(plan: ReplayPlan, instances: readonly string[], device
           ...(row.pairs ? { pairs: row.pairs } : {}),
           ...(row.reduce ? { reduce: row.reduce } : {}),
         });
+        if (packets) built.scenario["ccDmaPacketBytes"] = packets;
         const key = `${built.devicesDir}/${built.instance}`;
         if (!specs.has(key)) specs.set(key, loadDevice(built.instance, built.devicesDir));
         const scenario = sweepPoint({ file: `${plan.module.file}:${row.line}`, json: built.scenario, flags: "" }, row.op, row.dtype, row.bytes, "none");

@@ -10,10 +10,10 @@ import { EXIT } from "../../src/cli/sim.ts";
 import { parseHlo } from "../../src/replay/hlo.ts";
 import { planReplay } from "../../src/replay/replay.ts";
 
-function run(args: string[]): { code: number; out: string; err: string } {
+function run(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
   let out = "";
   let err = "";
-  const code = replay(args, (s) => (out += s), (s) => (err += s));
+  const code = replay(args, (s) => (out += s), (s) => (err += s), env);
   return { code, out, err };
 }
 
@@ -36,6 +36,31 @@ interface JsonRow {
 }
 
 describe("npm run replay", () => {
+  it("--cc-dma-packet (else NEURON_RT_DBG_CC_DMA_PACKET_SIZE) runs every row at that packet, as npm run nccom does", () => {
+    const rows = (r: { code: number; out: string }) => {
+      expect(r.code).toBe(EXIT.OK);
+      return (JSON.parse(r.out) as { collectives: JsonRow[] }).collectives;
+    };
+    const whole = rows(run([LAYER, "--json", "-j", "1"]));
+    const small = rows(run([LAYER, "--json", "-j", "1", "--cc-dma-packet", "1024"]));
+    expect(rows(run([LAYER, "--json", "-j", "1"], { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "1024" }))).toEqual(small);
+    expect(rows(run([LAYER, "--json", "-j", "1", "--cc-dma-packet", "1024"], { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "65536" }))).toEqual(small);
+    const big = small.findIndex((c, k) => c.timeUs.trn1! > 1.2 * whole[k]!.timeUs.trn1!);
+    expect(big).toBeGreaterThanOrEqual(0);
+    const c = small[big]!;
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-replay-packet-"));
+    try {
+      const groups = join(dir, "g.json");
+      writeFileSync(groups, JSON.stringify(c.groups));
+      let out = "";
+      expect(nccom([NCCOM_OP[c.op]!, "-r", "16", "-b", String(c.bytes), "-e", String(c.bytes), "-d", c.dtype, "--custom-replica-groups", groups, "--json"], (x) => (out += x), () => {}, { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "1024" })).toBe(EXIT.OK);
+      expect(JSON.parse(out).results[0].timeUs.toFixed(2)).toBe(c.timeUs.trn1!.toFixed(2));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(run([LAYER, "--cc-dma-packet", "65537"]).err).toMatch(/^replay: --cc-dma-packet "65537": "65537" is not a packet size in bytes from 64 to 65536/);
+  });
+
   it("the realistic module (TP 8 x DP 2, 4 layers forward and backward): every row's time is npm run nccom's for the same collective", () => {
     const r = run([LAYER, "--instance", "trn1", "--json", "-j", "1"]);
     expect(r.code).toBe(EXIT.OK);
