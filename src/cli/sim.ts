@@ -177,6 +177,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return EXIT.OK;
   }
   const file = args.scenario;
+  // (The runtime's variable is npm run nccom's and replay's: a scenario says its own packet.)
+  if (style.env?.["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"] && args.ccDmaPacketBytes === undefined) err(`ccsim: NEURON_RT_DBG_CC_DMA_PACKET_SIZE is not read by npm run sim: the scenario's ccDmaPacketBytes sets the packet, or --cc-dma-packet ${style.env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"]}\n`);
   return runSource(args, () => loadScenarioSource(file).source, out, err, hooks, { command: { tool: "sim", argv }, ...style, inputs: [["the scenario", file], ...(style.inputs ?? [])] });
 }
 
@@ -363,7 +365,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
   }
 }
 
-asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progress: true }));
+asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progress: true, env: process.env }));
 
 /**
  * --explain: for each op of several pods, whether one pod stood for all and why (see

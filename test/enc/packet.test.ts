@@ -146,6 +146,10 @@ describe("--cc-dma-packet", () => {
     const bad = sim(["scenarios/streams4.json", "--cc-dma-packet", "65536,1"]);
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/^ccsim: --cc-dma-packet "65536,1": "1" is not a packet size in bytes from 64 to 65536/);
+    // npm run sim reads the scenario, not the runtime's variable: it says so when the variable is set.
+    let said = "";
+    simMain(["scenarios/ring8.json", "-b", "1K", "-e", "1K", "--check", "none"], () => {}, (x) => (said += x), {}, { env: { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "4096" } });
+    expect(said).toContain("ccsim: NEURON_RT_DBG_CC_DMA_PACKET_SIZE is not read by npm run sim: the scenario's ccDmaPacketBytes sets the packet, or --cc-dma-packet 4096");
     let dumped = "";
     expect(nccomMain(["allr", "-r", "8", "-b", "1M", "--cc-dma-packet", "8192", "--dump-scenario"], (x) => (dumped += x), () => {}, { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "4096" })).toBe(0);
     expect(JSON.parse(dumped).ccDmaPacketBytes).toEqual([8192]);
