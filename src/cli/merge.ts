@@ -29,16 +29,19 @@ progress lines an op of more than two seconds writes to stderr as it runs are no
 
 Refused, with the file and the reason, nothing written (exit 1): a shard missing or given twice,
 shards that overlap, partials of different commands, ccsim builds (the version and a hash of the
-sources: shards and merge run one checkout), presets or shard counts, a partial that was truncated
+sources: shards and merge run one checkout), presets, shard counts or runtime variables (nccom's
+NEURON_LOGICAL_NC_CONFIG and NEURON_RT_DBG_CC_DMA_PACKET_SIZE, which a partial records and the
+merge reads the command line with), a partial that was truncated
 or edited (each carries a checksum of its content; in a partial edited and checksummed again,
 results the command cannot read, a shard or count of pieces out of range, and a command line that
 holds a shard's own flags or --trace are refused too).
 `;
 
-type Tool = (argv: readonly string[], out: (s: string) => void, err: (s: string) => void, results: readonly unknown[], preset: string) => number;
+type Tool = (argv: readonly string[], out: (s: string) => void, err: (s: string) => void, results: readonly unknown[], preset: string, env: Readonly<Record<string, string>>) => number;
 
 const TOOLS: Readonly<Record<string, Tool>> = {
-  nccom: (argv, out, err, results, preset) => nccomMain(argv, out, err, {}, false, { results: results as SweepTaskResult[], preset }),
+  // (nccom's command line is read with the runtime's variables its shards read.)
+  nccom: (argv, out, err, results, preset, env) => nccomMain(argv, out, err, env, false, { results: results as SweepTaskResult[], preset }),
   sim: (argv, out, err, results, preset) => simMain(argv, out, err, {}, { merged: { results: results as SweepTaskResult[], preset } }),
   conformance: (argv, out, err, results, preset) => conformanceMain(argv, out, err, { results: results as CaseOutcome[], preset }),
   calibrate: (argv, out, err, results, preset) => calibrateMain(argv, out, err, { results, preset }),
@@ -117,7 +120,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   // as such (exit 1), not as an internal error with its stack.
   const replay = (args: readonly string[], o: (s: string) => void, e: (s: string) => void): number | undefined => {
     try {
-      return tool(args, o, e, merged.results, merged.preset);
+      return tool(args, o, e, merged.results, merged.preset, merged.env);
     } catch (x) {
       err(`merge: ${files.join(", ")}: their results do not read as ${merged.tool}'s (${String(x)}): a partial was edited and checksummed again; run the shards again\n`);
       return undefined;

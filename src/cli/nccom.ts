@@ -7,7 +7,7 @@ import type { CheckMode } from "../ir/spec.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../ir/sizes.ts";
 import { opSweepSizes } from "../run/sweep.ts";
-import { coalescedOps, parseNccomArgs, type NccomArgs } from "../command/nccom.ts";
+import { coalescedOps, parseNccomArgs, runtimeVariables, type NccomArgs } from "../command/nccom.ts";
 import { DTYPES, dtypeSize } from "../ir/dtypes.ts";
 import { asCommand } from "./entry.ts";
 
@@ -137,7 +137,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     err(`nccom: the scenario of the command's first point (${a.streams ? "every stream's first size" : `${first} B`}): npm run sim runs it${rerun ? `; npm run sim -- FILE ${rerun} runs the command's whole sweep from it` : ` (the sweep's other sizes${a.streams || a.coalesced ? "" : " and their per-rank counts"} come from the command line only)`}\n`);
     return EXIT.OK;
   }
-  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, ...(merged ? { merged } : {}), inputs: a.inputs });
+  return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, runtimeEnv: runtimeVariables(env), ...(merged ? { merged } : {}), inputs: a.inputs });
 }
 
 

@@ -198,6 +198,8 @@ export interface RunStyle {
   readonly command?: { readonly tool: string; readonly argv: readonly string[] };
   /** The environment --shard auto reads (default: this process's). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The runtime's variables the command read (nccom's), for a shard's partial: merge reads the command line with them. */
+  readonly runtimeEnv?: Readonly<Record<string, string>>;
   /** A merge: every sweep point's result from the shards' partials, and the preset hash they ran on. */
   readonly merged?: { readonly results: readonly SweepTaskResult[]; readonly preset: string };
   /** Files the command reads (what, path) besides a preset file: no output is written over one. */
@@ -249,7 +251,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       progress.done();
       if (res.kind === "partial") {
         const command = style.command ?? { tool: "sim", argv: [] };
-        writeAtomic(args.out!, partialText({ format: PARTIAL_FORMAT, tool: command.tool, argv: withoutShardFlags(command.argv), version: ccsimVersion(), preset: res.preset, shard: shard!, total: res.total, pieces: res.pieces }));
+        const env = style.runtimeEnv && Object.keys(style.runtimeEnv).length > 0 ? { env: style.runtimeEnv } : {};
+        writeAtomic(args.out!, partialText({ format: PARTIAL_FORMAT, tool: command.tool, argv: withoutShardFlags(command.argv), version: ccsimVersion(), preset: res.preset, shard: shard!, total: res.total, pieces: res.pieces, ...env }));
         err(`ccsim: shard ${shard!.index}/${shard!.count}: ${res.pieces.length} of ${res.total} sizes run, written to ${args.out} (npm run merge -- every shard's file)\n`);
         return EXIT.OK;
       }

@@ -53,6 +53,14 @@ export interface NccomArgs {
   readonly inputs: readonly (readonly [string, string])[];
 }
 
+/** The runtime's variables nccom reads (a shard's partial records them; merge reads its command line with them). */
+const READ_ENV = ["NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_DBG_CC_DMA_PACKET_SIZE"] as const;
+
+/** Of `env`, the runtime's variables nccom reads, where set. */
+export function runtimeVariables(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  return Object.fromEntries(READ_ENV.flatMap((k) => (env[k] !== undefined && env[k]!.trim() !== "" ? [[k, env[k]!]] : [])));
+}
+
 /** Runtime variables that change how a real run moves collectives' data, which ccsim does not read, and why. */
 const UNREAD_ENV: readonly (readonly [string, string])[] = [
   ["NEURON_RT_DBG_DMA_PACKETIZATION_SIZE", "it packetizes compute DMA, and a simulated run has no compute traffic"],
@@ -292,8 +300,9 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   if (dpDim !== undefined && groups !== undefined) throw new UsageError("give --data-parallel-dimension or --custom-replica-groups, not both");
   const replicaGroups = dpDim !== undefined ? dataParallelGroups(ranks, dpDim) : groups === undefined ? undefined : groupsOf(groups);
   const built = collectiveScenario({
-    // (A shard's flags are not the command's: the merged run names it as the unsharded one.)
-    name: `nccom ${withoutShardFlags(argv).join(" ")}`,
+    // (A shard's flags are not the command's: the merged run names it as the unsharded one. The
+    // runtime's packet variable, set, is named as a shell line would set it.)
+    name: `${env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"]?.trim() ? `NEURON_RT_DBG_CC_DMA_PACKET_SIZE=${env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"].trim()} ` : ""}nccom ${withoutShardFlags(argv).join(" ")}`,
     op,
     ranks,
     nodes,

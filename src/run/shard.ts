@@ -136,6 +136,8 @@ export interface PartialFile {
   readonly shard: ShardSpec;
   readonly total: number;
   readonly pieces: readonly { readonly index: number; readonly result: unknown }[];
+  /** The runtime's variables the command read (nccom: NEURON_LOGICAL_NC_CONFIG, NEURON_RT_DBG_CC_DMA_PACKET_SIZE), where set. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 function checksum(body: string): string {
@@ -181,6 +183,8 @@ export function readPartial(file: string): PartialFile {
   if (typeof body["tool"] !== "string" || !Array.isArray(body["argv"]) || !(body["argv"] as unknown[]).every((a) => typeof a === "string") || typeof body["version"] !== "string" || typeof body["preset"] !== "string" || !shard || !Number.isInteger(shard.index) || !Number.isInteger(shard.count) || !Number.isInteger(body["total"]) || !Array.isArray(pieces)) {
     throw new PartialError(file, "a field is missing or of the wrong type (tool, argv, version, preset, shard, total, pieces)");
   }
+  const env = body["env"];
+  if (env !== undefined && (typeof env !== "object" || env === null || Array.isArray(env) || !Object.values(env).every((v) => typeof v === "string"))) throw new PartialError(file, "env is not an object of strings: the partial was edited");
   // (Checked before anything is sized by them: a count edited to a billion made merge run out of memory.)
   if (shard.count < 1 || shard.count > MAX_SHARDS || shard.index < 0 || shard.index >= shard.count) throw new PartialError(file, `shard ${shard.index}/${shard.count} is not a shard I/N with 0 <= I < N <= ${MAX_SHARDS}: the partial was edited`);
   const total = body["total"] as number;
@@ -202,7 +206,7 @@ export function readPartial(file: string): PartialFile {
  * piece once; each result of the shape `shape` asks of its command's (what is wrong, or undefined).
  * Returns the command and every piece's result in order.
  */
-export function mergePartials(files: readonly string[], build?: string, shape?: (tool: string, result: unknown) => string | undefined): { tool: string; argv: readonly string[]; preset: string; results: unknown[] } {
+export function mergePartials(files: readonly string[], build?: string, shape?: (tool: string, result: unknown) => string | undefined): { tool: string; argv: readonly string[]; preset: string; results: unknown[]; env: Readonly<Record<string, string>> } {
   if (files.length === 0) throw new PartialError("", "no partial files given");
   const parts = files.map((f) => ({ file: f, p: readPartial(f) }));
   const first = parts[0]!;
@@ -210,6 +214,7 @@ export function mergePartials(files: readonly string[], build?: string, shape?: 
   if (build !== undefined && first.p.version !== build) throw new PartialError(first.file, `written by ccsim ${first.p.version}, and this is ccsim ${build}: merge with the checkout that ran the shards (its sources, not its version alone, say the build)`);
   for (const { file, p } of parts.slice(1)) {
     if (p.tool !== first.p.tool || JSON.stringify(p.argv) !== JSON.stringify(first.p.argv)) throw new PartialError(file, `another command's partial: ${p.tool} ${p.argv.join(" ")} (${first.file}: ${first.p.tool} ${first.p.argv.join(" ")})`);
+    if (envText(p.env) !== envText(first.p.env)) throw new PartialError(file, `ran with other runtime variables (${envText(p.env) || "none"}; ${first.file}: ${envText(first.p.env) || "none"})`);
     if (p.version !== first.p.version) throw new PartialError(file, `written by ccsim ${p.version}, ${first.file} by ${first.p.version}`);
     if (p.preset !== first.p.preset) throw new PartialError(file, `ran on another preset (content ${p.preset}; ${first.file}: ${first.p.preset})`);
     if (p.shard.count !== first.p.shard.count || p.total !== first.p.total) throw new PartialError(file, `shard ${p.shard.index}/${p.shard.count} of ${p.total} pieces, but ${first.file} is of ${first.p.shard.count} shards and ${first.p.total} pieces`);
@@ -236,7 +241,15 @@ export function mergePartials(files: readonly string[], build?: string, shape?: 
   }
   const absent = from.flatMap((f, i) => (f === undefined ? [i] : []));
   if (absent.length > 0) throw new PartialError("", `piece${absent.length > 1 ? "s" : ""} ${absent.slice(0, 10).join(", ")}${absent.length > 10 ? ", ..." : ""} of ${first.p.total} in no partial`);
-  return { tool: first.p.tool, argv: first.p.argv, preset: first.p.preset, results };
+  return { tool: first.p.tool, argv: first.p.argv, preset: first.p.preset, results, env: first.p.env ?? {} };
+}
+
+/** A partial's runtime variables as a shell line would set them, in name order. */
+function envText(env: Readonly<Record<string, string>> | undefined): string {
+  return Object.entries(env ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
 }
 
 /**

@@ -199,6 +199,27 @@ describe("a sweep sharded over a Slurm job array, merged", () => {
   });
 });
 
+describe("an nccom sweep run with the runtime's packet variable, sharded", () => {
+  it("the merge reads the command with the shards' variables (the whole run's table, its name), and refuses a shard run without them", () => {
+    const env = { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "4096" };
+    const cmd = ["allr", "-r", "8", "-b", "1K", "-e", "4M", "-f", "4", "--json", "-j", "1"];
+    const whole = inProcess("nccom", cmd, env);
+    expect(whole.status).toBe(0);
+    const files = [0, 1].map((k) => join(dir, `env-${k}.json`));
+    files.forEach((f, k) => expect(inProcess("nccom", [...cmd, "--shard", `${k}/2`, "--out", f], env).status).toBe(0));
+    const m = inProcess("merge", files);
+    expect(m.status, m.stderr).toBe(0);
+    expect(JSON.parse(m.stdout)).toEqual(JSON.parse(whole.stdout));
+    expect(JSON.parse(m.stdout).scenario).toMatch(/^NEURON_RT_DBG_CC_DMA_PACKET_SIZE=4096 nccom allr/);
+    // A shard run again without the variable ran other packets: not merged with the others.
+    const again = join(dir, "env-1-again.json");
+    expect(inProcess("nccom", [...cmd, "--shard", "1/2", "--out", again]).status).toBe(0);
+    const mixed = inProcess("merge", [files[0]!, again]);
+    expect(mixed.status).toBe(1);
+    expect(mixed.stderr).toContain(`env-1-again.json: ran with other runtime variables (none; ${files[0]}: NEURON_RT_DBG_CC_DMA_PACKET_SIZE=4096)`);
+  });
+});
+
 describe("conformance sharded over a Kubernetes Indexed Job, merged", () => {
   it("prints the whole run's counts; only the wall-clock time on its first line differs", () => {
     const cmd = ["--cases", "16", "--seed", "7", "--max-bytes", "64K", "-j", "1"];
