@@ -76,6 +76,9 @@ export function seriesOf(log: MeasuredLog, instance: string, id: string, devices
     throw e;
   }
   if (parsed === "help") throw new LogError(log.file, 1, "the command line asks for --help");
+  // (A logical NeuronCore size the command sets, --lnc or NEURON_LOGICAL_NC_CONFIG, is a preset of its own: trn2 at LNC 1 is trn2-lnc1.)
+  const ran = parsed.scenario["instance"];
+  if (ran !== instance) throw new LogError(log.file, 1, `the command runs on ${String(ran)}, not on ${instance}, the preset being fitted: its logical NeuronCore size (--lnc, NEURON_LOGICAL_NC_CONFIG) is that preset's (fit it with --instance ${String(ran)})`, log.argv.join(" "));
   const rows = log.tables[0]!;
   const ranks = Math.max(...(parsed.scenario["replicaGroups"] as number[][] | undefined)?.map((g) => g.length) ?? [parsed.scenario["ranks"] as number]);
   const factor = busFactor(parsed.op, ranks);

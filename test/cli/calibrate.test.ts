@@ -122,6 +122,13 @@ describe("calibrate --from", () => {
     };
     expect(before("NEURON_RT_DBG_CC_DMA_PACKET_SIZE=512 ")).toBe(1);
     expect(before("")).toBeGreaterThan(1.1);
+    // A logical NeuronCore size the log's command sets is a preset of its own: named, not run on the one fitted.
+    const lnc = join(dir, "lnc1.log");
+    writeFileSync(lnc, `NEURON_LOGICAL_NC_CONFIG=1 nccom-test allr -r 16 -b 1mb -e 1mb -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n1048576 262144 fp32 30.32 34.59 64.85\n`);
+    const r = run(["--from", lnc, "--instance", "trn2", "--out", join(dir, "lnc.json"), "--rounds", "0", "-j", "1"]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/lnc1\.log:1: the command runs on trn2-lnc1, not on trn2, the preset being fitted: .*\(fit it with --instance trn2-lnc1\)/);
+    expect(existsSync(join(dir, "lnc.json"))).toBe(false);
   });
 
   it("refuses a log whose table is not its command's, with file and line, and writes nothing", () => {
