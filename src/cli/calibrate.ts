@@ -92,7 +92,8 @@ moves its fixed costs (topsp.launchPs, host.*) and device parameters (rates, lat
 and engine counts) within bounds, and writes the complete preset to --out (its name is the file's)
 with a source note on every moved field; prints the error before and after, and cross-validated
 when there are two series or more. A log that does not read is refused (file, line, value), and
-nothing is written.
+nothing is written; so is a log whose command runs on another preset (its --lnc) and a fit none
+of whose points runs (exit 1, the first failure said).
   --rounds N         coordinate-search rounds over the device parameters, each halving the step
                      (default 6: factors of 2^(1/2) down to 2^(1/64); 0: fixed costs only)
 `;
@@ -395,6 +396,12 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
     for (const h of held) lines.push(`    ${h.series}: ${fmtSummary(h.summary)}`);
   }
   ev.close();
+  if (r.after.points > 0 && r.after.failed === r.after.points) {
+    // (No point ran on any trial: the fit moved nothing it could measure.)
+    out(lines.join("\n") + "\n");
+    err(`calibrate: no point of ${o.from.join(", ")} ran on ${where.instance} (the first failure above): nothing fitted, ${outFile} not written\n`);
+    return 1;
+  }
   const note = `npm run calibrate -- --from ${o.from.map((f) => basename(f)).join(" ")} --instance ${where.instance} (least squares on log time over ${r.after.points} points)`;
   const text = presetJson(startFile, r, name, note);
   writeWhole(outFile, text);

@@ -129,6 +129,14 @@ describe("calibrate --from", () => {
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/lnc1\.log:1: the command runs on trn2-lnc1, not on trn2, the preset being fitted: .*\(fit it with --instance trn2-lnc1\)/);
     expect(existsSync(join(dir, "lnc.json"))).toBe(false);
+    // A log none of whose points runs (64 GiB a rank on 32 GiB devices): nothing fitted, nothing written.
+    const huge = join(dir, "huge.log");
+    writeFileSync(huge, "nccom-test allr -r 8 -b 64G -e 64G -d fp32\nsize(B) count(elems) type time:avg(us) algbw(GB/s) busbw(GB/s)\n68719476736 17179869184 fp32 3000000.00 22.91 40.09\n");
+    const h = run(["--from", huge, "--instance", "trn1", "--out", join(dir, "huge.json"), "--rounds", "0", "-j", "1"]);
+    expect(h.code).toBe(1);
+    expect(h.out).toMatch(/first failed point: huge 68719476736 B: .*\[CMP1312\]/);
+    expect(h.err).toMatch(/calibrate: no point of .*huge\.log ran on trn1 \(the first failure above\): nothing fitted, .*huge\.json not written/);
+    expect(existsSync(join(dir, "huge.json"))).toBe(false);
   });
 
   it("refuses a log whose table is not its command's, with file and line, and writes nothing", () => {
