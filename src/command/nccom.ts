@@ -100,7 +100,7 @@ export function coalescedOps(op: Record<string, unknown>, bytes: number, ratios:
 
 /** Parse nccom-test's flags into a scenario and the run flags. */
 /** Flags that take one value and may be given once, with their aliases. */
-const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--coalesced-cc-size-ratio"], ["--input-shape"], ["--output-shape"], ["--cc-dim"], ["--report-to-json-file"], ["--streams-json"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"]];
+const ONCE: readonly (readonly string[])[] = [["-r", "--nworkers"], ["-N", "--nnodes"], ["-b", "--minbytes"], ["-e", "--maxbytes"], ["-f", "--stepfactor"], ["-i", "--stepbytes"], ["-d", "--datatype"], ["--instance"], ["--lnc"], ["--custom-replica-groups"], ["--custom-src-target-pairs"], ["--variable-size-op-metadata"], ["--data-parallel-dimension"], ["--coalesced-cc-size-ratio"], ["--input-shape"], ["--output-shape"], ["--cc-dim"], ["--report-to-json-file"], ["--streams-json"], ["-n", "--iters"], ["-w", "--warmup_iters"], ["-I", "--neff-iters"], ["-W", "--neff-warmup-iters"], ["--devices"], ["--launch-us"], ["--cc-dma-packet"]];
 
 /** A flag given twice (or with its alias) is refused: nccom-test would take one of them, silently. */
 export function checkOnce(argv: readonly string[]): void {

@@ -153,5 +153,8 @@ describe("--cc-dma-packet", () => {
     let dumped = "";
     expect(nccomMain(["allr", "-r", "8", "-b", "1M", "--cc-dma-packet", "8192", "--dump-scenario"], (x) => (dumped += x), () => {}, { NEURON_RT_DBG_CC_DMA_PACKET_SIZE: "4096" })).toBe(0);
     expect(JSON.parse(dumped).ccDmaPacketBytes).toEqual([8192]);
+    let twice = "";
+    expect(nccomMain(["allr", "-r", "8", "--cc-dma-packet", "4096", "--cc-dma-packet", "8192"], () => {}, (x) => (twice += x), {})).toBe(1);
+    expect(twice).toContain("nccom: --cc-dma-packet given twice (--cc-dma-packet): give it once");
   });
 });
