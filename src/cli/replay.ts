@@ -6,7 +6,7 @@ import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts
 import { defaultJobs } from "../run/parallel.ts";
 import { HloError, parseHlo } from "../replay/hlo.ts";
 import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan } from "../replay/replay.ts";
-import { flagValue, intFlag, packetSizes, UsageError } from "../command/args.ts";
+import { flagValue, intFlag, packetsFromEnv, packetSizes, UsageError } from "../command/args.ts";
 import { EXIT } from "./sim.ts";
 import { checkOnce } from "../command/nccom.ts";
 import { asCommand } from "./entry.ts";
@@ -64,8 +64,7 @@ function parseArgs(argv: readonly string[], env: Readonly<Record<string, string 
   let top = 5;
   let jobs = defaultJobs();
   let devices = DEFAULT_DEVICES_DIR;
-  const packetEnv = env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"];
-  let packets = packetEnv !== undefined && packetEnv.trim() !== "" ? packetSizes(packetEnv, "NEURON_RT_DBG_CC_DMA_PACKET_SIZE") : undefined;
+  let packets = packetsFromEnv(env);
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = () => flagValue(argv, i++, t);

@@ -5,7 +5,7 @@ import { describeFolding, explainScenario } from "../enc/compile.ts";
 import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type RunProgress, type SteadyReport, type Violation } from "../../sim/index.ts";
-import { parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
+import { PACKET_VARIABLE, packetVariable, parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
@@ -178,7 +178,8 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   const file = args.scenario;
   // (The runtime's variable is npm run nccom's and replay's: a scenario says its own packet.)
-  if (style.env?.["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"] && args.ccDmaPacketBytes === undefined) err(`ccsim: NEURON_RT_DBG_CC_DMA_PACKET_SIZE is not read by npm run sim: the scenario's ccDmaPacketBytes sets the packet, or --cc-dma-packet ${style.env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"]}\n`);
+  const unread = style.env && packetVariable(style.env);
+  if (unread && args.ccDmaPacketBytes === undefined) err(`ccsim: ${PACKET_VARIABLE} is not read by npm run sim: the scenario's ccDmaPacketBytes sets the packet, or --cc-dma-packet ${unread}\n`);
   return runSource(args, () => loadScenarioSource(file).source, out, err, hooks, { command: { tool: "sim", argv }, ...style, inputs: [["the scenario", file], ...(style.inputs ?? [])] });
 }
 

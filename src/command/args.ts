@@ -92,6 +92,21 @@ export function packetSizes(v: string, name: string): number[] {
   });
 }
 
+/** The runtime's CC DMA packet variable (npm run nccom and replay read it; a scenario's `ccDmaPacketBytes`). */
+export const PACKET_VARIABLE = "NEURON_RT_DBG_CC_DMA_PACKET_SIZE";
+
+/** `PACKET_VARIABLE`'s value where it is set (not blank). */
+export function packetVariable(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const v = env[PACKET_VARIABLE]?.trim();
+  return v ? v : undefined;
+}
+
+/** The packet sizes `PACKET_VARIABLE` sets, if it is set (a wrong one refused, named). */
+export function packetsFromEnv(env: Readonly<Record<string, string | undefined>>): number[] | undefined {
+  const v = packetVariable(env);
+  return v === undefined ? undefined : packetSizes(v, PACKET_VARIABLE);
+}
+
 /** The longest fixed cost a preset may give (1 ms, in us). */
 const LAUNCH_US_MAX = 1000;
 

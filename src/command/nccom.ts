@@ -12,7 +12,7 @@ import { MAX_STREAMS } from "../scenario/scenario.ts";
 import { opEntry } from "../ir/ops.ts";
 import { opSweepSizes } from "../run/sweep.ts";
 import { alltoallvMetadata, gatherMetadata, groupsOf, pairsOf, readJsonFile } from "./nccom-files.ts";
-import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, packetSizes, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
+import { checkShardFlags, commonFlag, defaultArgs, flagValue, intFlag, oneOfFlag, PACKET_VARIABLE, packetsFromEnv, packetVariable, sweepOf, UsageError, withoutShardFlags, type Args, type RangeFlags } from "./args.ts";
 
 /** nccom-test's op names and aliases, and the scenario op each runs as. */
 export const NCCOM_OPS: Readonly<Record<string, OpName>> = {
@@ -54,7 +54,7 @@ export interface NccomArgs {
 }
 
 /** The runtime's variables nccom reads (a shard's partial records them; merge reads its command line with them). */
-const READ_ENV = ["NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_DBG_CC_DMA_PACKET_SIZE"] as const;
+const READ_ENV = ["NEURON_LOGICAL_NC_CONFIG", PACKET_VARIABLE] as const;
 
 /** Of `env`, the runtime's variables nccom reads, where set. */
 export function runtimeVariables(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
@@ -302,7 +302,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   const built = collectiveScenario({
     // (A shard's flags are not the command's: the merged run names it as the unsharded one. The
     // runtime's packet variable, set, is named as a shell line would set it.)
-    name: `${env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"]?.trim() ? `NEURON_RT_DBG_CC_DMA_PACKET_SIZE=${env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"].trim()} ` : ""}nccom ${withoutShardFlags(argv).join(" ")}`,
+    name: `${packetVariable(env) ? `${PACKET_VARIABLE}=${packetVariable(env)} ` : ""}nccom ${withoutShardFlags(argv).join(" ")}`,
     op,
     ranks,
     nodes,
@@ -314,10 +314,10 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     ...(stats ? { timeEach: true } : {}),
   });
   const scenario = built.scenario;
-  // NEURON_RT_DBG_CC_DMA_PACKET_SIZE: the runtime's CC DMA packet size (--cc-dma-packet, a run's override, over it).
-  const packetEnv = env["NEURON_RT_DBG_CC_DMA_PACKET_SIZE"];
-  if (packetEnv !== undefined && packetEnv.trim() !== "") scenario["ccDmaPacketBytes"] = packetSizes(packetEnv, "NEURON_RT_DBG_CC_DMA_PACKET_SIZE");
-  if (run.ccDmaPacketBytes) scenario["ccDmaPacketBytes"] = run.ccDmaPacketBytes;
+  // The runtime's CC DMA packet size (--cc-dma-packet, a run's override, over its variable).
+  const fromEnv = packetsFromEnv(env);
+  const packets = run.ccDmaPacketBytes ?? fromEnv;
+  if (packets) scenario["ccDmaPacketBytes"] = packets;
   // The runtime's other debugging knobs of collectives: set for an experiment, so said to be unread.
   for (const [name, why] of UNREAD_ENV) if (env[name] !== undefined && env[name] !== "") ignored.push(`${name}=${env[name]} ignored (${why})`);
   run.devices = built.devicesDir;
