@@ -19,10 +19,12 @@ usage: npm run replay -- MODULE.txt [--instance NAME[,NAME...]] [--ranks N] [--n
 MODULE.txt is an HLO text module as frameworks dump it (XLA_FLAGS="--xla_dump_to=DIR
 --xla_dump_hlo_as_text"; torch-xla's SyncTensorsGraph.N, JAX's jit_...). Its all-reduce,
 all-gather, reduce-scatter, all-to-all and collective-permute instructions (and their async -start
-forms) run as npm run nccom runs the same op, size, type, ranks and groups; every other
-instruction is skipped (send, recv, ragged-all-to-all and collective-broadcast with a warning: the
-total leaves them out). A collective in a while loop counts once per trip (known_trip_count in its
-backend config; once, with a warning, when unknown).
+forms) run as npm run nccom runs the same op, size, type, ranks and groups; a send with its pairs
+(_xla_send_recv_source_target_pairs) as nccom's sendrecv with them, its recv (the same channel_id)
+not counted again; every other instruction is skipped (ragged-all-to-all, collective-broadcast,
+host transfers and a send or recv whose ranks are unknown with a warning: the total leaves them
+out). A collective in a while loop counts once per trip (known_trip_count in its backend config;
+once, with a warning, when unknown).
 
   --instance NAME[,NAME...]  presets to replay on, side by side (names in --devices, or FILE.json; default trn1)
   --ranks N                  ranks (default: replica_count x num_partitions, or one more than the largest id)

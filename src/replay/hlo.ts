@@ -41,14 +41,19 @@ export const HLO_COLLECTIVES = {
   "all-to-all": "all-to-all",
   "collective-permute": "collective-permute",
   "collective-permute-start": "collective-permute",
+  send: "send",
 } as const;
 export type HloCollectiveOp = (typeof HLO_COLLECTIVES)[keyof typeof HLO_COLLECTIVES];
 
 /**
- * Communication replay does not run (point-to-point send / recv, ragged all-to-all, broadcast):
- * each one a step reaches is named in a warning, so a total without it is not taken for the step's.
+ * Communication replay does not run (ragged all-to-all, broadcast): each one a step reaches is
+ * named in a warning, so a total without it is not taken for the step's. (A `send` runs, with its
+ * `recv` as its other end; `sendRecvLeftOut` says when one cannot.)
  */
-const NOT_REPLAYED: ReadonlySet<string> = new Set(["send", "recv", "ragged-all-to-all", "collective-broadcast"]);
+const NOT_REPLAYED: ReadonlySet<string> = new Set(["ragged-all-to-all", "collective-broadcast"]);
+
+/** The frontend attribute a point-to-point send / recv states its pairs in (XLA's pipelining writes it). */
+const SEND_RECV_PAIRS = "_xla_send_recv_source_target_pairs";
 
 /** How a collective's ids read (XLA's collective-op group modes). */
 export type GroupMode = "cross-replica" | "cross-partition" | "flattened";
@@ -61,7 +66,7 @@ export interface HloCollective {
   readonly opcode: string;
   readonly op: HloCollectiveOp;
   readonly computation: string;
-  /** The arrays it moves: its operands (for collective-permute, the first; in place, its slice_sizes slice of it). */
+  /** The arrays it moves: its operands (for collective-permute and send, the first; an in-place permute's, its slice_sizes slice of it). */
   readonly operands: readonly ArrayShape[];
   /** Its replica groups as printed (ids in `mode`), or undefined for `{}` / none: every id. */
   readonly groups?: readonly (readonly number[])[];
@@ -143,7 +148,9 @@ export function parseHlo(file: string, text: string): HloModule {
       while (n < lines.length && isBlank(lines[n]!.trim())) n++;
       if (n >= lines.length) break;
       const next = lines[n]!.trim();
-      if (next === "}" || startsInstr(next) || !continues(whole, open, next)) break;
+      // (A "}" alone closes the computation, unless a brace of the instruction is open: an attribute
+      // written over several lines, `frontend_attributes={` ... `}`, as XLA's own tests write them.)
+      if ((next === "}" && !open.braceOpen) || startsInstr(next) || !continues(whole, open, next)) break;
       whole = `${whole} ${next}`;
       open.scan(next);
       k = n;
@@ -162,11 +169,19 @@ export function parseHlo(file: string, text: string): HloModule {
   const warnings: string[] = [];
   const { count, unknown } = callCounts(file, comps, entries[0]!, warnings);
   const collectives: { c: HloCollective; count: number; unknownTrip: boolean }[] = [];
+  const sendChannels = new Set<string>();
+  for (const comp of comps.values()) for (const ins of comp.instrs) if (ins.opcode === "send" && !hostTransfer(ins)) sendChannels.add(ins.attrs.get("channel_id") ?? "");
   for (const comp of comps.values()) {
     const n = count.get(comp.name) ?? 0;
     for (const ins of comp.instrs) {
+      const times = n > 1 ? ` (${n} a step)` : "";
       if (n > 0 && NOT_REPLAYED.has(ins.opcode)) {
-        warnings.push(`${file}:${ins.line}: ${ins.opcode} ${ins.name}${n > 1 ? ` (${n} a step)` : ""}: moves data between ranks, but replay does not run it (the total leaves it out)`);
+        warnings.push(`${file}:${ins.line}: ${ins.opcode} ${ins.name}${times}: moves data between ranks, but replay does not run it (the total leaves it out)`);
+      }
+      if (ins.opcode === "send" || ins.opcode === "recv") {
+        const p2p = pointToPoint(ins, sendChannels);
+        if (n > 0 && p2p.leftOut !== undefined) warnings.push(`${file}:${ins.line}: ${ins.opcode} ${ins.name}${times}: ${p2p.leftOut} (the total leaves it out)`);
+        if (!p2p.runs) continue;
       }
       if (!(ins.opcode in HLO_COLLECTIVES)) continue;
       // Every collective is read (a malformed one is an error wherever it is); one no step reaches is not counted.
@@ -176,6 +191,38 @@ export function parseHlo(file: string, text: string): HloModule {
   }
   collectives.sort((a, b) => a.c.line - b.c.line);
   return { file, name: moduleName, ...(replicaCount !== undefined ? { replicaCount } : {}), ...(numPartitions !== undefined ? { numPartitions } : {}), collectives, warnings };
+}
+
+/** A send or recv to or from the host (`is_host_transfer=true`): not between ranks. */
+function hostTransfer(ins: Instr): boolean {
+  return ins.attrs.get("is_host_transfer") === "true";
+}
+
+/**
+ * Whether a send or recv runs, and why not where a step's total would miss it. A send with its
+ * pairs runs; its recv (the same channel_id) is the other end of the same transfer, not counted
+ * again. A host transfer moves nothing between ranks; a send without its pairs names no rank; a
+ * recv whose send is not in the module has no transfer to be counted with.
+ */
+function pointToPoint(ins: Instr, sendChannels: ReadonlySet<string>): { runs: boolean; leftOut?: string } {
+  if (hostTransfer(ins)) return { runs: false, leftOut: `a transfer ${ins.opcode === "send" ? "to" : "from"} the host (is_host_transfer=true), not between ranks: replay does not run it` };
+  const channel = ins.attrs.get("channel_id");
+  if (ins.opcode === "recv") return sendChannels.has(channel ?? "") ? { runs: false } : { runs: false, leftOut: `no send of its channel_id (${channel ?? "none"}) in the module, whose transfer it is: replay does not run it` };
+  if (frontendAttribute(ins, SEND_RECV_PAIRS) === undefined) return { runs: false, leftOut: `no ${SEND_RECV_PAIRS} in its frontend_attributes, so the ranks it joins are not known: replay does not run it` };
+  return { runs: true };
+}
+
+/** A frontend attribute's value (`frontend_attributes={k="v",k2={{0,1}}}`), unquoted. */
+function frontendAttribute(ins: Instr, key: string): string | undefined {
+  const all = ins.attrs.get("frontend_attributes");
+  if (all === undefined || !all.startsWith("{") || !all.endsWith("}")) return undefined;
+  for (const a of splitTop(all.slice(1, -1))) {
+    const eq = a.indexOf("=");
+    if (eq <= 0 || a.slice(0, eq).trim() !== key) continue;
+    const v = a.slice(eq + 1).trim();
+    return v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v;
+  }
+  return undefined;
 }
 
 function isBlank(line: string): boolean {
@@ -192,7 +239,8 @@ function startsInstr(line: string): boolean {
 
 /** Brackets and a string left open by the lines scanned so far (an instruction's, line by line: a line is read once). */
 class Nesting {
-  private depth = 0;
+  /** The brackets open, innermost last. */
+  private readonly stack: string[] = [];
   private inString = false;
   scan(line: string): void {
     for (let k = 0; k < line.length; k++) {
@@ -201,13 +249,17 @@ class Nesting {
         if (ch === "\\") k++;
         else if (ch === '"') this.inString = false;
       } else if (ch === '"') this.inString = true;
-      else if (ch in OPEN) this.depth++;
-      else if (ch === ")" || ch === "]" || ch === "}") this.depth--;
+      else if (ch in OPEN) this.stack.push(ch);
+      else if (ch === ")" || ch === "]" || ch === "}") this.stack.pop();
     }
+  }
+  /** The innermost bracket open is a "{" (outside a string). */
+  get braceOpen(): boolean {
+    return !this.inString && this.stack[this.stack.length - 1] === "{";
   }
   /** Something opened is not closed yet. */
   get open(): boolean {
-    return this.inString || this.depth > 0;
+    return this.inString || this.stack.length > 0;
   }
 }
 
@@ -403,7 +455,8 @@ function collectiveOf(file: string, comp: Computation, ins: Instr, comps: Readon
   const fail = (msg: string): never => {
     throw new HloError(file, ins.line, `${ins.opcode} ${ins.name}: ${msg}`, ins.text);
   };
-  const moved = op === "collective-permute" ? ins.operands.slice(0, 1) : ins.operands;
+  // (A permute's other operands are its output and offsets, in place; a send's, its token.)
+  const moved = op === "collective-permute" || op === "send" ? ins.operands.slice(0, 1) : ins.operands;
   if (moved.length === 0) fail("no operand");
   const operands: ArrayShape[] = [];
   for (const o of moved) {
@@ -432,9 +485,9 @@ function collectiveOf(file: string, comp: Computation, ins: Instr, comps: Readon
   }
   const groupsText = ins.attrs.get("replica_groups");
   const groups = groupsText === undefined ? undefined : parseGroups(groupsText, fail);
-  const pairsText = ins.attrs.get("source_target_pairs");
+  const pairsText = op === "send" ? frontendAttribute(ins, SEND_RECV_PAIRS) : ins.attrs.get("source_target_pairs");
   let pairs: [number, number][] | undefined;
-  if (op === "collective-permute") {
+  if (op === "collective-permute" || op === "send") {
     if (pairsText === undefined) fail("no source_target_pairs");
     const lists = parseIdLists(pairsText!, fail);
     if (lists.some((p) => p.length !== 2)) fail(`a source_target_pair is not two ids: ${pairsText}`);

@@ -58,6 +58,7 @@ const AS_OP: Readonly<Record<HloCollective["op"], OpName>> = {
   "reduce-scatter": "reduce-scatter",
   "all-to-all": "all-to-all",
   "collective-permute": "permute",
+  send: "send",
 };
 
 /**
@@ -74,6 +75,9 @@ const TIMED_AS: Readonly<Record<HloReduce, { readonly as: "sum" | "max" | "min";
   and: { as: "min", note: "an and is timed as a min (the same bytes through the CCE; on pred and unsigned values, the same result)" },
   xor: { as: "sum", note: "a xor is timed as a sum (the same bytes through the CCE; ccsim has no xor)" },
 };
+
+/** What a send row is. */
+const SEND_NOTE = "a send and its recv (the same channel_id) are one transfer, timed once, as npm run nccom -- sendrecv with their pairs (--custom-src-target-pairs)";
 
 /** One distinct collective of the module (op, bytes, type, groups or pairs, reduction). */
 export interface ReplayRow {
@@ -137,7 +141,7 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
     const op = AS_OP[c.op];
     let groups: number[][] | undefined;
     let pairs: [number, number][] | undefined;
-    if (c.op === "collective-permute") {
+    if (c.pairs) {
       pairs = expandPairs(c, R, P).filter(([s, t]) => s !== t);
       for (const [s, t] of pairs) if (Math.max(s, t) >= ranks) fail(`source_target_pairs name rank ${Math.max(s, t)}, but there are ${ranks} ranks (--ranks)`);
       const seen = new Set<number>();
@@ -166,7 +170,7 @@ export function planReplay(mod: HloModule, opts: { ranks?: number; nodes: number
     if (!Number.isSafeInteger(bytes)) fail(`moves ${c.operands.map((o) => o.text).join(", ")}${c.op === "all-gather" ? ` from each of ${groupSize} ranks` : ""}: more than 2^53 bytes, more than any device holds`);
     const timed = c.reduce === undefined ? undefined : TIMED_AS[c.reduce];
     const reduce = timed?.as;
-    const notes = [...move.notes, ...(timed?.note ? [timed.note] : [])];
+    const notes = [...move.notes, ...(timed?.note ? [timed.note] : []), ...(c.op === "send" ? [SEND_NOTE] : [])];
     const empty = bytes === 0 || (groups !== undefined && groupSize === 1) || (pairs !== undefined && pairs.length === 0);
     const key = JSON.stringify([op, bytes, move.dtype, reduce ?? null, groups ?? null, pairs ?? null]);
     const have = rows.get(key);

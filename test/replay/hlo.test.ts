@@ -181,22 +181,44 @@ ENTRY e {
     expect(n.collectives[0]!.c.operands).toHaveLength(6);
   });
 
-  it("send, recv, ragged all-to-all and broadcast a step reaches are named in warnings (replay does not run them); one no step reaches, not", () => {
+  it("ragged all-to-all, broadcast, and a send or recv that cannot run, a step reaches are named in warnings; one no step reaches, not", () => {
     const body = [
       "  tok = token[] after-all()",
+      // No pairs: the ranks it joins are unknown (its recv, the same transfer, is not named again).
       "  s = (f32[64]{0}, u32[], token[]) send(p, tok), channel_id=3",
       "  sd = token[] send-done(s), channel_id=3",
       "  r = (f32[64]{0}, u32[], token[]) recv(tok), channel_id=3",
       "  rd = (f32[64]{0}, token[]) recv-done(r), channel_id=3",
       "  cb = f32[64]{0} collective-broadcast(p), replica_groups={{0,1}}",
+      // A recv whose send is not in the module, and a transfer to the host.
+      '  r2 = (f32[64]{0}, u32[], token[]) recv(tok), channel_id=4, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}',
+      "  h = (f32[64]{0}, u32[], token[]) send(p, tok), channel_id=5, is_host_transfer=true",
     ].join("\n");
     const n = parseHlo("p2p", mod(body).replace("ENTRY", "unused {\n  q = f32[8]{0} parameter(0)\n  ROOT g = f32[8]{0} ragged-all-to-all(q, q, q, q, q, q)\n}\n\nENTRY"));
     expect(n.collectives).toHaveLength(0);
     expect(n.warnings).toEqual([
-      "p2p:17: send s: moves data between ranks, but replay does not run it (the total leaves it out)",
-      "p2p:19: recv r: moves data between ranks, but replay does not run it (the total leaves it out)",
+      "p2p:17: send s: no _xla_send_recv_source_target_pairs in its frontend_attributes, so the ranks it joins are not known: replay does not run it (the total leaves it out)",
       "p2p:21: collective-broadcast cb: moves data between ranks, but replay does not run it (the total leaves it out)",
+      "p2p:22: recv r2: no send of its channel_id (4) in the module, whose transfer it is: replay does not run it (the total leaves it out)",
+      "p2p:23: send h: a transfer to the host (is_host_transfer=true), not between ranks: replay does not run it (the total leaves it out)",
     ]);
+  });
+
+  it("a send with its pairs (_xla_send_recv_source_target_pairs) is a collective of its first operand; its recv is not counted again; attributes over several lines are read", () => {
+    const file = "test/fixtures/hlo/pipeline.hlo.txt";
+    const n = parseHlo(file, readFileSync(file, "utf8"));
+    const fwd = Array.from({ length: 7 }, (_, k) => [k, k + 1]);
+    expect(n.collectives.map(({ c, count }) => [c.name, c.op, count, c.pairs ?? null, c.operands.map((o) => o.text), c.mode])).toEqual([
+      ["send.fwd", "send", 15, fwd, ["bf16[4,1024,1024]"], "cross-partition"],
+      ["send.bwd", "send", 15, fwd.map(([a, b]) => [b, a]), ["bf16[4,1024,1024]"], "cross-partition"],
+      ["gsum", "all-reduce", 1, null, ["bf16[4,1024,1024]"], "flattened"],
+    ]);
+    expect(n.warnings).toEqual([`${file}:57: send host: a transfer to the host (is_host_transfer=true), not between ranks: replay does not run it (the total leaves it out)`]);
+    // Unquoted pairs read alike; pairs that are not id pairs are an error naming the line.
+    const one = (attr: string) => parseHlo("s", mod(`  tok = token[] after-all()\n  s = (f32[64]{0}, u32[], token[]) send(p, tok), channel_id=1, frontend_attributes={${attr}}`));
+    expect(one("_xla_send_recv_source_target_pairs={{0,1},{1,0}}").collectives[0]!.c.pairs).toEqual([[0, 1], [1, 0]]);
+    expect(() => one('_xla_send_recv_source_target_pairs="{{0,1,2}}"')).toThrow(/^send s: a source_target_pair is not two ids/);
+    expect(() => one('_xla_send_recv_source_target_pairs="{{0,x}}"')).toThrow(/unknown id list syntax/);
   });
 
   it("a conditional's branches are each counted once, with a warning naming each branch that holds a collective", () => {

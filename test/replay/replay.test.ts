@@ -20,6 +20,7 @@ function run(args: string[], env: Record<string, string> = {}): { code: number; 
 const LAYER = "test/fixtures/hlo/tp8-dp2-layer.hlo.txt";
 const FORMS = "test/fixtures/hlo/forms.hlo.txt";
 const TINY = "test/fixtures/hlo/tiny.hlo.txt";
+const PIPELINE = "test/fixtures/hlo/pipeline.hlo.txt";
 const NCCOM_OP: Record<string, string> = { "all-reduce": "allr", "all-gather": "allg", "reduce-scatter": "redsct", "all-to-all": "alltoall", permute: "permute" };
 
 interface JsonRow {
@@ -88,6 +89,35 @@ describe("npm run replay", () => {
     }
     const sum = doc.collectives.reduce((s, c) => s + c.totalUs.trn1!, 0);
     expect(doc.totalUs.trn1).toBeCloseTo(sum, 6);
+  });
+
+  it("a pipeline's sends (forward and back, 15 trips): each row's time is npm run nccom -- sendrecv's with its pairs; the host transfer is left out with a warning", () => {
+    const r = run([PIPELINE, "--instance", "trn1,trn2", "--json", "-j", "1"]);
+    expect(r.code).toBe(EXIT.OK);
+    expect(r.err).toMatch(/send host: a transfer to the host \(is_host_transfer=true\), not between ranks/);
+    const doc = JSON.parse(r.out) as { ranks: number; collectives: (JsonRow & { notes: string[] })[]; totalUs: Record<string, number> };
+    expect(doc.ranks).toBe(8);
+    expect(doc.collectives.map((c) => [c.op, c.count, c.bytes, c.dtype])).toEqual([
+      ["send", 15, 8388608, "bf16"],
+      ["send", 15, 8388608, "bf16"],
+      ["all-reduce", 1, 8388608, "bf16"],
+    ]);
+    expect(doc.collectives[0]!.notes.join("\n")).toMatch(/a send and its recv \(the same channel_id\) are one transfer, timed once/);
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-replay-pp-"));
+    try {
+      for (const [k, c] of doc.collectives.slice(0, 2).entries()) {
+        const pairs = join(dir, `p${k}.json`);
+        writeFileSync(pairs, JSON.stringify(c.pairs));
+        for (const inst of ["trn1", "trn2"]) {
+          let out = "";
+          expect(nccom(["sendrecv", "-r", "8", "-b", String(c.bytes), "-e", String(c.bytes), "-d", c.dtype, "--custom-src-target-pairs", pairs, "--instance", inst, "--json"], (x) => (out += x), () => {}, {})).toBe(EXIT.OK);
+          expect(JSON.parse(out).results[0].timeUs.toFixed(2)).toBe(c.timeUs[inst]!.toFixed(2));
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    for (const inst of ["trn1", "trn2"]) expect(doc.totalUs[inst]).toBeCloseTo(doc.collectives.reduce((s, c) => s + c.totalUs[inst]!, 0), 6);
   });
 
   it("iota [4,2]<=[2,4]T(1,0) and the list {{0,4},{1,5},{2,6},{3,7}} are one row, counted twice", () => {
