@@ -9,7 +9,7 @@ import { PACKET_VARIABLE, packetVariable, parseArgs, UsageError, withoutShardFla
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { loadAccuracy, loadDevice, loadScenarioSource, presetFile, resolveInstance } from "../run/load.ts";
+import { differsFromShipped, loadAccuracy, loadDevice, loadScenarioSource, presetFile, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
@@ -230,6 +230,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       [...(style.inputs ?? []), ["the preset the run is on", presetFile(scn.instance, args.devices)]],
       (m) => new UsageError(m),
     );
+    // (Fields an edited copy of a shipped preset changed: its calibration is not the run's.)
+    const changed = differsFromShipped(spec);
     if (args.launchPs !== undefined) spec = withLaunch(spec, args.launchPs);
     log.info({ scenario: scn.name, instance: spec.name, seed: scn.seed }, "loaded");
     const tracer = args.trace ? new TraceCollector(args.traceLimit) : undefined;
@@ -271,7 +273,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       text = args.json ? formatJson(scn.name, rows) : blocks.map((b, s) => formatSweepTable(b, args.showAlgorithm, style.timeHeader, style.notesToStderr || s > 0 ? [] : heading, style.percentiles, style.ioSizes === true)).join("");
       // The accuracy note under the table (nccom's stdout is the table alone: its note goes to stderr).
       if (!args.json) {
-        const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined);
+        const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed);
         if (style.notesToStderr) accuracyErr = note;
         else text += note;
       }
@@ -311,7 +313,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
-      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "") + accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined);
+      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "") + accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed);
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });

@@ -146,10 +146,19 @@ export function formatConcurrent(c: ConcurrentReport): string {
  * The line under every table: how far the preset's estimates are from measured nccom-test tables
  * (in-sample, and with each series held out), or that it was never calibrated.
  */
-export function accuracyNote(spec: { readonly name: string; readonly sources: Readonly<Record<string, string>> }, acc: Readonly<Record<string, CalibrationAccuracy>>, launchGiven: boolean): string {
+/**
+ * `changed`: the fields where the run's preset differs from the shipped one of its name
+ * (`differsFromShipped`), if any: the shipped preset's calibration is not the run's.
+ */
+export function accuracyNote(spec: { readonly name: string; readonly sources: Readonly<Record<string, string>> }, acc: Readonly<Record<string, CalibrationAccuracy>>, launchGiven: boolean, changed?: readonly string[]): string {
   const a = acc[spec.name];
   const launch = launchGiven ? "; --launch-us replaced its fixed costs" : "";
   if (!a) return `# accuracy: ${spec.name} is not calibrated against measured tables (its numbers are its preset's sources)${launch}\n`;
   const held = a.heldOut.points > 0 ? `, ${a.heldOut.geomeanErrorFactor.toFixed(2)}x on series left out of the fit` : ", no series left to hold out";
-  return `# accuracy: ${spec.name} fitted on ${a.series.length} measured series (${a.inSample.points} points): error ${a.inSample.geomeanErrorFactor.toFixed(2)}x in-sample${held} (README: How accurate are the estimates)${launch}\n`;
+  const figures = `error ${a.inSample.geomeanErrorFactor.toFixed(2)}x in-sample${held}`;
+  if (changed && changed.length > 0) {
+    const fields = changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ");
+    return `# accuracy: this ${spec.name} is not the shipped preset (${fields} differ${changed.length === 1 ? "s" : ""}): the shipped one's calibration (${figures}) does not carry over to it${launch}\n`;
+  }
+  return `# accuracy: ${spec.name} fitted on ${a.series.length} measured series (${a.inSample.points} points): ${figures} (README: How accurate are the estimates)${launch}\n`;
 }

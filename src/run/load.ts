@@ -59,6 +59,48 @@ export function loadDevice(instance: string, dir = DEFAULT_DEVICES_DIR, scenario
   return parseDeviceSpec(file, parseJson(file, readText(file)));
 }
 
+/** The shipped presets, parsed once (by name; null: none ships by that name). */
+const shipped = new Map<string, DeviceSpec | null>();
+
+/**
+ * Where `spec` differs from the preset of its name that ships in devices/ (dotted field paths, in
+ * the preset's order; its description and sources are words, not figures, and left out):
+ * undefined when no preset of that name ships. A preset file passed as --instance, or a folder of
+ * them (--devices), may hold an edited copy under the shipped name, which the shipped preset's
+ * calibration does not describe.
+ */
+export function differsFromShipped(spec: DeviceSpec): string[] | undefined {
+  if (!shipped.has(spec.name)) {
+    const file = presetFile(spec.name);
+    let s: DeviceSpec | null = null;
+    try {
+      if (existsSync(file)) s = parseDeviceSpec(file, parseJson(file, readText(file)));
+    } catch {
+      s = null;
+    }
+    shipped.set(spec.name, s);
+  }
+  const base = shipped.get(spec.name);
+  if (!base) return undefined;
+  const out: string[] = [];
+  const walk = (a: unknown, b: unknown, path: string): void => {
+    if (a === b) return;
+    const objects = typeof a === "object" && a !== null && typeof b === "object" && b !== null && Array.isArray(a) === Array.isArray(b);
+    if (!objects || Array.isArray(a)) {
+      if (!objects || JSON.stringify(a) !== JSON.stringify(b)) out.push(path);
+      return;
+    }
+    const ra = a as Record<string, unknown>;
+    const rb = b as Record<string, unknown>;
+    for (const k of new Set([...Object.keys(ra), ...Object.keys(rb)])) {
+      if (path === "" && (k === "description" || k === "sources")) continue;
+      walk(ra[k], rb[k], path === "" ? k : `${path}.${k}`);
+    }
+  };
+  walk(spec, base, "");
+  return out;
+}
+
 /** A preset's JSON as its file holds it (after loadDevice found it valid: for variations of it). */
 export function loadDeviceJson(instance: string, dir = DEFAULT_DEVICES_DIR): Record<string, unknown> {
   loadDevice(instance, dir);

@@ -46,6 +46,27 @@ describe("preset paths", () => {
     expect(bad.err).toMatch(/no device preset "nothere"/);
   });
 
+  it("an edited copy of a shipped preset is said not to be it: the shipped one's calibration does not carry over (words changed alone, it does)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-presets-"));
+    const edit = (sub: string, change: (j: Record<string, Record<string, unknown>>) => void): string => {
+      const j = JSON.parse(readFileSync("devices/trn1.json", "utf8"));
+      change(j);
+      mkdirSync(join(dir, sub));
+      writeFileSync(join(dir, sub, "trn1.json"), JSON.stringify(j));
+      return join(dir, sub, "trn1.json");
+    };
+    const faster = edit("faster", (j) => (j["link"]!["bytesPerSecond"] = 2 * (j["link"]!["bytesPerSecond"] as number)));
+    const worded = edit("worded", (j) => ((j["sources"]!["link.bytesPerSecond"] = "my own measurement"), ((j as Record<string, unknown>)["description"] = "my copy")));
+    const shipped = /# accuracy: trn1 fitted on \d+ measured series/;
+    const edited = /# accuracy: this trn1 is not the shipped preset \(link\.bytesPerSecond differs\): the shipped one's calibration \(error [\d.]+x in-sample, [\d.]+x on series left out of the fit\) does not carry over to it\n/;
+    expect(runSim(["scenarios/ring8.json", "--check", "none"]).out).toMatch(shipped);
+    expect(runSim(["scenarios/ring8.json", "--check", "none", "--instance", faster]).out).toMatch(edited);
+    expect(runSim(["scenarios/ring8.json", "--check", "none", "--devices", join(dir, "faster")]).out).toMatch(edited);
+    expect(runSim(["scenarios/ring8.json", "--check", "none", "--instance", worded]).out).toMatch(shipped);
+    // nccom says it on stderr, as its note.
+    expect(runNccom(["allr", "-r", "8", "-b", "1M", "-e", "1M", "--instance", faster]).err).toMatch(edited);
+  });
+
   it("a preset with no rates and no costs moves bytes in no time: bandwidth prints inf, never 0.00", () => {
     const dir = mkdtempSync(join(tmpdir(), "ccsim-presets-"));
     const j = JSON.parse(readFileSync("devices/ideal.json", "utf8"));
