@@ -71,7 +71,8 @@ environment:
 ccsim's own:
   --json, --explain, --link-stats (npm run sim's --stats: per link, engine and HBM), --trace F, --trace-limit N, --plot F, --check values|symbolic|none, --seed N, --devices DIR, -j/--jobs N,
   --launch-us US (the runtime's fixed cost per collective; see npm run sim -- --help), --no-fold, --no-fastforward,
-  --cc-dma-packet N[,N...] (as NEURON_RT_DBG_CC_DMA_PACKET_SIZE, over it),
+  --cc-dma-packet N[,N...] (as NEURON_RT_DBG_CC_DMA_PACKET_SIZE, over it), --set FIELD=VALUE (a preset field
+  changed for the run, repeatable: --set link.bytesPerSecond=2e11; see npm run sim -- --help),
   --log-level LEVEL, --dump-scenario (print the scenario the flags build, at the first size, and stop; stderr
   says the npm run sim flags that run the sweep from it),
   --shard I/N|auto --out F (run shard I of N of the sizes, write a partial; auto: Slurm job array or
@@ -134,12 +135,19 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     const shown = a.streams ? { ...a.scenario, concurrent: true, ops: streamsPointJson(a.streams, 0), replicaGroups: undefined } : sweepPointJson(source(), a.op, a.run.dtype, first, a.scenario["check"] as CheckMode);
     out(JSON.stringify(shown, null, 2) + "\n");
     const rerun = simFlags(a);
-    err(`nccom: the scenario of the command's first point (${a.streams ? "every stream's first size" : `${first} B`}): npm run sim runs it${rerun ? `; npm run sim -- FILE ${rerun} runs the command's whole sweep from it` : ` (the sweep's other sizes${a.streams || a.coalesced ? "" : " and their per-rank counts"} come from the command line only)`}\n`);
+    // (The preset's fields a --set changed are not in the scenario: sim takes them again.)
+    const sets = (a.run.presetSets ?? []).map((x) => ` --set ${shellWord(`${x.path}=${typeof x.value === "string" ? x.value : JSON.stringify(x.value)}`)}`).join("");
+    err(`nccom: the scenario of the command's first point (${a.streams ? "every stream's first size" : `${first} B`}): npm run sim ${sets ? `-- FILE${sets} ` : ""}runs it${rerun ? `; npm run sim -- FILE ${rerun}${sets} runs the command's whole sweep from it` : ` (the sweep's other sizes${a.streams || a.coalesced ? "" : " and their per-rank counts"} come from the command line only)`}\n`);
     return EXIT.OK;
   }
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, runtimeEnv: runtimeVariables(env), ...(merged ? { merged } : {}), inputs: a.inputs });
 }
 
+
+/** A word as a shell line would need it: as it is, or in single quotes. */
+function shellWord(w: string): string {
+  return /^[\w.,=+:@%/-]+$/.test(w) ? w : `'${w.replace(/'/g, "'\\''")}'`;
+}
 
 /** The sizes of a command line's sweep, as `sweepSizes` takes them. */
 function sizesOf(sw: SweepArgs): Parameters<typeof sweepSizes>[0] {

@@ -2,11 +2,11 @@
 import { MAX_RANKS } from "../scenario/scenario.ts";
 import { resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, resolveInstance } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, loadDeviceWith, resolveInstance, type PresetSet } from "../run/load.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { HloError, parseHlo } from "../replay/hlo.ts";
 import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan } from "../replay/replay.ts";
-import { flagValue, intFlag, packetsFromEnv, packetSizes, UsageError } from "../command/args.ts";
+import { flagValue, intFlag, packetsFromEnv, packetSizes, presetSetFlag, UsageError } from "../command/args.ts";
 import { EXIT } from "./sim.ts";
 import { checkOnce } from "../command/nccom.ts";
 import { asCommand } from "./entry.ts";
@@ -14,7 +14,7 @@ import { readTextFile } from "../scenario/text-file.ts";
 
 const HELP = `ccsim replay: the collectives of an XLA HLO module, replayed on device presets
 
-usage: npm run replay -- MODULE.txt [--instance NAME[,NAME...]] [--ranks N] [--nodes N] [--json] [--top K] [--cc-dma-packet N]
+usage: npm run replay -- MODULE.txt [--instance NAME[,NAME...]] [--ranks N] [--nodes N] [--json] [--top K] [--cc-dma-packet N] [--set FIELD=VALUE]
 
 MODULE.txt is an HLO text module as frameworks dump it (XLA_FLAGS="--xla_dump_to=DIR
 --xla_dump_hlo_as_text"; torch-xla's SyncTensorsGraph.N, JAX's jit_...). Its all-reduce,
@@ -33,6 +33,7 @@ once, with a warning, when unknown).
   --json                     the same as JSON
   -j, --jobs N               threads (default: the machine's cores; at most 4 a core)
   --devices DIR              the presets folder (default devices/)
+  --set FIELD=VALUE          change a preset field on every instance (repeatable; npm run sim -- --help)
   --cc-dma-packet N          the runtime's CC DMA packet size in bytes, 64 to 65536 (default: the
                              variable NEURON_RT_DBG_CC_DMA_PACKET_SIZE, else 64 KiB; npm run sim -- --help)
 
@@ -54,6 +55,8 @@ interface ReplayArgs {
   readonly devices: string;
   /** The runtime's CC DMA packet sizes (--cc-dma-packet, else NEURON_RT_DBG_CC_DMA_PACKET_SIZE). */
   readonly packets?: readonly number[];
+  /** Preset fields changed on every instance (--set FIELD=VALUE). */
+  readonly sets?: readonly PresetSet[];
 }
 
 function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ReplayArgs | "help" {
@@ -67,6 +70,7 @@ function parseArgs(argv: readonly string[], env: Readonly<Record<string, string 
   let jobs = defaultJobs();
   let devices = DEFAULT_DEVICES_DIR;
   let packets = packetsFromEnv(env);
+  const sets: PresetSet[] = [];
   for (let i = 0; i < argv.length; i++) {
     const t = argv[i]!;
     const value = () => flagValue(argv, i++, t);
@@ -107,6 +111,9 @@ function parseArgs(argv: readonly string[], env: Readonly<Record<string, string 
       case "--cc-dma-packet":
         packets = packetSizes(value(), t);
         break;
+      case "--set":
+        sets.push(presetSetFlag(value(), t));
+        break;
       default:
         if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
         if (file !== undefined) throw new UsageError(`one module at a time (got ${file} and ${t})`);
@@ -114,14 +121,16 @@ function parseArgs(argv: readonly string[], env: Readonly<Record<string, string 
     }
   }
   if (file === undefined) throw new UsageError("no HLO module given");
-  return { file, instances, ...(ranks !== undefined ? { ranks } : {}), nodes, json, top, jobs, devices, ...(packets ? { packets } : {}) };
+  return { file, instances, ...(ranks !== undefined ? { ranks } : {}), nodes, json, top, jobs, devices, ...(packets ? { packets } : {}), ...(sets.length > 0 ? { sets } : {}) };
 }
 
 /** Each instance's label: the preset's name (a preset file's name without .json). */
-function labels(instances: readonly string[], devices: string): string[] {
+function labels(instances: readonly string[], devices: string, sets: readonly PresetSet[] | undefined): string[] {
   return instances.map((i) => {
     const w = resolveInstance(i, devices);
-    loadDevice(w.instance, w.dir); // a wrong preset is refused before anything runs
+    // (A wrong preset, or a field set wrong on it, is refused before anything runs.)
+    if (sets) loadDeviceWith(w.instance, w.dir, sets);
+    else loadDevice(w.instance, w.dir);
     return w.instance;
   });
 }
@@ -142,7 +151,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     } catch (e) {
       throw new UsageError(`${a.file}: cannot read (${(e as Error).message})`);
     }
-    names = labels(a.instances, a.devices);
+    names = labels(a.instances, a.devices, a.sets);
     plan = planReplay(parseHlo(a.file, text), { ...(a.ranks !== undefined ? { ranks: a.ranks } : {}), nodes: a.nodes });
   } catch (e) {
     if (e instanceof UsageError) err(`replay: ${e.message}\n(try --help)\n`);
@@ -153,14 +162,14 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   let cells: ReplayCell[][];
   try {
-    cells = runReplay(plan, a.instances, a.devices, a.jobs, a.packets);
+    cells = runReplay(plan, a.instances, a.devices, a.jobs, a.packets, a.sets);
   } catch (e) {
     if (!(e instanceof ReplayRunError)) throw e;
     err(`replay: ${e.message}\n`);
     return e.hang ? EXIT.HANG : EXIT.BAD_INPUT;
   }
   for (const w of plan.warnings) err(`replay: warning: ${w}\n`);
-  out(a.json ? replayJson(plan, names, cells) : replayTable(plan, names, cells, a.top));
+  out(a.json ? replayJson(plan, names, cells, a.sets) : replayTable(plan, names, cells, a.top, a.sets));
   return EXIT.OK;
 }
 
@@ -182,7 +191,10 @@ function aligned(rows: readonly (readonly string[])[], left: ReadonlySet<number>
   return rows.map((r) => r.map((c, k) => (left.has(k) ? c.padEnd(w[k]!) : c.padStart(w[k]!))).join("  ").trimEnd()).join("\n") + "\n";
 }
 
-function replayTable(plan: ReplayPlan, names: readonly string[], cells: readonly ReplayCell[][], top: number): string {
+/** The --set flags as they read: link.bytesPerSecond=2e10. */
+const setsText = (sets: readonly PresetSet[]): string => sets.map((x) => `${x.path}=${JSON.stringify(x.value)}`).join(", ");
+
+function replayTable(plan: ReplayPlan, names: readonly string[], cells: readonly ReplayCell[][], top: number, sets?: readonly PresetSet[]): string {
   const total = names.map((_, j) => totals(plan, cells, j));
   const instructions = plan.rows.reduce((s, r) => s + r.instructions.length, 0);
   const runs = plan.rows.reduce((s, r) => s + r.count, 0);
@@ -211,11 +223,12 @@ function replayTable(plan: ReplayPlan, names: readonly string[], cells: readonly
   }
   const notes = [...new Set(plan.rows.flatMap((r) => r.notes))];
   for (const n of notes) s += `note: ${n}\n`;
+  if (sets) s += `note: every preset here with ${setsText(sets)} (--set): not the shipped presets, whose calibration does not carry over\n`;
   s += "(one stream, program order, no overlap with compute: see npm run replay -- --help)\n";
   return s;
 }
 
-function replayJson(plan: ReplayPlan, names: readonly string[], cells: readonly ReplayCell[][]): string {
+function replayJson(plan: ReplayPlan, names: readonly string[], cells: readonly ReplayCell[][], sets?: readonly PresetSet[]): string {
   const per = <T>(f: (j: number) => T) => Object.fromEntries(names.map((n, j) => [n, f(j)]));
   const doc = {
     module: plan.module.name,
@@ -223,6 +236,7 @@ function replayJson(plan: ReplayPlan, names: readonly string[], cells: readonly 
     ranks: plan.ranks,
     nodes: plan.nodes,
     instances: names,
+    ...(sets ? { presetSets: Object.fromEntries(sets.map((x) => [x.path, x.value])) } : {}),
     collectives: plan.rows.map((r, i) => ({
       op: r.op,
       hloOp: r.hloOp,

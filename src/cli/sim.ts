@@ -9,7 +9,7 @@ import { PACKET_VARIABLE, packetVariable, parseArgs, UsageError, withoutShardFla
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { differsFromShipped, loadAccuracy, loadDevice, loadScenarioSource, presetFile, resolveInstance } from "../run/load.ts";
+import { differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, loadScenarioSource, presetFile, resolveInstance } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
@@ -68,6 +68,11 @@ options:
                        CC stream or one per stream, instead of the scenario's ccDmaPacketBytes
                        (default 64 KiB): copies are cut at it, CCE packets no larger; an engine
                        switches queues between packets, so a stream of smaller ones gets less of it
+  --set FIELD=VALUE    change a field of the run's preset (repeatable, applied in order): its dotted
+                       path in the preset file (--set link.bytesPerSecond=2e11, --set
+                       dma.engineBytesPerSecond=4e10), the value as JSON, else as text; validated as
+                       the file is. The accuracy note then says the shipped preset's calibration
+                       does not carry over (what if the links were twice as fast?)
   --no-fold            simulate every pod of a timing-only run (by default a program of several
                        nodes — pods on UltraServers — whose pods run alike programs simulates pod 0
                        alone, the same times; --explain says which ran and why; --stats then
@@ -224,6 +229,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed, instance: where?.instance, ccDmaPacketBytes: args.ccDmaPacketBytes });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
     spec = loadDevice(scn.instance, args.devices, args.scenario);
+    if (args.presetSets) spec = loadDeviceWith(scn.instance, args.devices, args.presetSets);
     // (Before anything runs: no output goes over a file the run reads, the preset included.)
     refuseOverwrite(
       [["--report-to-json-file", args.reportJson], ["--plot", args.plot], ["--trace", args.trace], ["--out", args.out]],

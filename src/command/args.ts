@@ -1,7 +1,7 @@
 // Command-line flags of `npm run sim`.
 import { DTYPES, type Dtype } from "../ir/dtypes.ts";
 import { SCENARIO_OP_NAMES, type CheckMode, type OpName } from "../ir/spec.ts";
-import { DEFAULT_DEVICES_DIR } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, type PresetSet } from "../run/load.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { parseSize, SizeError, sweepSizes } from "../ir/sizes.ts";
 
@@ -55,6 +55,8 @@ export interface Args {
   noFastForward: boolean;
   /** --cc-dma-packet: the scenario's CC DMA packet sizes (`ccDmaPacketBytes`) instead of its own. */
   ccDmaPacketBytes?: number[] | undefined;
+  /** --set FIELD=VALUE (repeatable): preset fields changed for this run, in order. */
+  presetSets?: PresetSet[] | undefined;
   /** --shard I/N or auto: run one shard of the sweep's sizes and write a partial (--out). */
   shard?: ShardSpec | "auto" | undefined;
   /** --shards N: the shard count under a Kubernetes Indexed Job (--shard auto). */
@@ -105,6 +107,26 @@ export function packetVariable(env: Readonly<Record<string, string | undefined>>
 export function packetsFromEnv(env: Readonly<Record<string, string | undefined>>): number[] | undefined {
   const v = packetVariable(env);
   return v === undefined ? undefined : packetSizes(v, PACKET_VARIABLE);
+}
+
+/**
+ * `--set FIELD=VALUE`: a preset field by its dotted path (`link.bytesPerSecond`), and its value as
+ * JSON (`2e11`, `[65536,4096]`, `true`), else as the text itself (`--set topology.kind=ring`).
+ */
+export function presetSetFlag(v: string, flag: string): PresetSet {
+  const eq = v.indexOf("=");
+  const path = eq < 0 ? v : v.slice(0, eq);
+  if (eq < 0 || !/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$/.test(path)) throw new UsageError(`${flag} "${v}": expected FIELD=VALUE, a preset field by its dotted path (e.g. ${flag} link.bytesPerSecond=2e11)`);
+  const text = v.slice(eq + 1);
+  if (text === "") throw new UsageError(`${flag} "${v}": no value after "="`);
+  let value: unknown = text;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = text;
+  }
+  if (path === "name" || path === "description" || path === "sources" || path.startsWith("sources.")) throw new UsageError(`${flag} "${v}": ${path.split(".")[0]} is not a figure of the preset; --set changes its figures (the run's name stays the preset's)`);
+  return { path, value };
 }
 
 /** The longest fixed cost a preset may give (1 ms, in us). */
@@ -186,6 +208,9 @@ export function commonFlag(argv: readonly string[], i: number, a: Partial<Args>,
       return 1;
     case "--cc-dma-packet":
       a.ccDmaPacketBytes = packetSizes(value(), t);
+      return 1;
+    case "--set":
+      a.presetSets = [...(a.presetSets ?? []), presetSetFlag(value(), t)];
       return 1;
     case "--log-level":
       a.logLevel = oneOfFlag(value(), t, LEVELS);

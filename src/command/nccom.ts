@@ -312,6 +312,7 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
     ...(replicaGroups !== undefined ? { groups: replicaGroups } : {}),
     ...(op === "send" || op === "permute" ? { pairs: pairs === undefined ? defaultPairs(opName, ranks) : pairsOf(pairs) } : {}),
     ...(stats ? { timeEach: true } : {}),
+    ...(run.presetSets ? { sets: run.presetSets } : {}),
   });
   const scenario = built.scenario;
   // The runtime's CC DMA packet size (--cc-dma-packet, a run's override, over its variable).

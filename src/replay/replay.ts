@@ -6,7 +6,7 @@ import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { CcsimError, UsageError, type ScenarioError } from "../ir/errors.ts";
 import type { DeviceSpec, OpName } from "../ir/spec.ts";
 import { collectiveScenario } from "../run/collective.ts";
-import { loadDevice } from "../run/load.ts";
+import { loadDevice, loadDeviceWith, type PresetSet } from "../run/load.ts";
 import { sweepPoint } from "../run/overrides.ts";
 import { revive } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
@@ -282,10 +282,10 @@ export class ReplayRunError extends Error {
 /**
  * Every row on every instance (`cells[row][instance]`), each distinct collective simulated once
  * per preset, on `jobs` threads. A row the preset refuses, or that hangs, is an error naming its
- * instruction and line.
+ * instruction and line. `packets`: the runtime's CC DMA packet sizes (a scenario's
+ * `ccDmaPacketBytes`), if not its default; `sets`: preset fields changed on every instance (--set).
  */
-/** `packets`: the runtime's CC DMA packet sizes (a scenario's `ccDmaPacketBytes`), if not its default. */
-export function runReplay(plan: ReplayPlan, instances: readonly string[], devicesDir: string, jobs: number, packets?: readonly number[]): ReplayCell[][] {
+export function runReplay(plan: ReplayPlan, instances: readonly string[], devicesDir: string, jobs: number, packets?: readonly number[], sets?: readonly PresetSet[]): ReplayCell[][] {
   const cells: (ReplayCell | undefined)[][] = plan.rows.map(() => instances.map(() => undefined));
   const inputs: SweepTask[] = [];
   const at: [number, number][] = [];
@@ -308,10 +308,11 @@ export function runReplay(plan: ReplayPlan, instances: readonly string[], device
           ...(row.groups ? { groups: row.groups } : {}),
           ...(row.pairs ? { pairs: row.pairs } : {}),
           ...(row.reduce ? { reduce: row.reduce } : {}),
+          ...(sets ? { sets } : {}),
         });
         if (packets) built.scenario["ccDmaPacketBytes"] = packets;
         const key = `${built.devicesDir}/${built.instance}`;
-        if (!specs.has(key)) specs.set(key, loadDevice(built.instance, built.devicesDir));
+        if (!specs.has(key)) specs.set(key, sets ? loadDeviceWith(built.instance, built.devicesDir, sets) : loadDevice(built.instance, built.devicesDir));
         const scenario = sweepPoint({ file: `${plan.module.file}:${row.line}`, json: built.scenario, flags: "" }, row.op, row.dtype, row.bytes, "none");
         inputs.push({ scenario, spec: specs.get(key)!, logLevel: "silent", unfolded: false });
         at.push([i, j]);

@@ -101,6 +101,34 @@ export function differsFromShipped(spec: DeviceSpec): string[] | undefined {
   return out;
 }
 
+/** A preset field a run changes (`--set`). */
+export interface PresetSet {
+  readonly path: string;
+  readonly value: unknown;
+}
+
+/**
+ * Preset `instance` with fields changed (`--set FIELD=VALUE`, in order), validated as a file is:
+ * errors name the file, the flags and the field. A number set gets "--set" as its source note.
+ */
+export function loadDeviceWith(instance: string, dir: string, sets: readonly PresetSet[]): DeviceSpec {
+  const json = loadDeviceJson(instance, dir);
+  const sources = json["sources"];
+  for (const { path, value } of sets) {
+    const keys = path.split(".");
+    let at: Record<string, unknown> = json;
+    for (const k of keys.slice(0, -1)) {
+      const next = at[k];
+      if (typeof next !== "object" || next === null || Array.isArray(next)) at[k] = {};
+      at = at[k] as Record<string, unknown>;
+    }
+    at[keys[keys.length - 1]!] = value;
+    if (typeof value === "number" && typeof sources === "object" && sources !== null) (sources as Record<string, unknown>)[path] = "set on the command line (--set)";
+  }
+  const flags = sets.map((s) => `--set ${s.path}=${JSON.stringify(s.value)}`).join(" ");
+  return parseDeviceSpec(`${presetFile(instance, dir)} with ${flags}`, json);
+}
+
 /** A preset's JSON as its file holds it (after loadDevice found it valid: for variations of it). */
 export function loadDeviceJson(instance: string, dir = DEFAULT_DEVICES_DIR): Record<string, unknown> {
   loadDevice(instance, dir);

@@ -1,0 +1,116 @@
+// --set FIELD=VALUE: a preset field changed for one run (sim, nccom, replay), the same as running an
+// edited copy of the preset file; wrong fields and values refused, named.
+import { describe, expect, it } from "vitest";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EXIT } from "../../src/cli/sim.ts";
+import { main as nccom } from "../../src/cli/nccom.ts";
+import { main as replay } from "../../src/cli/replay.ts";
+import { presetSetFlag, UsageError } from "../../src/command/args.ts";
+import { runSim } from "../run-sim.ts";
+
+function run(main: typeof nccom, args: string[]): { code: number; out: string; err: string } {
+  let out = "";
+  let err = "";
+  const code = main(args, (s) => (out += s), (s) => (err += s), {});
+  return { code, out, err };
+}
+
+/** devices/<name>.json with `change` made, as a preset file of the same name in a folder of its own. */
+function edited(name: string, change: (j: Record<string, Record<string, unknown>>) => void): string {
+  const dir = mkdtempSync(join(tmpdir(), "ccsim-set-"));
+  const j = JSON.parse(readFileSync(`devices/${name}.json`, "utf8"));
+  change(j);
+  mkdirSync(join(dir, "p"));
+  writeFileSync(join(dir, "p", `${name}.json`), JSON.stringify(j));
+  return join(dir, "p", `${name}.json`);
+}
+
+const results = (r: { code: number; out: string; err: string }) => {
+  expect(r.code, r.err).toBe(EXIT.OK);
+  return JSON.parse(r.out).results;
+};
+
+describe("--set FIELD=VALUE", () => {
+  it("reads a dotted path and a JSON value, else the text; refuses what is not a field of figures", () => {
+    expect(presetSetFlag("link.bytesPerSecond=2e11", "--set")).toEqual({ path: "link.bytesPerSecond", value: 2e11 });
+    expect(presetSetFlag("collectives.cceReducePacketBytes=[65536,4096]", "--set")).toEqual({ path: "collectives.cceReducePacketBytes", value: [65536, 4096] });
+    expect(presetSetFlag("topology.kind=ring", "--set")).toEqual({ path: "topology.kind", value: "ring" });
+    for (const [v, says] of [
+      ["link.bytesPerSecond", /expected FIELD=VALUE/],
+      ["=3", /expected FIELD=VALUE/],
+      ["link..x=3", /expected FIELD=VALUE/],
+      ["link.bytesPerSecond=", /no value after "="/],
+      ["name=mine", /name is not a figure of the preset/],
+      ["sources.link.bytesPerSecond=x", /sources is not a figure of the preset/],
+    ] as const) {
+      expect(() => presetSetFlag(v, "--set")).toThrow(UsageError);
+      expect(() => presetSetFlag(v, "--set")).toThrow(says);
+    }
+  });
+
+  it("npm run sim: the run is the run of the edited preset file, and its note says it is not the shipped preset", () => {
+    const file = edited("trn1", (j) => ((j["link"]!["bytesPerSecond"] = 2e10), (j["dma"]!["engineBytesPerSecond"] = 4e10)));
+    const args = ["scenarios/ring8.json", "--check", "none", "-b", "64K", "-e", "4M", "-f", "8"];
+    const shipped = results(runSim([...args, "--json"]));
+    const set = results(runSim([...args, "--json", "--set", "link.bytesPerSecond=2e10", "--set", "dma.engineBytesPerSecond=4e10"]));
+    expect(set).toEqual(results(runSim([...args, "--json", "--instance", file])));
+    expect(set.map((r: { timeUs: number }) => r.timeUs)).not.toEqual(shipped.map((r: { timeUs: number }) => r.timeUs));
+    const text = runSim([...args, "--set", "link.bytesPerSecond=2e10"]);
+    expect(text.out).toMatch(/# accuracy: this trn1 is not the shipped preset \(link\.bytesPerSecond differs\): the shipped one's calibration .* does not carry over to it\n/);
+    // Applied in order: the last of two sets of a field wins; set back to its own value, it is the shipped preset.
+    expect(results(runSim([...args, "--json", "--set", "link.bytesPerSecond=1", "--set", "link.bytesPerSecond=2e10", "--set", "dma.engineBytesPerSecond=4e10"]))).toEqual(set);
+    const own = JSON.parse(readFileSync("devices/trn1.json", "utf8")).link.bytesPerSecond;
+    expect(runSim([...args, "--set", `link.bytesPerSecond=${own}`]).out).toMatch(/# accuracy: trn1 fitted on/);
+  });
+
+  it("a wrong field or value: exit 1 naming the preset, the flag and the field, nothing run", () => {
+    for (const [flag, says] of [
+      ["link.bytesPerScond=2e11", /trn1\.json with --set link\.bytesPerScond=200000000000: link\.bytesPerScond: unknown key "bytesPerScond" \(allowed: bytesPerSecond, latencyPs\)/],
+      ["link.bytesPerSecond=fast", /with --set link\.bytesPerSecond="fast": link\.bytesPerSecond: expected a number/],
+      ["link.bytesPerSecond=-1", /link\.bytesPerSecond: must be between 0 and/],
+      ["link=3", /link: expected an object/],
+    ] as const) {
+      const r = runSim(["scenarios/ring8.json", "--set", flag]);
+      expect(r.code).toBe(EXIT.BAD_INPUT);
+      expect(r.err).toMatch(says);
+      expect(r.out).toBe("");
+      const n = run(nccom, ["allr", "-r", "8", "-b", "1K", "-e", "1K", "--set", flag]);
+      expect(n.code).toBe(EXIT.BAD_INPUT);
+      expect(n.err).toMatch(says);
+    }
+  });
+
+  it("npm run nccom: ranks fill the changed preset's cores (one a device), as on the edited file; --dump-scenario names the sets sim needs", () => {
+    const file = edited("trn1", (j) => (((j as Record<string, unknown>)["coresPerDevice"] = 1), (j["topsp"]!["perDevice"] = 4)));
+    const args = ["allr", "-r", "8", "-b", "1M", "-e", "1M", "--json"];
+    const set = results(run(nccom, [...args, "--set", "coresPerDevice=1", "--set", "topsp.perDevice=4"]));
+    expect(set).toEqual(results(run(nccom, [...args, "--instance", file])));
+    expect(set).not.toEqual(results(run(nccom, args)));
+    const dump = run(nccom, ["allr", "-r", "8", "-b", "1M", "-e", "1M", "--set", "coresPerDevice=1", "--set", "topsp.perDevice=4", "--dump-scenario"]);
+    expect(dump.code).toBe(EXIT.OK);
+    expect(JSON.parse(dump.out).ranksPerDevice).toBe(1);
+    expect(dump.err).toMatch(/npm run sim -- FILE --set coresPerDevice=1 --set topsp\.perDevice=4 runs it; npm run sim -- FILE -b 1048576 -e 1048576 --op all-reduce -d uint8 --set coresPerDevice=1 --set topsp\.perDevice=4 runs the command's whole sweep/);
+  });
+
+  it("npm run replay: every listed preset changed, each row as nccom runs it with the same sets; the table and JSON say so", () => {
+    const module = "test/fixtures/hlo/tiny.hlo.txt";
+    const r = run(replay, [module, "--instance", "trn1,trn2", "--json", "-j", "1", "--set", "link.bytesPerSecond=2e10"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    const doc = JSON.parse(r.out);
+    expect(doc.presetSets).toEqual({ "link.bytesPerSecond": 2e10 });
+    const row = doc.collectives[0];
+    for (const inst of ["trn1", "trn2"]) {
+      const n = results(run(nccom, ["allr", "-r", "8", "-b", String(row.bytes), "-e", String(row.bytes), "-d", row.dtype, "--instance", inst, "--json", "--set", "link.bytesPerSecond=2e10"]));
+      expect(n[0].timeUs.toFixed(2)).toBe(row.timeUs[inst].toFixed(2));
+    }
+    const plain = JSON.parse(run(replay, [module, "--json", "-j", "1"]).out);
+    expect(plain.presetSets).toBeUndefined();
+    expect(plain.collectives[0].timeUs.trn1).not.toBe(row.timeUs.trn1);
+    expect(run(replay, [module, "-j", "1", "--set", "link.bytesPerSecond=2e10"]).out).toMatch(/note: every preset here with link\.bytesPerSecond=20000000000 \(--set\): not the shipped presets/);
+    const bad = run(replay, [module, "--set", "link.nope=1"]);
+    expect(bad.code).toBe(EXIT.BAD_INPUT);
+    expect(bad.err).toMatch(/with --set link\.nope=1: link\.nope: unknown key/);
+  });
+});
