@@ -12,19 +12,21 @@ import { decodeChannelConfig, NeighType } from "../encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../encd/slot.ts";
 import { DESC_BYTES, decodeRx, decodeTx, isCmeDesc } from "../encd/udma.ts";
 import type { ProgramImage } from "../encd/program.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, loadScenario } from "../run/load.ts";
-import { UsageError } from "../command/args.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, loadDeviceWith, loadScenario, type PresetSet } from "../run/load.ts";
+import { flagValue, presetSetFlag, UsageError } from "../command/args.ts";
 import { asCommand } from "./entry.ts";
 
 const HELP = `ccsim disassembler: print a program image field by field
 
-usage: npm run disasm -- <scenario.json> [--rank R] [--op K] [--json] [--devices DIR]
+usage: npm run disasm -- <scenario.json> [--rank R] [--op K] [--json] [--devices DIR] [--set FIELD=VALUE]
 
   --op K       the op (index into the scenario's ops) to compile (default 0)
   --rank R     only the TopSPs and DMA queues of rank R (default: every device)
   --json       the same content as data; cc_op_entry keys follow the firmware reflector
                ("ring": {"channel_list"}, "mesh": {"sema_shift_offset", "sema_mask"})
   --devices DIR  directory of device presets
+  --set FIELD=VALUE  a field of the scenario's preset changed (repeatable; npm run sim -- --help):
+               the program the changed preset composes (--set ring.defaultChannels=4)
 
 Addresses are resolved to rank buffers (input, output, chbuf<c>), the device's constant and pad
 words, semaphores (dev:topsp:sem.window) and DMA doorbells.
@@ -273,6 +275,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let rank: number | undefined;
   let json = false;
   let devices = DEFAULT_DEVICES_DIR;
+  const sets: PresetSet[] = [];
   try {
     for (let i = 0; i < argv.length; i++) {
       const t = argv[i]!;
@@ -288,6 +291,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (t === "--rank") rank = num();
       else if (t === "--json") json = true;
       else if (t === "--devices") devices = argv[++i] ?? "";
+      else if (t === "--set") sets.push(presetSetFlag(flagValue(argv, i++, t), t));
       else if (t.startsWith("-")) throw new UsageError(`unknown option ${t}`);
       else if (file !== undefined) throw new UsageError(`one scenario file at a time (got ${file} and ${t})`);
       else file = t;
@@ -296,7 +300,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     const scn = { ...loadScenario(file), check: "none" as const };
     if (op >= scn.ops.length) throw new UsageError(`--op ${op}: ${file} has ${scn.ops.length} ops`);
     if (rank !== undefined && rank >= scn.ranks) throw new UsageError(`--rank ${rank}: ${file} has ${scn.ranks} ranks`);
-    const spec = loadDevice(scn.instance, devices, file);
+    const spec = sets.length > 0 ? loadDeviceWith(scn.instance, devices, sets) : loadDevice(scn.instance, devices, file);
     const { image, layout } = compileProgram(scn, spec, [op]);
     const data = disassemble(spec, image, layout, { op, rank });
     const o = scn.ops[op]!;

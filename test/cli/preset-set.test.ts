@@ -3,10 +3,11 @@
 import { describe, expect, it } from "vitest";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { EXIT } from "../../src/cli/sim.ts";
 import { main as nccom } from "../../src/cli/nccom.ts";
 import { main as replay } from "../../src/cli/replay.ts";
+import { main as disasm } from "../../src/cli/disasm.ts";
 import { presetSetFlag, UsageError } from "../../src/command/args.ts";
 import { runSim } from "../run-sim.ts";
 
@@ -112,5 +113,23 @@ describe("--set FIELD=VALUE", () => {
     const bad = run(replay, [module, "--set", "link.nope=1"]);
     expect(bad.code).toBe(EXIT.BAD_INPUT);
     expect(bad.err).toMatch(/with --set link\.nope=1: link\.nope: unknown key/);
+  });
+
+  it("npm run disasm: the program the changed preset composes (descriptors cut at the changed size), the same as the edited file's", () => {
+    const file = edited("trn1", (j) => (j["dma"]!["maxDescriptorBytes"] = 4096));
+    const listing = (args: string[]) => {
+      let out = "";
+      let err = "";
+      expect(disasm(args, (s) => (out += s), (s) => (err += s)), err).toBe(0);
+      return out;
+    };
+    const shipped = listing(["scenarios/ring8.json", "--rank", "0"]);
+    const set = listing(["scenarios/ring8.json", "--rank", "0", "--set", "dma.maxDescriptorBytes=4096"]);
+    expect(set.split("\n").length).toBeGreaterThan(shipped.split("\n").length);
+    expect(set).not.toMatch(/len=(65536|32768|16384|8192)\b/);
+    expect(set).toBe(listing(["scenarios/ring8.json", "--rank", "0", "--devices", dirname(file)]));
+    let err = "";
+    expect(disasm(["scenarios/ring8.json", "--set", "dma.maxDescriptorBytes=1"], () => {}, (s) => (err += s))).toBe(1);
+    expect(err).toMatch(/with --set dma\.maxDescriptorBytes=1: dma\.maxDescriptorBytes: must be between 64 and 65536/);
   });
 });
