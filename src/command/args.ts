@@ -116,7 +116,7 @@ export function packetsFromEnv(env: Readonly<Record<string, string | undefined>>
 export function presetSetFlag(v: string, flag: string): PresetSet {
   const eq = v.indexOf("=");
   const path = eq < 0 ? v : v.slice(0, eq);
-  if (eq < 0 || !/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$/.test(path)) throw new UsageError(`${flag} "${v}": expected FIELD=VALUE, a preset field by its dotted path (e.g. ${flag} link.bytesPerSecond=2e11)`);
+  if (eq < 0 || !/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_-]+)*$/.test(path)) throw new UsageError(`${flag} "${v}": expected FIELD=VALUE, a preset field by its dotted path (e.g. ${flag} link.bytesPerSecond=2e11)`);
   const text = v.slice(eq + 1);
   if (text === "") throw new UsageError(`${flag} "${v}": no value after "="`);
   let value: unknown = text;

@@ -1,7 +1,7 @@
 // --set FIELD=VALUE: a preset field changed for one run (sim, nccom, replay), the same as running an
 // edited copy of the preset file; wrong fields and values refused, named.
 import { describe, expect, it } from "vitest";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { EXIT } from "../../src/cli/sim.ts";
@@ -9,6 +9,7 @@ import { main as nccom } from "../../src/cli/nccom.ts";
 import { main as replay } from "../../src/cli/replay.ts";
 import { main as disasm } from "../../src/cli/disasm.ts";
 import { presetSetFlag, UsageError } from "../../src/command/args.ts";
+import { DEFAULT_DEVICES_DIR, differsFromShipped, loadDevice, loadDeviceWith } from "../../src/run/load.ts";
 import { runSim } from "../run-sim.ts";
 
 function run(main: typeof nccom, args: string[]): { code: number; out: string; err: string } {
@@ -38,6 +39,7 @@ describe("--set FIELD=VALUE", () => {
     expect(presetSetFlag("link.bytesPerSecond=2e11", "--set")).toEqual({ path: "link.bytesPerSecond", value: 2e11 });
     expect(presetSetFlag("collectives.cceReducePacketBytes=[65536,4096]", "--set")).toEqual({ path: "collectives.cceReducePacketBytes", value: [65536, 4096] });
     expect(presetSetFlag("topology.kind=ring", "--set")).toEqual({ path: "topology.kind", value: "ring" });
+    expect(presetSetFlag("host.algorithmPs.intra-rdh=0", "--set")).toEqual({ path: "host.algorithmPs.intra-rdh", value: 0 });
     for (const [v, says] of [
       ["link.bytesPerSecond", /expected FIELD=VALUE/],
       ["=3", /expected FIELD=VALUE/],
@@ -49,6 +51,28 @@ describe("--set FIELD=VALUE", () => {
       expect(() => presetSetFlag(v, "--set")).toThrow(UsageError);
       expect(() => presetSetFlag(v, "--set")).toThrow(says);
     }
+  });
+
+  it("every field of every shipped preset can be set, and set to its own value gives the shipped preset", () => {
+    let fields = 0;
+    for (const f of readdirSync("devices").filter((x) => x.endsWith(".json") && !x.endsWith(".schema.json"))) {
+      const name = f.slice(0, -5);
+      const shipped = loadDevice(name);
+      const walk = (o: unknown, path: string): void => {
+        if (path === "sources" || path === "$schema" || path === "name" || path === "description") return;
+        if (o !== null && typeof o === "object" && !Array.isArray(o)) {
+          for (const [k, v] of Object.entries(o)) walk(v, path === "" ? k : `${path}.${k}`);
+          return;
+        }
+        fields++;
+        const set = presetSetFlag(`${path}=${typeof o === "string" ? o : JSON.stringify(o)}`, "--set");
+        const spec = loadDeviceWith(name, DEFAULT_DEVICES_DIR, [set]);
+        expect({ ...spec, sources: {} }, `${name} ${path}`).toEqual({ ...shipped, sources: {} });
+        expect(differsFromShipped(spec)).toEqual([]);
+      };
+      walk(JSON.parse(readFileSync(`devices/${f}`, "utf8")), "");
+    }
+    expect(fields).toBeGreaterThan(400);
   });
 
   it("npm run sim: the run is the run of the edited preset file, and its note says it is not the shipped preset", () => {
