@@ -46,11 +46,14 @@ export const HLO_COLLECTIVES = {
 export type HloCollectiveOp = (typeof HLO_COLLECTIVES)[keyof typeof HLO_COLLECTIVES];
 
 /**
- * Communication replay does not run (ragged all-to-all, broadcast): each one a step reaches is
- * named in a warning, so a total without it is not taken for the step's. (A `send` runs, with its
- * `recv` as its other end; `sendRecvLeftOut` says when one cannot.)
+ * Communication replay does not run, and why: each one a step reaches is named in a warning, so a
+ * total without it is not taken for the step's. (A `send` runs, with its `recv` as its other end;
+ * `pointToPoint` says when one cannot.)
  */
-const NOT_REPLAYED: ReadonlySet<string> = new Set(["ragged-all-to-all", "collective-broadcast"]);
+const NOT_REPLAYED: ReadonlyMap<string, string> = new Map([
+  ["ragged-all-to-all", "moves data between ranks in sizes its operands give when it runs (no size on record)"],
+  ["collective-broadcast", "moves data between ranks, and the runtime has no broadcast (a posted one fails: not supported operation (op_type 2))"],
+]);
 
 /** The frontend attribute a point-to-point send / recv states its pairs in (XLA's pipelining writes it). */
 const SEND_RECV_PAIRS = "_xla_send_recv_source_target_pairs";
@@ -175,9 +178,8 @@ export function parseHlo(file: string, text: string): HloModule {
     const n = count.get(comp.name) ?? 0;
     for (const ins of comp.instrs) {
       const times = n > 1 ? ` (${n} a step)` : "";
-      if (n > 0 && NOT_REPLAYED.has(ins.opcode)) {
-        warnings.push(`${file}:${ins.line}: ${ins.opcode} ${ins.name}${times}: moves data between ranks, but replay does not run it (the total leaves it out)`);
-      }
+      const why = NOT_REPLAYED.get(ins.opcode);
+      if (n > 0 && why !== undefined) warnings.push(`${file}:${ins.line}: ${ins.opcode} ${ins.name}${times}: ${why}: replay does not run it (the total leaves it out)`);
       if (ins.opcode === "send" || ins.opcode === "recv") {
         const p2p = pointToPoint(ins, sendChannels);
         if (n > 0 && p2p.leftOut !== undefined) warnings.push(`${file}:${ins.line}: ${ins.opcode} ${ins.name}${times}: ${p2p.leftOut} (the total leaves it out)`);

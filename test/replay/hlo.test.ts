@@ -193,14 +193,16 @@ ENTRY e {
       // A recv whose send is not in the module, and a transfer to the host.
       '  r2 = (f32[64]{0}, u32[], token[]) recv(tok), channel_id=4, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}',
       "  h = (f32[64]{0}, u32[], token[]) send(p, tok), channel_id=5, is_host_transfer=true",
+      "  rg = f32[64]{0} ragged-all-to-all(p, p, p, p, p, p), replica_groups={{0,1}}",
     ].join("\n");
     const n = parseHlo("p2p", mod(body).replace("ENTRY", "unused {\n  q = f32[8]{0} parameter(0)\n  ROOT g = f32[8]{0} ragged-all-to-all(q, q, q, q, q, q)\n}\n\nENTRY"));
     expect(n.collectives).toHaveLength(0);
     expect(n.warnings).toEqual([
       "p2p:17: send s: no _xla_send_recv_source_target_pairs in its frontend_attributes, so the ranks it joins are not known: replay does not run it (the total leaves it out)",
-      "p2p:21: collective-broadcast cb: moves data between ranks, but replay does not run it (the total leaves it out)",
+      "p2p:21: collective-broadcast cb: moves data between ranks, and the runtime has no broadcast (a posted one fails: not supported operation (op_type 2)): replay does not run it (the total leaves it out)",
       "p2p:22: recv r2: no send of its channel_id (4) in the module, whose transfer it is: replay does not run it (the total leaves it out)",
       "p2p:23: send h: a transfer to the host (is_host_transfer=true), not between ranks: replay does not run it (the total leaves it out)",
+      "p2p:24: ragged-all-to-all rg: moves data between ranks in sizes its operands give when it runs (no size on record): replay does not run it (the total leaves it out)",
     ]);
   });
 
