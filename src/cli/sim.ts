@@ -405,8 +405,10 @@ function describeSteady(s: SteadyReport): string {
 /** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */
 function launchLine(spec: DeviceSpec, args: Args): string {
   const us = String(spec.topsp.launchPs / 1e6);
-  if (args.launchPs !== undefined) return `fixed cost per collective: ${us} us before the first entry (--launch-us: the whole of it, no host costs)\n`;
-  return `fixed cost per collective: ${us} us before the first entry (${spec.name}'s topsp.launchPs; --launch-us sets the whole fixed cost), plus ${spec.name}'s host costs (each op's "fixed cost" line)\n`;
+  // (--explain's first lines: the preset's fields a --set changed, then the fixed cost.)
+  const sets = args.presetSets ? `preset: ${spec.name} with ${args.presetSets.map((x) => `${x.path}=${JSON.stringify(x.value)}`).join(", ")} (--set)\n` : "";
+  if (args.launchPs !== undefined) return `${sets}fixed cost per collective: ${us} us before the first entry (--launch-us: the whole of it, no host costs)\n`;
+  return `${sets}fixed cost per collective: ${us} us before the first entry (${spec.name}'s topsp.launchPs; --launch-us sets the whole fixed cost), plus ${spec.name}'s host costs (each op's "fixed cost" line)\n`;
 }
 
 /** --explain: each op's fixed cost and its terms (docs/device-model.md §6, "Host costs"). */

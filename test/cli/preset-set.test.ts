@@ -83,6 +83,7 @@ describe("--set FIELD=VALUE", () => {
     expect(set).toEqual(results(runSim([...args, "--json", "--instance", file])));
     expect(set.map((r: { timeUs: number }) => r.timeUs)).not.toEqual(shipped.map((r: { timeUs: number }) => r.timeUs));
     const text = runSim([...args, "--set", "link.bytesPerSecond=2e10"]);
+    expect(runSim([...args, "--set", "link.bytesPerSecond=2e10", "--explain"]).out).toMatch(/^preset: trn1 with link\.bytesPerSecond=20000000000 \(--set\)\nfixed cost per collective/);
     expect(text.out).toMatch(/# accuracy: this trn1 is not the shipped preset \(link\.bytesPerSecond differs\): the shipped one's calibration .* does not carry over to it\n/);
     // Applied in order: the last of two sets of a field wins; set back to its own value, it is the shipped preset.
     expect(results(runSim([...args, "--json", "--set", "link.bytesPerSecond=1", "--set", "link.bytesPerSecond=2e10", "--set", "dma.engineBytesPerSecond=4e10"]))).toEqual(set);
