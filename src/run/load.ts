@@ -109,11 +109,11 @@ export interface PresetSet {
 
 /**
  * Preset `instance` with fields changed (`--set FIELD=VALUE`, in order), validated as a file is:
- * errors name the file, the flags and the field. A number set gets "--set" as its source note.
+ * errors name the file, the flags and the field. The number fields set are noted as set (their
+ * source), and the notes of fields a set took away are dropped.
  */
 export function loadDeviceWith(instance: string, dir: string, sets: readonly PresetSet[]): DeviceSpec {
   const json = loadDeviceJson(instance, dir);
-  const sources = json["sources"];
   for (const { path, value } of sets) {
     const keys = path.split(".");
     let at: Record<string, unknown> = json;
@@ -123,10 +123,9 @@ export function loadDeviceWith(instance: string, dir: string, sets: readonly Pre
       at = at[k] as Record<string, unknown>;
     }
     at[keys[keys.length - 1]!] = value;
-    if (typeof value === "number" && typeof sources === "object" && sources !== null) (sources as Record<string, unknown>)[path] = "set on the command line (--set)";
   }
   const flags = sets.map((s) => `--set ${s.path}=${JSON.stringify(s.value)}`).join(" ");
-  return parseDeviceSpec(`${presetFile(instance, dir)} with ${flags}`, json);
+  return parseDeviceSpec(`${presetFile(instance, dir)} with ${flags}`, json, sets.map((s) => s.path));
 }
 
 /** A preset's JSON as its file holds it (after loadDevice found it valid: for variations of it). */

@@ -37,7 +37,15 @@ function rate(f: Reader): number {
   return v;
 }
 
-export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
+/** The source note of a preset field a run's `--set` changed. */
+export const SET_SOURCE = "set on the command line (--set)";
+
+/**
+ * `sets`: the dotted paths a run's `--set` changed (loadDeviceWith): the number fields at or under
+ * them are noted as set, and the notes of fields they took away (a `--set topology={...}` without
+ * its routeOrder) are dropped.
+ */
+export function parseDeviceSpec(file: string, json: unknown, sets?: readonly string[]): DeviceSpec {
   const r = new Reader(file, "", json);
   r.keys(TOP_KEYS);
   const numbers: string[] = [];
@@ -119,6 +127,11 @@ export function parseDeviceSpec(file: string, json: unknown): DeviceSpec {
   const sources = r.get("sources");
   const src: Record<string, string> = {};
   for (const k of Object.keys(sources.object())) src[k] = sources.get(k).string();
+  if (sets) {
+    const under = (k: string) => sets.some((p) => k === p || k.startsWith(`${p}.`));
+    for (const n of numbers) if (under(n)) src[n] = SET_SOURCE;
+    for (const k of Object.keys(src)) if (under(k) && !numbers.includes(k)) delete src[k];
+  }
   for (const n of numbers) {
     if (!src[n]) sources.fail("SCN1102", `no source given for "${n}" (every number needs a source note or "assumption: ...")`, n, `sources.${n}`);
   }
