@@ -2,11 +2,12 @@
 import { CONFORMANCE_PRESETS, generateCases, loadPresets, runCase, task, type CaseOutcome, type ConformanceCase } from "../run/conformance.ts";
 import { defaultJobs, runParallel } from "../run/parallel.ts";
 import { parseSize } from "../ir/sizes.ts";
-import { checkShardFlags, withoutShardFlags } from "../command/args.ts";
+import { checkShardFlags, presetSetFlag, setFlagWords, withoutShardFlags } from "../command/args.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { presetFile } from "../run/load.ts";
+import { presetFile, type PresetSet } from "../run/load.ts";
 import { asCommand } from "./entry.ts";
+import { CcsimError } from "../ir/errors.ts";
 import { siblingUrl } from "../run/paths.ts";
 
 /** The largest op a conformance case may draw. */
@@ -14,7 +15,7 @@ const MAX_CASE_BYTES = 16 * 2 ** 30;
 
 const HELP = `ccsim conformance: run seeded random legal configurations and count the outcomes
 
-usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-checked SIZE] [--preset NAME]... [--verbose]
+usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-checked SIZE] [--preset NAME]... [--set FIELD=VALUE]... [--verbose]
 
   --cases N          how many configurations (default 200, at most 100000: more are more seeds)
   --seed S           generator seed (default 1); the same seed gives the same cases
@@ -28,6 +29,8 @@ usage: npm run conformance -- [--cases N] [--seed S] [--max-bytes SIZE] [--max-c
   --vary-presets     also vary each case's preset: ring channels, receive slots, chunk and folds, and
                      (half the cases) dma.maxDescriptorBytes, where copies and CCE packets are cut
                      (within the validator's bounds; --dump then names the changes on stderr)
+  --set FIELD=VALUE  change a field of every preset drawn (repeatable; npm run sim -- --help): the
+                     op space on a preset of your own making (--preset trn1 --set dma.enginesPerCore=8)
   --verbose          one line per case (on one thread, as each case ends)
   --dump ID          print case ID's scenario (JSON, runnable with npm run sim) instead of running
   --shard I/N|auto   run shard I of N of the cases (auto: from a Slurm job array or a Kubernetes
@@ -51,6 +54,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let jobs = defaultJobs();
   let dump: number | undefined;
   const presets: string[] = [];
+  const sets: PresetSet[] = [];
   let shardFlag: ShardSpec | "auto" | undefined;
   let shards: number | undefined;
   let outFile: string | undefined;
@@ -72,6 +76,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       else if (flag === "--min-bytes") minBytes = parseSize(next(), flag);
       else if (flag === "--max-checked") maxChecked = parseSize(next(), flag);
       else if (flag === "--preset") presets.push(next());
+      else if (flag === "--set") sets.push(presetSetFlag(next(), flag));
       else if (flag === "--verbose") verbose = true;
       else if (flag === "--knobs") knobs = true;
       else if (flag === "--vary-presets") varyPresets = true;
@@ -111,16 +116,19 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   }
   let specs;
   try {
-    specs = loadPresets(presets.length > 0 ? presets : CONFORMANCE_PRESETS);
+    specs = loadPresets(presets.length > 0 ? presets : CONFORMANCE_PRESETS, undefined, sets);
     // (A shard's partial goes over none of the presets it reads.)
     refuseOverwrite([["--out", outFile]], [...specs.keys()].map((p) => ["a preset the cases run on", presetFile(p)] as const), (m) => new Error(m));
   } catch (e) {
-    err(`conformance: ${(e as Error).message}\n`);
+    // (A preset's error names its file, the --set flags and the field.)
+    err(`conformance: ${e instanceof CcsimError ? e.render() : (e as Error).message}\n`);
     return 1;
   }
   // Cases are drawn one after another from one seeded stream: case ID is the same whether ID + 1
   // cases are drawn or all of them, so --dump draws no more than it prints.
-  const list = generateCases(seed, dump !== undefined ? Math.min(cases, dump + 1) : cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, knobs, varyPresets, ...(presets.length > 0 ? { presets } : {}) }, specs);
+  const drawn = generateCases(seed, dump !== undefined ? Math.min(cases, dump + 1) : cases, { maxBytes, minBytes, maxCheckedPayload: maxChecked, knobs, varyPresets, ...(presets.length > 0 ? { presets } : {}) }, specs);
+  // (A run's --set goes with each case: a worker thread makes the preset again.)
+  const list = sets.length > 0 ? drawn.map((c) => ({ ...c, sets })) : drawn;
   if (dump !== undefined) {
     const c = list[dump];
     if (!c) {
@@ -128,7 +136,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
       return 1;
     }
     out(JSON.stringify(c.scenario, null, 2) + "\n");
-    if (c.preset) err(`conformance: case ${dump} runs ${c.scenario["instance"]} with ${JSON.stringify(c.preset)} (copy the preset, change those fields, and run with --devices or --instance)\n`);
+    // (The preset's changes, the run's then the case's, as the flags npm run sim takes.)
+    const changes = [...sets, ...Object.entries(c.preset ?? {}).flatMap(([section, kv]) => Object.entries(kv).map(([k, v]) => ({ path: `${section}.${k}`, value: v })))];
+    if (changes.length > 0) err(`conformance: case ${dump} runs ${c.scenario["instance"]} with ${changes.map((x) => `${x.path}=${JSON.stringify(x.value)}`).join(", ")}: npm run sim -- FILE${setFlagWords(changes)} runs it\n`);
     return 0;
   }
   const counts = new Map<string, Map<string, number>>();

@@ -2,7 +2,7 @@
 // scenario (validated like a file; --dump-scenario prints it) and run it as a sweep.
 import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, streamsPointJson, sweepPointJson, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
-import { UsageError, type SweepArgs } from "../command/args.ts";
+import { setFlagWords, UsageError, type SweepArgs } from "../command/args.ts";
 import type { CheckMode } from "../ir/spec.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../ir/sizes.ts";
@@ -136,18 +136,13 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     out(JSON.stringify(shown, null, 2) + "\n");
     const rerun = simFlags(a);
     // (The preset's fields a --set changed are not in the scenario: sim takes them again.)
-    const sets = (a.run.presetSets ?? []).map((x) => ` --set ${shellWord(`${x.path}=${typeof x.value === "string" ? x.value : JSON.stringify(x.value)}`)}`).join("");
+    const sets = setFlagWords(a.run.presetSets ?? []);
     err(`nccom: the scenario of the command's first point (${a.streams ? "every stream's first size" : `${first} B`}): npm run sim ${sets ? `-- FILE${sets} ` : ""}runs it${rerun ? `; npm run sim -- FILE ${rerun}${sets} runs the command's whole sweep from it` : ` (the sweep's other sizes${a.streams || a.coalesced ? "" : " and their per-rank counts"} come from the command line only)`}\n`);
     return EXIT.OK;
   }
   return runSource(a.run, source, out, err, {}, { timeHeader: "time:avg(us)", notesToStderr: true, percentiles: a.percentiles, ioSizes: a.ioSizes, progress, command: { tool: "nccom", argv }, env, runtimeEnv: runtimeVariables(env), ...(merged ? { merged } : {}), inputs: a.inputs });
 }
 
-
-/** A word as a shell line would need it: as it is, or in single quotes. */
-function shellWord(w: string): string {
-  return /^[\w.,=+:@%/-]+$/.test(w) ? w : `'${w.replace(/'/g, "'\\''")}'`;
-}
 
 /** The sizes of a command line's sweep, as `sweepSizes` takes them. */
 function sizesOf(sw: SweepArgs): Parameters<typeof sweepSizes>[0] {

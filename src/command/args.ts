@@ -129,6 +129,16 @@ export function presetSetFlag(v: string, flag: string): PresetSet {
   return { path, value };
 }
 
+/** A word as a shell line would need it: as it is, or in single quotes. */
+function shellWord(w: string): string {
+  return /^[\w.,=+:@%/-]+$/.test(w) ? w : `'${w.replace(/'/g, "'\\''")}'`;
+}
+
+/** `sets` as flags on a shell line, each after a space: ` --set link.bytesPerSecond=20000000000 --set 'x=[1,2]'`. */
+export function setFlagWords(sets: readonly PresetSet[]): string {
+  return sets.map((x) => ` --set ${shellWord(`${x.path}=${typeof x.value === "string" ? x.value : JSON.stringify(x.value)}`)}`).join("");
+}
+
 /** The longest fixed cost a preset may give (1 ms, in us). */
 const LAUNCH_US_MAX = 1000;
 

@@ -7,7 +7,7 @@ import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { ALGORITHMS, groupsRanksLcm, SCENARIO_OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import { parseDeviceSpec, parseScenario } from "../scenario/index.ts";
-import { loadDevice, loadDeviceJson } from "./load.ts";
+import { applySets, DEFAULT_DEVICES_DIR, loadDevice, loadDeviceJson, loadDeviceWith, setFlags, type PresetSet } from "./load.ts";
 import { mismatchText, runScenario } from "./pipeline.ts";
 
 /** Presets the matrix draws from (the instance presets; the ideal machines are for closed forms). */
@@ -28,6 +28,8 @@ export interface ConformanceCase {
   readonly label: string;
   /** --vary-presets: preset fields the case changes (section -> key -> value), each within the validator's bounds. */
   readonly preset?: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /** --set: preset fields the whole run changes, before a case's own. */
+  readonly sets?: readonly PresetSet[];
 }
 
 export type CaseOutcome =
@@ -211,14 +213,14 @@ const CHOSEN_COUNT_REFUSAL = "CMP1304";
 
 /** The case sets a channel or fold count itself (the knobs' channels, a varied preset). */
 export function setsCounts(c: ConformanceCase): boolean {
-  return c.scenario["channels"] !== undefined || c.preset !== undefined;
+  return c.scenario["channels"] !== undefined || c.preset !== undefined || (c.sets?.length ?? 0) > 0;
 }
 
 /** Run one case through the scenario path and classify it. */
 export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
   try {
     const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
-    const spec = c.preset ? variedPreset(scn.instance, c.preset, devicesDir) : loadDevice(scn.instance, devicesDir);
+    const spec = c.preset ? variedPreset(scn.instance, c.preset, devicesDir, c.sets) : c.sets ? loadDeviceWith(scn.instance, devicesDir ?? DEFAULT_DEVICES_DIR, c.sets) : loadDevice(scn.instance, devicesDir);
     const out = runScenario(scn, spec, silent);
     if (out.kind === "hang") return { kind: "fail", code: "hang", message: out.op >= 0 ? `op ${out.op} hung` : "the concurrent run of its ops hung" };
     const broken = out.ops.find((o) => o.violations.length > 0);
@@ -239,16 +241,17 @@ export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
   }
 }
 
-/** A preset with a case's fields changed, validated as a file is. */
-export function variedPreset(instance: string, fields: NonNullable<ConformanceCase["preset"]>, devicesDir?: string): DeviceSpec {
+/** A preset with a case's fields changed (after the run's `sets`), validated as a file is. */
+export function variedPreset(instance: string, fields: NonNullable<ConformanceCase["preset"]>, devicesDir?: string, sets: readonly PresetSet[] = []): DeviceSpec {
   const json = loadDeviceJson(instance, devicesDir);
+  applySets(json, sets);
   for (const [section, kv] of Object.entries(fields)) json[section] = { ...(json[section] as Record<string, unknown>), ...kv };
-  return parseDeviceSpec(`${instance}.json (varied: ${JSON.stringify(fields)})`, json);
+  return parseDeviceSpec(`${instance}.json (${sets.length > 0 ? `${setFlags(sets)}, ` : ""}varied: ${JSON.stringify(fields)})`, json, sets.length > 0 ? sets.map((s) => s.path) : undefined);
 }
 
-/** Every preset the matrix uses, loaded once. */
-export function loadPresets(presets: readonly string[] = CONFORMANCE_PRESETS, devicesDir?: string): Map<string, DeviceSpec> {
-  return new Map(presets.map((p) => [p, loadDevice(p, devicesDir)]));
+/** Every preset the matrix uses, loaded once (with the run's `sets` made). */
+export function loadPresets(presets: readonly string[] = CONFORMANCE_PRESETS, devicesDir?: string, sets: readonly PresetSet[] = []): Map<string, DeviceSpec> {
+  return new Map(presets.map((p) => [p, sets.length > 0 ? loadDeviceWith(p, devicesDir ?? DEFAULT_DEVICES_DIR, sets) : loadDevice(p, devicesDir)]));
 }
 
 /** A worker thread's entry (parallel.ts): one case. */

@@ -114,6 +114,12 @@ export interface PresetSet {
  */
 export function loadDeviceWith(instance: string, dir: string, sets: readonly PresetSet[]): DeviceSpec {
   const json = loadDeviceJson(instance, dir);
+  applySets(json, sets);
+  return parseDeviceSpec(`${presetFile(instance, dir)} with ${setFlags(sets)}`, json, sets.map((s) => s.path));
+}
+
+/** `sets` made in a preset's JSON, in order (a path's missing sections made on the way). */
+export function applySets(json: Record<string, unknown>, sets: readonly PresetSet[]): void {
   for (const { path, value } of sets) {
     const keys = path.split(".");
     let at: Record<string, unknown> = json;
@@ -124,8 +130,11 @@ export function loadDeviceWith(instance: string, dir: string, sets: readonly Pre
     }
     at[keys[keys.length - 1]!] = value;
   }
-  const flags = sets.map((s) => `--set ${s.path}=${JSON.stringify(s.value)}`).join(" ");
-  return parseDeviceSpec(`${presetFile(instance, dir)} with ${flags}`, json, sets.map((s) => s.path));
+}
+
+/** The flags that make `sets`: `--set link.bytesPerSecond=20000000000 ...`. */
+export function setFlags(sets: readonly PresetSet[]): string {
+  return sets.map((s) => `--set ${s.path}=${JSON.stringify(s.value)}`).join(" ");
 }
 
 /** A preset's JSON as its file holds it (after loadDevice found it valid: for variations of it). */

@@ -8,6 +8,7 @@ import { EXIT } from "../../src/cli/sim.ts";
 import { main as nccom } from "../../src/cli/nccom.ts";
 import { main as replay } from "../../src/cli/replay.ts";
 import { main as disasm } from "../../src/cli/disasm.ts";
+import { main as conformance } from "../../src/cli/conformance.ts";
 import { presetSetFlag, UsageError } from "../../src/command/args.ts";
 import { DEFAULT_DEVICES_DIR, differsFromShipped, loadDevice, loadDeviceWith } from "../../src/run/load.ts";
 import { SET_SOURCE } from "../../src/scenario/device.ts";
@@ -174,5 +175,29 @@ describe("--set FIELD=VALUE", () => {
     let err = "";
     expect(disasm(["scenarios/ring8.json", "--set", "dma.maxDescriptorBytes=1"], () => {}, (s) => (err += s))).toBe(1);
     expect(err).toMatch(/with --set dma\.maxDescriptorBytes=1: dma\.maxDescriptorBytes: must be between 64 and 65536/);
+  });
+
+  it("npm run conformance: every case on the changed preset (one rank a device), the same on one thread and on two; --dump names the sets sim needs", () => {
+    const conf = (args: string[]) => {
+      let out = "";
+      let err = "";
+      const code = conformance(args, (x) => (out += x), (x) => (err += x));
+      return { code, out, err };
+    };
+    const args = ["--cases", "6", "--seed", "5", "--max-bytes", "64K", "--preset", "trn1", "--set", "coresPerDevice=1", "--set", "topsp.perDevice=4", "--verbose"];
+    const one = conf([...args, "-j", "1"]);
+    expect(one.code, one.err).toBe(0);
+    const lines = one.out.split("\n").filter((l) => /^\s+\d+ /.test(l));
+    expect(lines).toHaveLength(6);
+    for (const l of lines) expect(l).not.toMatch(/x 2\/device/);
+    expect(lines.some((l) => / x 1\/device/.test(l))).toBe(true);
+    const summary = (o: string) => o.split("\n").filter((l) => /^\s+\d+ |^\s+(trn1|all)\s/.test(l));
+    expect(summary(conf([...args, "-j", "2"]).out)).toEqual(summary(one.out));
+    const dump = conf(["--cases", "12", "--seed", "5", "--preset", "trn1", "--set", "coresPerDevice=1", "--set", "topsp.perDevice=4", "--dump", "0"]);
+    expect(dump.code).toBe(0);
+    expect(dump.err).toMatch(/npm run sim -- FILE --set coresPerDevice=1 --set topsp\.perDevice=4 runs it/);
+    const bad = conf(["--cases", "2", "--set", "ring.nope=1"]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/with --set ring\.nope=1: ring\.nope: unknown key "nope"/);
   });
 });
