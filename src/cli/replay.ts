@@ -2,7 +2,9 @@
 import { MAX_RANKS } from "../scenario/scenario.ts";
 import { resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, loadDeviceWith, resolveInstance, type PresetSet } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, resolveInstance, type PresetSet } from "../run/load.ts";
+import type { DeviceSpec } from "../ir/spec.ts";
+import { accuracyNote } from "../report/table.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { HloError, parseHlo } from "../replay/hlo.ts";
 import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan } from "../replay/replay.ts";
@@ -124,14 +126,11 @@ function parseArgs(argv: readonly string[], env: Readonly<Record<string, string 
   return { file, instances, ...(ranks !== undefined ? { ranks } : {}), nodes, json, top, jobs, devices, ...(packets ? { packets } : {}), ...(sets.length > 0 ? { sets } : {}) };
 }
 
-/** Each instance's label: the preset's name (a preset file's name without .json). */
-function labels(instances: readonly string[], devices: string, sets: readonly PresetSet[] | undefined): string[] {
+/** Each instance's preset (a wrong one, or a field set wrong on it, refused before anything runs); its label is its name (a preset file's name without .json). */
+function presetsOf(instances: readonly string[], devices: string, sets: readonly PresetSet[] | undefined): DeviceSpec[] {
   return instances.map((i) => {
     const w = resolveInstance(i, devices);
-    // (A wrong preset, or a field set wrong on it, is refused before anything runs.)
-    if (sets) loadDeviceWith(w.instance, w.dir, sets);
-    else loadDevice(w.instance, w.dir);
-    return w.instance;
+    return sets ? loadDeviceWith(w.instance, w.dir, sets) : loadDevice(w.instance, w.dir);
   });
 }
 
@@ -139,6 +138,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   let a: ReplayArgs | "help";
   let plan: ReplayPlan;
   let names: string[];
+  let specs: DeviceSpec[];
   try {
     a = parseArgs(argv, env);
     if (a === "help") {
@@ -151,7 +151,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     } catch (e) {
       throw new UsageError(`${a.file}: cannot read (${(e as Error).message})`);
     }
-    names = labels(a.instances, a.devices, a.sets);
+    const args = a;
+    specs = presetsOf(args.instances, args.devices, args.sets);
+    names = args.instances.map((i) => resolveInstance(i, args.devices).instance);
     plan = planReplay(parseHlo(a.file, text), { ...(a.ranks !== undefined ? { ranks: a.ranks } : {}), nodes: a.nodes });
   } catch (e) {
     if (e instanceof UsageError) err(`replay: ${e.message}\n(try --help)\n`);
@@ -169,7 +171,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     return e.hang ? EXIT.HANG : EXIT.BAD_INPUT;
   }
   for (const w of plan.warnings) err(`replay: warning: ${w}\n`);
-  out(a.json ? replayJson(plan, names, cells, a.sets) : replayTable(plan, names, cells, a.top, a.sets));
+  out(a.json ? replayJson(plan, names, cells, a.sets) : replayTable(plan, names, specs, cells, a.top, a.sets));
   return EXIT.OK;
 }
 
@@ -194,7 +196,7 @@ function aligned(rows: readonly (readonly string[])[], left: ReadonlySet<number>
 /** The --set flags as they read: link.bytesPerSecond=2e10. */
 const setsText = (sets: readonly PresetSet[]): string => sets.map((x) => `${x.path}=${JSON.stringify(x.value)}`).join(", ");
 
-function replayTable(plan: ReplayPlan, names: readonly string[], cells: readonly ReplayCell[][], top: number, sets?: readonly PresetSet[]): string {
+function replayTable(plan: ReplayPlan, names: readonly string[], specs: readonly DeviceSpec[], cells: readonly ReplayCell[][], top: number, sets?: readonly PresetSet[]): string {
   const total = names.map((_, j) => totals(plan, cells, j));
   const instructions = plan.rows.reduce((s, r) => s + r.instructions.length, 0);
   const runs = plan.rows.reduce((s, r) => s + r.count, 0);
@@ -223,8 +225,10 @@ function replayTable(plan: ReplayPlan, names: readonly string[], cells: readonly
   }
   const notes = [...new Set(plan.rows.flatMap((r) => r.notes))];
   for (const n of notes) s += `note: ${n}\n`;
-  if (sets) s += `note: every preset here with ${setsText(sets)} (--set): not the shipped presets, whose calibration does not carry over\n`;
+  if (sets) s += `note: every preset here with ${setsText(sets)} (--set)\n`;
   s += "(one stream, program order, no overlap with compute: see npm run replay -- --help)\n";
+  // Each preset's accuracy, as under nccom's table (an edited or --set preset: the shipped one's does not carry over).
+  for (const spec of specs) s += accuracyNote(spec, loadAccuracy(), false, differsFromShipped(spec));
   return s;
 }
 

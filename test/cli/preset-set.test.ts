@@ -153,7 +153,9 @@ describe("--set FIELD=VALUE", () => {
     const plain = JSON.parse(run(replay, [module, "--json", "-j", "1"]).out);
     expect(plain.presetSets).toBeUndefined();
     expect(plain.collectives[0].timeUs.trn1).not.toBe(row.timeUs.trn1);
-    expect(run(replay, [module, "-j", "1", "--set", "link.bytesPerSecond=2e10"]).out).toMatch(/note: every preset here with link\.bytesPerSecond=20000000000 \(--set\): not the shipped presets/);
+    const table = run(replay, [module, "--instance", "trn1,trn2", "-j", "1", "--set", "link.bytesPerSecond=2e10"]).out;
+    expect(table).toMatch(/note: every preset here with link\.bytesPerSecond=20000000000 \(--set\)\n/);
+    for (const inst of ["trn1", "trn2"]) expect(table).toMatch(new RegExp(`# accuracy: this ${inst} is not the shipped preset \\(link\\.bytesPerSecond differs\\)`));
     const bad = run(replay, [module, "--set", "link.nope=1"]);
     expect(bad.code).toBe(EXIT.BAD_INPUT);
     expect(bad.err).toMatch(/with --set link\.nope=1: link\.nope: unknown key/);

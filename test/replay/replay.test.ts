@@ -120,6 +120,12 @@ describe("npm run replay", () => {
     for (const inst of ["trn1", "trn2"]) expect(doc.totalUs[inst]).toBeCloseTo(doc.collectives.reduce((s, c) => s + c.totalUs[inst]!, 0), 6);
   });
 
+  it("the table ends with each preset's accuracy, as nccom's does", () => {
+    const r = run([TINY, "--instance", "trn1,trn3", "-j", "1", "--top", "0"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    expect(r.out).toMatch(/\n# accuracy: trn1 fitted on \d+ measured series \(\d+ points\): error [\d.]+x in-sample, [\d.]+x on series left out of the fit \(README: How accurate are the estimates\)\n# accuracy: trn3 is not calibrated against measured tables \(its numbers are its preset's sources\)\n$/);
+  });
+
   it("iota [4,2]<=[2,4]T(1,0) and the list {{0,4},{1,5},{2,6},{3,7}} are one row, counted twice", () => {
     const plan = planReplay(parseHlo(FORMS, readFileSync(FORMS, "utf8")), { nodes: 1 });
     const rows = plan.rows.filter((r) => r.instructions.includes("ars") || r.instructions.includes("ar.list"));
