@@ -9,6 +9,7 @@ import { main as nccom } from "../../src/cli/nccom.ts";
 import { main as replay } from "../../src/cli/replay.ts";
 import { main as disasm } from "../../src/cli/disasm.ts";
 import { main as conformance } from "../../src/cli/conformance.ts";
+import { main as merge } from "../../src/cli/merge.ts";
 import { presetSetFlag, UsageError } from "../../src/command/args.ts";
 import { DEFAULT_DEVICES_DIR, differsFromShipped, loadDevice, loadDeviceWith } from "../../src/run/load.ts";
 import { SET_SOURCE } from "../../src/scenario/device.ts";
@@ -202,5 +203,24 @@ describe("--set FIELD=VALUE", () => {
     const bad = conf(["--cases", "2", "--set", "ring.nope=1"]);
     expect(bad.code).toBe(1);
     expect(bad.err).toMatch(/with --set ring\.nope=1: ring\.nope: unknown key "nope"/);
+  });
+
+  it("a sharded nccom sweep with --set merges to the unsharded run; a shard run with another --set is refused", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-set-shards-"));
+    const line = ["allr", "-r", "8", "-b", "1K", "-e", "1M", "-f", "8", "-j", "1", "--set", "link.bytesPerSecond=2e10"];
+    const parts = [0, 1].map((i) => {
+      const f = join(dir, `p${i}.json`);
+      expect(run(nccom, [...line, "--shard", `${i}/2`, "--out", f]).code).toBe(EXIT.OK);
+      return f;
+    });
+    const whole = run(nccom, line);
+    const merged = run(merge, parts);
+    expect(merged.code, merged.err).toBe(EXIT.OK);
+    expect(merged.out).toBe(whole.out);
+    const other = join(dir, "other.json");
+    expect(run(nccom, ["allr", "-r", "8", "-b", "1K", "-e", "1M", "-f", "8", "-j", "1", "--set", "link.bytesPerSecond=3e10", "--shard", "1/2", "--out", other]).code).toBe(EXIT.OK);
+    const refused = run(merge, [parts[0]!, other]);
+    expect(refused.code).toBe(EXIT.BAD_INPUT);
+    expect(refused.err).toMatch(/other\.json: another command's partial: .*--set link\.bytesPerSecond=3e10/);
   });
 });
