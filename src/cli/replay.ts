@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
 import { DEFAULT_DEVICES_DIR, differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, resolveInstance, type PresetSet } from "../run/load.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
-import { accuracyNote } from "../report/table.ts";
+import { accuracyNote, coverageNote } from "../report/table.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { HloError, parseHlo } from "../replay/hlo.ts";
 import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan } from "../replay/replay.ts";
@@ -228,7 +228,12 @@ function replayTable(plan: ReplayPlan, names: readonly string[], specs: readonly
   if (sets) s += `note: every preset here with ${setsText(sets)} (--set)\n`;
   s += "(one stream, program order, no overlap with compute: see npm run replay -- --help)\n";
   // Each preset's accuracy, as under nccom's table (an edited or --set preset: the shipped one's does not carry over).
-  for (const spec of specs) s += accuracyNote(spec, loadAccuracy(), false, differsFromShipped(spec));
+  const acc = loadAccuracy();
+  const shapes = plan.rows.filter((r) => !r.empty).map((r) => ({ op: r.op, bytes: r.bytes, ranks: r.groupSize, nodes: plan.nodes }));
+  for (const spec of specs) {
+    const changed = differsFromShipped(spec);
+    s += accuracyNote(spec, acc, false, changed) + (changed && changed.length > 0 ? "" : coverageNote(spec.name, acc, shapes));
+  }
   return s;
 }
 

@@ -1,8 +1,8 @@
 // ccsim command line: npm run sim -- <scenario.json> [options]
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
-import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { withLaunch, type DeviceSpec, type OpName, type Scenario } from "../ir/spec.ts";
 import { describeFolding, explainScenario } from "../enc/compile.ts";
-import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport } from "../report/table.ts";
+import { accuracyNote, coverageNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport, type ResultRow } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type RunProgress, type SteadyReport, type Violation } from "../../sim/index.ts";
 import { PACKET_VARIABLE, packetVariable, parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
@@ -279,7 +279,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       text = args.json ? formatJson(scn.name, rows) : blocks.map((b, s) => formatSweepTable(b, args.showAlgorithm, style.timeHeader, style.notesToStderr || s > 0 ? [] : heading, style.percentiles, style.ioSizes === true)).join("");
       // The accuracy note under the table (nccom's stdout is the table alone: its note goes to stderr).
       if (!args.json) {
-        const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed);
+        const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed) + outsideNote(spec, scn, rows, changed);
         if (style.notesToStderr) accuracyErr = note;
         else text += note;
       }
@@ -319,7 +319,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
-      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "") + accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed);
+      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "") + accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed) + outsideNote(spec, scn, rows, changed);
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });
@@ -403,6 +403,12 @@ function describeSteady(s: SteadyReport): string {
 }
 
 /** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */
+/** Where the run's rows lie outside what the preset's measured tables time (`coverageNote`); nothing for an edited preset, whose note already says the figures are not its own. */
+function outsideNote(spec: DeviceSpec, scn: Scenario, rows: readonly ResultRow[], changed: readonly string[] | undefined): string {
+  if (changed && changed.length > 0) return "";
+  return coverageNote(spec.name, loadAccuracy(), rows.filter((r) => r.error === undefined).map((r) => ({ op: r.op as OpName, bytes: r.bytes, ranks: r.ranks, nodes: scn.nodes })));
+}
+
 function launchLine(spec: DeviceSpec, args: Args): string {
   const us = String(spec.topsp.launchPs / 1e6);
   // (--explain's first lines: the preset's fields a --set changed, then the fixed cost.)

@@ -6,6 +6,7 @@ import { basename, dirname, resolve } from "node:path";
 import { seriesOf, type ErrorSummary, type FitResult, type Series } from "./fit.ts";
 import { parseConsoleLog } from "./log.ts";
 import { PROJECT_ROOT } from "../run/paths.ts";
+import type { MeasuredRange } from "../ir/spec.ts";
 
 export const MANIFEST = resolve(PROJECT_ROOT, "calibration/published.json");
 export const ACCURACY = resolve(PROJECT_ROOT, "calibration/accuracy.json");
@@ -56,7 +57,13 @@ export interface Accuracy {
     readonly inSample: ErrorSummary;
     readonly heldOut: ErrorSummary;
     readonly perSeries: readonly { readonly series: string; readonly inSample: ErrorSummary; readonly heldOut: ErrorSummary }[];
+    readonly covers: readonly MeasuredRange[];
   };
+}
+
+/** What each series times (op, ranks, nodes, sizes): a run outside all of them was never measured. */
+export function measuredRanges(series: readonly Series[]): MeasuredRange[] {
+  return series.map((s) => ({ op: s.op, ranks: s.ranks, nodes: s.nodes, minBytes: Math.min(...s.points.map((p) => p.bytes)), maxBytes: Math.max(...s.points.map((p) => p.bytes)) }));
 }
 
 export function accuracyMarkdown(acc: Accuracy): string {

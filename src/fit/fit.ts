@@ -11,7 +11,7 @@ import { CcsimError } from "../ir/errors.ts";
 import { EncAlgType } from "../ir/enums.ts";
 import { explainScenario } from "../enc/compile.ts";
 import type { Explanation } from "../enc/post.ts";
-import { withLaunch, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { withLaunch, type DeviceSpec, type OpName, type Scenario } from "../ir/spec.ts";
 import { revive, WorkerPool } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
 import { ProgramCache, programKey } from "../run/program-cache.ts";
@@ -37,6 +37,10 @@ export interface Series {
   readonly era: MeasuredLog["era"];
   readonly file: string;
   readonly command: string;
+  /** The op it times, on the largest of its groups, over how many nodes (what its calibration covers). */
+  readonly op: OpName;
+  readonly ranks: number;
+  readonly nodes: number;
   readonly points: readonly { readonly bytes: number; readonly timeUs: number; readonly algorithm?: string; readonly line: number }[];
 }
 
@@ -91,7 +95,8 @@ export function seriesOf(log: MeasuredLog, instance: string, id: string, devices
   }
   const points = rows.map((r) => ({ bytes: r.bytes, timeUs: r.timeUs, line: r.line, ...(r.algorithm ? { algorithm: r.algorithm } : {}) }));
   const vars = Object.entries(log.env).map(([k, v]) => `${k}=${v} `).join("");
-  return { id, instance, ...(devicesDir ? { devicesDir } : {}), argv, env: log.env, era: log.era, file: log.file, command: `${vars}nccom-test ${log.argv.join(" ")}`, points };
+  const nodes = Number(parsed.scenario["nodes"] ?? 1);
+  return { id, instance, ...(devicesDir ? { devicesDir } : {}), argv, env: log.env, era: log.era, file: log.file, command: `${vars}nccom-test ${log.argv.join(" ")}`, op: parsed.op, ranks, nodes, points };
 }
 
 

@@ -300,6 +300,17 @@ export interface CalibrationAccuracy {
   readonly series: readonly string[];
   readonly inSample: { readonly points: number; readonly within25: number; readonly geomeanErrorFactor: number };
   readonly heldOut: { readonly points: number; readonly within25: number; readonly geomeanErrorFactor: number };
+  /** What the series time, one a series: a run outside them is not one the figures were measured on. */
+  readonly covers?: readonly MeasuredRange[];
+}
+
+/** What one measured series times: its op, on how many ranks (its largest group) over how many nodes, from one size to another. */
+export interface MeasuredRange {
+  readonly op: OpName;
+  readonly ranks: number;
+  readonly nodes: number;
+  readonly minBytes: number;
+  readonly maxBytes: number;
 }
 
 /**

@@ -1,5 +1,5 @@
 // nccom-test-style result rows: the table and the JSON contract.
-import type { CalibrationAccuracy } from "../ir/spec.ts";
+import type { CalibrationAccuracy, MeasuredRange } from "../ir/spec.ts";
 import { opEntry } from "../ir/ops.ts";
 import type { OpName } from "../ir/spec.ts";
 
@@ -146,6 +146,65 @@ export function formatConcurrent(c: ConcurrentReport): string {
  * The line under every table: how far the preset's estimates are from measured nccom-test tables
  * (in-sample, and with each series held out), or that it was never calibrated.
  */
+/** One run a coverage note looks at: its op, size, ranks (its largest group) and nodes. */
+export interface RunShape {
+  readonly op: OpName;
+  readonly bytes: number;
+  readonly ranks: number;
+  readonly nodes: number;
+}
+
+/** Bytes as a size flag would take them: 512 B, 1 KiB, 32 MiB, 1.5 GiB. */
+function sizeText(b: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let k = 0;
+  while (k + 1 < units.length && b >= 1024 ** (k + 1)) k++;
+  const v = b / 1024 ** k;
+  return `${Number.isInteger(v) ? v : Number(v.toFixed(1))} ${units[k]}`;
+}
+
+/**
+ * A line under the accuracy note where some of `runs` lie outside what the preset's measured series
+ * time — an op none times, or a size, rank count or node count above every series of that op: its
+ * error figures were not measured on such a run. Empty where every run is inside them, and for a
+ * preset with no calibration or no record of what it covers.
+ */
+export function coverageNote(name: string, acc: Readonly<Record<string, CalibrationAccuracy>>, runs: readonly RunShape[]): string {
+  const covers = acc[name]?.covers;
+  if (!covers || covers.length === 0) return "";
+  const outside: string[] = [];
+  for (const op of [...new Set(runs.map((r) => r.op))]) {
+    const mine = runs.filter((r) => r.op === op);
+    const measured = covers.filter((c) => c.op === op);
+    if (measured.length === 0) {
+      outside.push(`${op}, never measured`);
+      continue;
+    }
+    const most = (f: (x: { bytes: number; ranks: number; nodes: number }) => number) => Math.max(...mine.map((r) => f(r)));
+    const bytes = Math.max(...measured.map((c) => c.maxBytes));
+    const ranks = Math.max(...measured.map((c) => c.ranks));
+    const nodes = Math.max(...measured.map((c) => c.nodes));
+    const why = [
+      ...(most((r) => r.bytes) > bytes ? [`at ${sizeText(most((r) => r.bytes))} (the largest measured: ${sizeText(bytes)})`] : []),
+      ...(most((r) => r.ranks) > ranks ? [`on ${most((r) => r.ranks)} ranks (the most measured: ${ranks})`] : []),
+      ...(most((r) => r.nodes) > nodes ? [`over ${most((r) => r.nodes)} nodes (the most measured: ${nodes})`] : []),
+    ];
+    if (why.length > 0) outside.push(`${op} ${why.join(" ")}`);
+  }
+  if (outside.length === 0) return "";
+  const byOp = new Map<OpName, MeasuredRange[]>();
+  for (const c of covers) byOp.set(c.op, [...(byOp.get(c.op) ?? []), c]);
+  const span = (lo: number, hi: number, f: (x: number) => string) => (lo === hi ? f(lo) : `${f(lo)}-${f(hi)}`);
+  const measuredText = [...byOp]
+    .map(([op, cs]) => {
+      const r = span(Math.min(...cs.map((c) => c.ranks)), Math.max(...cs.map((c) => c.ranks)), String);
+      const n = Math.max(...cs.map((c) => c.nodes));
+      return `${op} on ${r} ranks${n > 1 ? ` over up to ${n} nodes` : ""}, ${span(Math.min(...cs.map((c) => c.minBytes)), Math.max(...cs.map((c) => c.maxBytes)), sizeText)}`;
+    })
+    .join("; ");
+  return `# outside ${name}'s measured tables (${measuredText}): ${outside.join("; ")}: the error figures above were not measured on such runs\n`;
+}
+
 /**
  * `changed`: the fields where the run's preset differs from the shipped one of its name
  * (`differsFromShipped`), if any: the shipped preset's calibration is not the run's.
