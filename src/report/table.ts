@@ -142,10 +142,6 @@ export function formatConcurrent(c: ConcurrentReport): string {
   return lines.join("\n") + "\n";
 }
 
-/**
- * The line under every table: how far the preset's estimates are from measured nccom-test tables
- * (in-sample, and with each series held out), or that it was never calibrated.
- */
 /** One run a coverage note looks at: its op, size, ranks (its largest group) and nodes. */
 export interface RunShape {
   readonly op: OpName;
@@ -206,8 +202,10 @@ export function coverageNote(name: string, acc: Readonly<Record<string, Calibrat
 }
 
 /**
- * `changed`: the fields where the run's preset differs from the shipped one of its name
- * (`differsFromShipped`), if any: the shipped preset's calibration is not the run's.
+ * The line under every table: how far the preset's estimates are from measured nccom-test tables
+ * (in-sample, and with each series held out), or that it was never calibrated. `changed`: the
+ * fields where the run's preset differs from the shipped one of its name (`differsFromShipped`),
+ * if any: the shipped preset's calibration is not the run's.
  */
 export function accuracyNote(spec: { readonly name: string; readonly sources: Readonly<Record<string, string>> }, acc: Readonly<Record<string, CalibrationAccuracy>>, launchGiven: boolean, changed?: readonly string[]): string {
   const a = acc[spec.name];
