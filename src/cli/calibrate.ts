@@ -296,7 +296,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
         lines.push(`${inst} cross-validated (${((Date.now() - t0) / 1000).toFixed(1)} s): held out ${fmtSummary(summarize(allHeld))}; in-sample ${fmtSummary(sm)}`);
         for (const h of held) lines.push(`  ${h.series}: held out ${fmtSummary(h.summary)}; in-sample ${fmtSummary(summarize(shipped.filter((e) => e.series === h.series)))}`);
         (report[inst] as Record<string, unknown>)["heldOut"] = held.map((h: HeldOut) => ({ series: h.series, summary: h.summary }));
-        acc[inst] = { series: mine.map((s) => s.id), inSample: sm, heldOut: summarize(allHeld), perSeries: held.map((h) => ({ series: h.series, inSample: summarize(shipped.filter((e) => e.series === h.series)), heldOut: h.summary })), covers: measuredRanges(mine) };
+        acc[inst] = { series: mine.map((s) => s.id), inSample: sm, heldOut: summarize(allHeld), perSeries: held.map((h) => ({ series: h.series, inSample: summarize(shipped.filter((e) => e.series === h.series)), heldOut: h.summary })), covers: measuredRanges(mine, shipped) };
       }
       ev.close();
     }

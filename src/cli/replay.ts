@@ -229,11 +229,11 @@ function replayTable(plan: ReplayPlan, names: readonly string[], specs: readonly
   s += "(one stream, program order, no overlap with compute: see npm run replay -- --help)\n";
   // Each preset's accuracy, as under nccom's table (an edited or --set preset: the shipped one's does not carry over).
   const acc = loadAccuracy();
-  const shapes = plan.rows.filter((r) => !r.empty).map((r) => ({ op: r.op, bytes: r.bytes, ranks: r.groupSize, nodes: plan.nodes }));
-  for (const spec of specs) {
+  specs.forEach((spec, j) => {
     const changed = differsFromShipped(spec);
+    const shapes = plan.rows.flatMap((r, i) => (r.empty ? [] : [{ op: r.op, bytes: r.bytes, ranks: r.groupSize, nodes: plan.nodes, algorithm: cells[i]![j]!.algorithm }]));
     s += accuracyNote(spec, acc, false, changed) + (changed && changed.length > 0 ? "" : coverageNote(spec.name, acc, shapes));
-  }
+  });
   return s;
 }
 

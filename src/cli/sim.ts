@@ -406,7 +406,7 @@ function describeSteady(s: SteadyReport): string {
 /** Where the run's rows lie outside what the preset's measured tables time (`coverageNote`); nothing for an edited preset, whose note already says the figures are not its own. */
 function outsideNote(spec: DeviceSpec, scn: Scenario, rows: readonly ResultRow[], changed: readonly string[] | undefined): string {
   if (changed && changed.length > 0) return "";
-  return coverageNote(spec.name, loadAccuracy(), rows.filter((r) => r.error === undefined).map((r) => ({ op: r.op as OpName, bytes: r.bytes, ranks: r.ranks, nodes: scn.nodes })));
+  return coverageNote(spec.name, loadAccuracy(), rows.filter((r) => r.error === undefined).map((r) => ({ op: r.op as OpName, bytes: r.bytes, ranks: r.ranks, nodes: scn.nodes, algorithm: r.algorithm })));
 }
 
 function launchLine(spec: DeviceSpec, args: Args): string {

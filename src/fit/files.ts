@@ -3,7 +3,7 @@
 // and the README section written from it).
 import { readFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
-import { seriesOf, type ErrorSummary, type FitResult, type Series } from "./fit.ts";
+import { seriesOf, type ErrorSummary, type Evaluated, type FitResult, type Series } from "./fit.ts";
 import { parseConsoleLog } from "./log.ts";
 import { PROJECT_ROOT } from "../run/paths.ts";
 import type { MeasuredRange } from "../ir/spec.ts";
@@ -61,9 +61,15 @@ export interface Accuracy {
   };
 }
 
-/** What each series times (op, ranks, nodes, sizes): a run outside all of them was never measured. */
-export function measuredRanges(series: readonly Series[]): MeasuredRange[] {
-  return series.map((s) => ({ op: s.op, ranks: s.ranks, nodes: s.nodes, minBytes: Math.min(...s.points.map((p) => p.bytes)), maxBytes: Math.max(...s.points.map((p) => p.bytes)) }));
+/**
+ * What each series times (op, ranks, nodes, sizes, and with `runs`, the algorithms its points
+ * resolve to on the preset): a run outside all of them was never measured.
+ */
+export function measuredRanges(series: readonly Series[], runs?: readonly Evaluated[]): MeasuredRange[] {
+  return series.map((s) => {
+    const algorithms = runs && [...new Set(runs.filter((e) => e.series === s.id && e.run).map((e) => e.run!.algorithm))].sort();
+    return { op: s.op, ranks: s.ranks, nodes: s.nodes, minBytes: Math.min(...s.points.map((p) => p.bytes)), maxBytes: Math.max(...s.points.map((p) => p.bytes)), ...(algorithms ? { algorithms } : {}) };
+  });
 }
 
 export function accuracyMarkdown(acc: Accuracy): string {

@@ -311,6 +311,8 @@ export interface MeasuredRange {
   readonly nodes: number;
   readonly minBytes: number;
   readonly maxBytes: number;
+  /** The algorithms its points resolve to on the preset (as the table's algorithm column names them). */
+  readonly algorithms?: readonly string[];
 }
 
 /**

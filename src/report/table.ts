@@ -142,12 +142,13 @@ export function formatConcurrent(c: ConcurrentReport): string {
   return lines.join("\n") + "\n";
 }
 
-/** One run a coverage note looks at: its op, size, ranks (its largest group) and nodes. */
+/** One run a coverage note looks at: its op, size, ranks (its largest group), nodes and the algorithm it resolved to. */
 export interface RunShape {
   readonly op: OpName;
   readonly bytes: number;
   readonly ranks: number;
   readonly nodes: number;
+  readonly algorithm?: string;
 }
 
 /** Bytes as a size flag would take them: 512 B, 1 KiB, 32 MiB, 1.5 GiB. */
@@ -161,8 +162,9 @@ function sizeText(b: number): string {
 
 /**
  * A line under the accuracy note where some of `runs` lie outside what the preset's measured series
- * time — an op none times, or a size, rank count or node count above every series of that op: its
- * error figures were not measured on such a run. Empty where every run is inside them, and for a
+ * time — an op none times; a size, rank count or node count above every series of that op; or an
+ * algorithm none of its points resolved to (whose fixed cost no table fitted): its error figures
+ * were not measured on such a run. Empty where every run is inside them, and for a
  * preset with no calibration or no record of what it covers.
  */
 export function coverageNote(name: string, acc: Readonly<Record<string, CalibrationAccuracy>>, runs: readonly RunShape[]): string {
@@ -180,7 +182,11 @@ export function coverageNote(name: string, acc: Readonly<Record<string, Calibrat
     const bytes = Math.max(...measured.map((c) => c.maxBytes));
     const ranks = Math.max(...measured.map((c) => c.ranks));
     const nodes = Math.max(...measured.map((c) => c.nodes));
+    // (Algorithms are known where accuracy.json records them; a run of several groups may resolve to several.)
+    const algs = new Set(measured.flatMap((c) => c.algorithms ?? []));
+    const unmeasured = algs.size === 0 ? [] : [...new Set(mine.flatMap((r) => (r.algorithm ? r.algorithm.split("+") : [])))].filter((a) => !algs.has(a));
     const why = [
+      ...(unmeasured.length > 0 ? [`by ${unmeasured.join(" and ")} (measured: ${[...algs].join(", ")})`] : []),
       ...(most((r) => r.bytes) > bytes ? [`at ${sizeText(most((r) => r.bytes))} (the largest measured: ${sizeText(bytes)})`] : []),
       ...(most((r) => r.ranks) > ranks ? [`on ${most((r) => r.ranks)} ranks (the most measured: ${ranks})`] : []),
       ...(most((r) => r.nodes) > nodes ? [`over ${most((r) => r.nodes)} nodes (the most measured: ${nodes})`] : []),
