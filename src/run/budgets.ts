@@ -51,9 +51,20 @@ export function valuesCheckFit(op: OpSpec, groups: readonly (readonly number[])[
 /**
  * The race detector's shadow memory keeps a piece per range a packet read or wrote, about 90 bytes
  * each (measured: ring8 all-reduce 256 MiB, 1 M pieces, 90 MB; a 48-rank 836 MB one, 1.4 GB); a
- * piece covers at least a CCE packet (1,024 elements, at most 4 KiB).
+ * piece covers at least a packet (`racePieceBytes`).
  */
 const RACE_PIECE_COST = 96;
+
+/**
+ * The least a shadow piece covers for an op: a CCE packet (1,024 elements, at most 4 KiB, on the
+ * shipped presets at the runtime's default packet), or less where the preset or the run makes its
+ * packets smaller — the op's CC DMA packet (`packet`, its copies' descriptors) and its CCE reduce
+ * slice (`reduceSlice`: `dma.cceMaxElements` of 2 makes 32-byte packets, 33 M pieces for a 64 MiB
+ * reduce-scatter over 16 ranks, where 1 KiB was assumed and the heap ran out).
+ */
+export function racePieceBytes(esize: number, packet: number, reduceSlice: number): number {
+  return Math.max(1, Math.min(4096, 1024 * esize, packet, reduceSlice));
+}
 
 /** Bytes in GiB, for messages about memory. */
 function gib(b: number): string {
@@ -96,9 +107,9 @@ export function memoryAgents(image: ProgramImage): number {
  * Whether race detection of `ops` (one program) over these groups fits: a shadow piece per
  * packet-sized range of every rank's buffers, and the vector clocks of the program's `agents`.
  */
-export function racesFit(ops: readonly OpSpec[], groups: readonly (readonly number[])[], agents: number, budget = racesBudget()): { need: number; fits: boolean } {
+export function racesFit(ops: readonly OpSpec[], groups: readonly (readonly number[])[], agents: number, budget = racesBudget(), pieceBytes: (op: OpSpec) => number = (op) => racePieceBytes(dtypeSize(op.dtype), 4096, 4096)): { need: number; fits: boolean } {
   let need = RACE_CLOCK_COST * agents * agents;
-  for (const op of ops) need += Math.ceil(payloadBytes(op, op.replicaGroups ?? groups) / Math.min(4096, 1024 * dtypeSize(op.dtype))) * RACE_PIECE_COST;
+  for (const op of ops) need += Math.ceil(payloadBytes(op, op.replicaGroups ?? groups) / pieceBytes(op)) * RACE_PIECE_COST;
   return { need, fits: need <= budget };
 }
 

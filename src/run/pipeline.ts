@@ -1,16 +1,17 @@
 // Scenario to verified result: compile each op, load inputs, simulate the emitted bytes, check, report.
 import type { Logger } from "pino";
-import { reduceHow, type Dtype } from "../ir/dtypes.ts";
+import { dtypeSize, reduceHow, type Dtype } from "../ir/dtypes.ts";
 import { EncAlgType } from "../ir/enums.ts";
-import { opGroups, type DeviceSpec, type Scenario } from "../ir/spec.ts";
+import { opGroups, type DeviceSpec, type OpSpec, type Scenario } from "../ir/spec.ts";
 import { ScenarioError, SimError } from "../ir/errors.ts";
 import { threadFeed } from "./feed-thread.ts";
-import { heapFull, memoryAgents, racesFit, racesLeftOut, valuesCheckFit } from "./budgets.ts";
+import { heapFull, memoryAgents, racePieceBytes, racesFit, racesLeftOut, valuesCheckFit } from "./budgets.ts";
 import { forgetInputs, loadInputs, referenceOutputs, symbolicReference } from "./reference.ts";
 import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
 import { compileProgram, compileStreamed, algorithmLabel, type CompiledProgram, type Folding } from "../enc/compile.ts";
 import { materialize } from "./program-cache.ts";
 import type { Explanation } from "../enc/post.ts";
+import { opPacketBytes, opReduceSlice } from "../enc/gates.ts";
 import { compare, matches, type Mismatch, type ValueList } from "../check/values.ts";
 import { compareSymbolic, type SymbolicMismatch } from "../check/symbolic.ts";
 import { busFactor, throughput, type ResultRow } from "../report/table.ts";
@@ -106,6 +107,14 @@ export interface PipelineHooks {
   readonly progress?: (label: string, p: RunProgress) => void;
 }
 
+/** The least a race-detection shadow piece covers for each op of `scn` on `spec` (its smallest packets). */
+function racePieces(spec: DeviceSpec, scn: Scenario): (op: OpSpec) => number {
+  return (op) => {
+    const packet = opPacketBytes(spec, scn, op);
+    return racePieceBytes(dtypeSize(op.dtype), packet, opReduceSlice(spec, op.dtype, op.priorityClass, packet));
+  };
+}
+
 /** Run every op of a scenario, each as its own program on a fresh machine (independent timings). */
 export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks = {}): RunOutcome {
   const done: OpOutcome[] = [];
@@ -132,7 +141,7 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     // Race detection whose shadow memory and clocks would not fit is left out (the run would die of it).
     if (races && mode !== "none") {
       const agents = memoryAgents(image);
-      const { need, fits } = racesFit([op], opGroups(scn, i), agents, hooks.racesBudget);
+      const { need, fits } = racesFit([op], opGroups(scn, i), agents, hooks.racesBudget, racePieces(spec, scn));
       if (!fits) {
         log.warn(racesLeftOut(`op ${i} (${op.op} ${op.bytes} B)`, need, agents, hooks.racesBudget, mode === "values" ? "values" : "symbolically"));
         races = false;
@@ -280,7 +289,7 @@ function runConcurrent(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: Pipe
   let races = values && scn.races;
   if (races) {
     const agents = memoryAgents(image);
-    const { need, fits } = racesFit(scn.ops, scn.replicaGroups, agents, hooks.racesBudget);
+    const { need, fits } = racesFit(scn.ops, scn.replicaGroups, agents, hooks.racesBudget, racePieces(spec, scn));
     if (!fits) log.warn(racesLeftOut("the concurrent run", need, agents, hooks.racesBudget, "values"));
     races = fits;
   }

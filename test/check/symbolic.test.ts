@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runScenario, type PipelineHooks } from "../../src/run/pipeline.ts";
 import { compileProgram } from "../../src/enc/compile.ts";
-import { loadDevice, loadScenario } from "../../src/run/load.ts";
+import { DEFAULT_DEVICES_DIR, loadDevice, loadDeviceWith, loadScenario } from "../../src/run/load.ts";
 import { compareSymbolic, expectedRanges, type ExpectedRange } from "../../src/check/symbolic.ts";
 import { corruptFirstReduce, duplicateCceSource, moveCceSource, moveRemoteWrite } from "../helpers-image.ts";
 import { HOW_MIXED, HOW_NONE, reduceHow } from "../../src/ir/dtypes.ts";
-import { memoryAgents, racesFit, valuesCheckFit, valuesCheckMemory } from "../../src/run/budgets.ts";
+import { memoryAgents, racePieceBytes, racesFit, valuesCheckFit, valuesCheckMemory } from "../../src/run/budgets.ts";
 
 const run = runSim;
 
@@ -190,6 +190,28 @@ describe("race detection that does not fit the heap", () => {
     expect(beyond.ops[0]!.violations.map((v) => v.kind)).not.toContain("race");
     expect(beyond.ops[0]!.violations.map((v) => v.kind)).toContain("unbalanced semaphore");
     expect(warnings[0]).toMatch(/^op 0 \(all-reduce 4194304 B\): race detection would keep about 0\.\d GiB of shadow memory and vector clocks \(a piece per packet-sized range of every rank's buffers; a clock entry per memory agent, \d+ of them, in each queue, core and semaphore\); it may use 0\.0 GiB \(half of the JavaScript heap\): checking values without race detection$/);
+  });
+
+  it("counts a piece per packet the preset and the run make: smaller CCE packets (dma.cceMaxElements) or CC DMA packets need more shadow memory", () => {
+    // (64 MiB reduce-scatters over 16 ranks at dma.cceMaxElements 2 ran the heap out: pieces of 1 KiB were assumed, 32 B made.)
+    expect(racePieceBytes(4, 65536, 4096)).toBe(4096);
+    expect(racePieceBytes(1, 65536, 65536)).toBe(1024);
+    expect(racePieceBytes(4, 65536, 32)).toBe(32);
+    expect(racePieceBytes(2, 64, 4096)).toBe(64);
+    const scn = loadScenario("scenarios/ring8.json");
+    const one = { ...scn, ops: scn.ops.slice(0, 1).map((o) => ({ ...o, bytes: 1 << 20 })) };
+    const budget = 4 << 20;
+    const run = (spec: ReturnType<typeof loadDevice>) => {
+      const { warnings, log } = warningLog();
+      const out = runScenario(one, spec, log, { racesBudget: budget });
+      if (out.kind !== "done") throw new Error("hung");
+      expect(out.ops[0]!.row.check).toBe("pass");
+      return warnings;
+    };
+    // The shipped preset's 4 KiB pieces fit 4 MiB; 32-byte CCE packets (cceMaxElements 2 of fp32) do not.
+    expect(run(loadDevice("trn1"))).toEqual([]);
+    const tiny = loadDeviceWith("trn1", DEFAULT_DEVICES_DIR, [{ path: "dma.cceMaxElements", value: 2 }]);
+    expect(run(tiny)[0]).toMatch(/^op 0 \(all-reduce 1048576 B\): race detection would keep about 0\.\d GiB .*checking values without race detection$/);
   });
 
   it("is left out of a concurrent run with a warning too, the values still checked", () => {
