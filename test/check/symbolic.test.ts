@@ -199,8 +199,8 @@ describe("race detection that does not fit the heap", () => {
     expect(racePieceBytes(4, 65536, 32)).toBe(32);
     expect(racePieceBytes(2, 64, 4096)).toBe(64);
     const scn = loadScenario("scenarios/ring8.json");
-    const one = { ...scn, ops: scn.ops.slice(0, 1).map((o) => ({ ...o, bytes: 1 << 20 })) };
-    const budget = 4 << 20;
+    const one = { ...scn, ops: scn.ops.slice(0, 1).map((o) => ({ ...o, bytes: 256 << 10 })) };
+    const budget = 1 << 20;
     const run = (spec: ReturnType<typeof loadDevice>) => {
       const { warnings, log } = warningLog();
       const out = runScenario(one, spec, log, { racesBudget: budget });
@@ -208,10 +208,10 @@ describe("race detection that does not fit the heap", () => {
       expect(out.ops[0]!.row.check).toBe("pass");
       return warnings;
     };
-    // The shipped preset's 4 KiB pieces fit 4 MiB; 32-byte CCE packets (cceMaxElements 2 of fp32) do not.
+    // The shipped preset's 4 KiB pieces fit 1 MiB; 32-byte CCE packets (cceMaxElements 2 of fp32) do not.
     expect(run(loadDevice("trn1"))).toEqual([]);
     const tiny = loadDeviceWith("trn1", DEFAULT_DEVICES_DIR, [{ path: "dma.cceMaxElements", value: 2 }]);
-    expect(run(tiny)[0]).toMatch(/^op 0 \(all-reduce 1048576 B\): race detection would keep about 0\.\d GiB .*checking values without race detection$/);
+    expect(run(tiny)[0]).toMatch(/^op 0 \(all-reduce 262144 B\): race detection would keep about 0\.\d GiB .*checking values without race detection$/);
   });
 
   it("is left out of a concurrent run with a warning too, the values still checked", () => {
