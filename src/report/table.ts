@@ -169,7 +169,7 @@ function sizeText(b: number): string {
  */
 export function coverageNote(name: string, acc: Readonly<Record<string, CalibrationAccuracy>>, runs: readonly RunShape[]): string {
   const covers = acc[name]?.covers;
-  if (!covers || covers.length === 0) return "";
+  if (!Array.isArray(covers) || covers.length === 0) return "";
   const outside: string[] = [];
   for (const op of [...new Set(runs.map((r) => r.op))]) {
     const mine = runs.filter((r) => r.op === op);
