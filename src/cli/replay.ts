@@ -2,9 +2,9 @@
 import { MAX_RANKS } from "../scenario/scenario.ts";
 import { resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
-import { DEFAULT_DEVICES_DIR, differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, resolveInstance, type PresetSet } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, resolveInstance, setsText, type PresetSet } from "../run/load.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
-import { accuracyNote, coverageNote } from "../report/table.ts";
+import { accuracyNote } from "../report/table.ts";
 import { defaultJobs } from "../run/parallel.ts";
 import { HloError, parseHlo } from "../replay/hlo.ts";
 import { planReplay, ReplayRunError, runReplay, type ReplayCell, type ReplayPlan } from "../replay/replay.ts";
@@ -193,9 +193,6 @@ function aligned(rows: readonly (readonly string[])[], left: ReadonlySet<number>
   return rows.map((r) => r.map((c, k) => (left.has(k) ? c.padEnd(w[k]!) : c.padStart(w[k]!))).join("  ").trimEnd()).join("\n") + "\n";
 }
 
-/** The --set flags as they read: link.bytesPerSecond=2e10. */
-const setsText = (sets: readonly PresetSet[]): string => sets.map((x) => `${x.path}=${JSON.stringify(x.value)}`).join(", ");
-
 function replayTable(plan: ReplayPlan, names: readonly string[], specs: readonly DeviceSpec[], cells: readonly ReplayCell[][], top: number, sets?: readonly PresetSet[]): string {
   const total = names.map((_, j) => totals(plan, cells, j));
   const instructions = plan.rows.reduce((s, r) => s + r.instructions.length, 0);
@@ -232,7 +229,7 @@ function replayTable(plan: ReplayPlan, names: readonly string[], specs: readonly
   specs.forEach((spec, j) => {
     const changed = differsFromShipped(spec);
     const shapes = plan.rows.flatMap((r, i) => (r.empty ? [] : [{ op: r.op, bytes: r.bytes, ranks: r.groupSize, nodes: plan.nodes, algorithm: cells[i]![j]!.algorithm }]));
-    s += accuracyNote(spec, acc, false, changed) + (changed && changed.length > 0 ? "" : coverageNote(spec.name, acc, shapes));
+    s += accuracyNote(spec, acc, false, changed, shapes);
   });
   return s;
 }

@@ -2,14 +2,14 @@
 import { CcsimError, CompileError, SimError } from "../ir/errors.ts";
 import { withLaunch, type DeviceSpec, type OpName, type Scenario } from "../ir/spec.ts";
 import { describeFolding, explainScenario } from "../enc/compile.ts";
-import { accuracyNote, coverageNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport, type ResultRow } from "../report/table.ts";
+import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport, type ResultRow, type RunShape } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
 import { formatHang, type RunProgress, type SteadyReport, type Violation } from "../../sim/index.ts";
 import { PACKET_VARIABLE, packetVariable, parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, loadScenarioSource, presetFile, resolveInstance } from "../run/load.ts";
+import { differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, loadScenarioSource, presetFile, resolveInstance, setsText } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
@@ -228,8 +228,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     if (where) args = { ...args, devices: where.dir };
     const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed, instance: where?.instance, ccDmaPacketBytes: args.ccDmaPacketBytes });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
-    spec = loadDevice(scn.instance, args.devices, args.scenario);
-    if (args.presetSets) spec = loadDeviceWith(scn.instance, args.devices, args.presetSets);
+    spec = args.presetSets ? loadDeviceWith(scn.instance, args.devices, args.presetSets, args.scenario) : loadDevice(scn.instance, args.devices, args.scenario);
     // (Before anything runs: no output goes over a file the run reads, the preset included.)
     refuseOverwrite(
       [["--report-to-json-file", args.reportJson], ["--plot", args.plot], ["--trace", args.trace], ["--out", args.out]],
@@ -279,7 +278,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       text = args.json ? formatJson(scn.name, rows) : blocks.map((b, s) => formatSweepTable(b, args.showAlgorithm, style.timeHeader, style.notesToStderr || s > 0 ? [] : heading, style.percentiles, style.ioSizes === true)).join("");
       // The accuracy note under the table (nccom's stdout is the table alone: its note goes to stderr).
       if (!args.json) {
-        const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed) + outsideNote(spec, scn, rows, changed);
+        const note = accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed, shapesOf(scn, rows));
         if (style.notesToStderr) accuracyErr = note;
         else text += note;
       }
@@ -319,7 +318,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
         check: c.mismatch || c.violations.length > 0 ? "fail" : c.checked === "values" ? "pass" : "skipped",
       };
       if (args.json) text = formatJson(scn.name, rows, args.explain ? explainJson(outcome.explain, scn) : undefined, concurrent);
-      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "") + accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed) + outsideNote(spec, scn, rows, changed);
+      else text = (args.explain ? launchLine(spec, args) + explainText(scn, outcome.explain) + foldLines(outcome.ops) + costLines(outcome.ops) + "\n" : "") + formatTable(rows) + (concurrent ? formatConcurrent(concurrent) : "") + accuracyNote(spec, loadAccuracy(), args.launchPs !== undefined, changed, shapesOf(scn, rows));
       failed = outcome.ops.flatMap((o) => (o.mismatch ? [{ row: o.row, mismatch: o.mismatch }] : []));
       violated = outcome.ops.flatMap((o) => (o.violations.length > 0 ? [{ row: o.row, violations: o.violations }] : []));
       if (c?.mismatch) failed.push({ row: { ...rows[c.mismatch.op]!, op: `${rows[c.mismatch.op]!.op} (run concurrently)` }, mismatch: c.mismatch.mismatch });
@@ -403,16 +402,15 @@ function describeSteady(s: SteadyReport): string {
 }
 
 /** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */
-/** Where the run's rows lie outside what the preset's measured tables time (`coverageNote`); nothing for an edited preset, whose note already says the figures are not its own. */
-function outsideNote(spec: DeviceSpec, scn: Scenario, rows: readonly ResultRow[], changed: readonly string[] | undefined): string {
-  if (changed && changed.length > 0) return "";
-  return coverageNote(spec.name, loadAccuracy(), rows.filter((r) => r.error === undefined).map((r) => ({ op: r.op as OpName, bytes: r.bytes, ranks: r.ranks, nodes: scn.nodes, algorithm: r.algorithm })));
+/** The rows that ran, as the accuracy note compares them with what the preset's tables measured. */
+function shapesOf(scn: Scenario, rows: readonly ResultRow[]): RunShape[] {
+  return rows.filter((r) => r.error === undefined).map((r) => ({ op: r.op as OpName, bytes: r.bytes, ranks: r.ranks, nodes: scn.nodes, algorithm: r.algorithm }));
 }
 
 function launchLine(spec: DeviceSpec, args: Args): string {
   const us = String(spec.topsp.launchPs / 1e6);
   // (--explain's first lines: the preset's fields a --set changed, then the fixed cost.)
-  const sets = args.presetSets ? `preset: ${spec.name} with ${args.presetSets.map((x) => `${x.path}=${JSON.stringify(x.value)}`).join(", ")} (--set)\n` : "";
+  const sets = args.presetSets ? `preset: ${spec.name} with ${setsText(args.presetSets)} (--set)\n` : "";
   if (args.launchPs !== undefined) return `${sets}fixed cost per collective: ${us} us before the first entry (--launch-us: the whole of it, no host costs)\n`;
   return `${sets}fixed cost per collective: ${us} us before the first entry (${spec.name}'s topsp.launchPs; --launch-us sets the whole fixed cost), plus ${spec.name}'s host costs (each op's "fixed cost" line)\n`;
 }

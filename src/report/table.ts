@@ -171,6 +171,7 @@ export function coverageNote(name: string, acc: Readonly<Record<string, Calibrat
   const covers = acc[name]?.covers;
   if (!Array.isArray(covers) || covers.length === 0) return "";
   const outside: string[] = [];
+  const most = <T>(xs: readonly T[], f: (x: T) => number) => Math.max(...xs.map(f));
   for (const op of [...new Set(runs.map((r) => r.op))]) {
     const mine = runs.filter((r) => r.op === op);
     const measured = covers.filter((c) => c.op === op);
@@ -178,18 +179,16 @@ export function coverageNote(name: string, acc: Readonly<Record<string, Calibrat
       outside.push(`${op}, never measured`);
       continue;
     }
-    const most = (f: (x: { bytes: number; ranks: number; nodes: number }) => number) => Math.max(...mine.map((r) => f(r)));
-    const bytes = Math.max(...measured.map((c) => c.maxBytes));
-    const ranks = Math.max(...measured.map((c) => c.ranks));
-    const nodes = Math.max(...measured.map((c) => c.nodes));
+    const run = { bytes: most(mine, (r) => r.bytes), ranks: most(mine, (r) => r.ranks), nodes: most(mine, (r) => r.nodes) };
+    const top = { bytes: most(measured, (c) => c.maxBytes), ranks: most(measured, (c) => c.ranks), nodes: most(measured, (c) => c.nodes) };
     // (Algorithms are known where accuracy.json records them; a run of several groups may resolve to several.)
     const algs = new Set(measured.flatMap((c) => c.algorithms ?? []));
     const unmeasured = algs.size === 0 ? [] : [...new Set(mine.flatMap((r) => (r.algorithm ? r.algorithm.split("+") : [])))].filter((a) => !algs.has(a));
     const why = [
       ...(unmeasured.length > 0 ? [`by ${unmeasured.join(" and ")} (measured: ${[...algs].join(", ")})`] : []),
-      ...(most((r) => r.bytes) > bytes ? [`at ${sizeText(most((r) => r.bytes))} (the largest measured: ${sizeText(bytes)})`] : []),
-      ...(most((r) => r.ranks) > ranks ? [`on ${most((r) => r.ranks)} ranks (the most measured: ${ranks})`] : []),
-      ...(most((r) => r.nodes) > nodes ? [`over ${most((r) => r.nodes)} nodes (the most measured: ${nodes})`] : []),
+      ...(run.bytes > top.bytes ? [`at ${sizeText(run.bytes)} (the largest measured: ${sizeText(top.bytes)})`] : []),
+      ...(run.ranks > top.ranks ? [`on ${run.ranks} ranks (the most measured: ${top.ranks})`] : []),
+      ...(run.nodes > top.nodes ? [`over ${run.nodes} nodes (the most measured: ${top.nodes})`] : []),
     ];
     if (why.length > 0) outside.push(`${op} ${why.join(" ")}`);
   }
@@ -199,9 +198,9 @@ export function coverageNote(name: string, acc: Readonly<Record<string, Calibrat
   const span = (lo: number, hi: number, f: (x: number) => string) => (lo === hi ? f(lo) : `${f(lo)}-${f(hi)}`);
   const measuredText = [...byOp]
     .map(([op, cs]) => {
-      const r = span(Math.min(...cs.map((c) => c.ranks)), Math.max(...cs.map((c) => c.ranks)), String);
-      const n = Math.max(...cs.map((c) => c.nodes));
-      return `${op} on ${r} ranks${n > 1 ? ` over up to ${n} nodes` : ""}, ${span(Math.min(...cs.map((c) => c.minBytes)), Math.max(...cs.map((c) => c.maxBytes)), sizeText)}`;
+      const r = span(-most(cs, (c) => -c.ranks), most(cs, (c) => c.ranks), String);
+      const n = most(cs, (c) => c.nodes);
+      return `${op} on ${r} ranks${n > 1 ? ` over up to ${n} nodes` : ""}, ${span(-most(cs, (c) => -c.minBytes), most(cs, (c) => c.maxBytes), sizeText)}`;
     })
     .join("; ");
   return `# outside ${name}'s measured tables (${measuredText}): ${outside.join("; ")}: the error figures above were not measured on such runs\n`;
@@ -209,11 +208,12 @@ export function coverageNote(name: string, acc: Readonly<Record<string, Calibrat
 
 /**
  * The line under every table: how far the preset's estimates are from measured nccom-test tables
- * (in-sample, and with each series held out), or that it was never calibrated. `changed`: the
- * fields where the run's preset differs from the shipped one of its name (`differsFromShipped`),
- * if any: the shipped preset's calibration is not the run's.
+ * (in-sample, and with each series held out), or that it was never calibrated; then, for the
+ * table's `runs`, where they lie outside what those tables measured (`coverageNote`). `changed`:
+ * the fields where the run's preset differs from the shipped one of its name
+ * (`differsFromShipped`), if any: the shipped preset's calibration is not the run's, said instead.
  */
-export function accuracyNote(spec: { readonly name: string; readonly sources: Readonly<Record<string, string>> }, acc: Readonly<Record<string, CalibrationAccuracy>>, launchGiven: boolean, changed?: readonly string[]): string {
+export function accuracyNote(spec: { readonly name: string; readonly sources: Readonly<Record<string, string>> }, acc: Readonly<Record<string, CalibrationAccuracy>>, launchGiven: boolean, changed?: readonly string[], runs: readonly RunShape[] = []): string {
   const a = acc[spec.name];
   const launch = launchGiven ? "; --launch-us replaced its fixed costs" : "";
   if (!a) return `# accuracy: ${spec.name} is not calibrated against measured tables (its numbers are its preset's sources)${launch}\n`;
@@ -223,5 +223,5 @@ export function accuracyNote(spec: { readonly name: string; readonly sources: Re
     const fields = changed.length > 3 ? `${changed.slice(0, 3).join(", ")} and ${changed.length - 3} more` : changed.join(", ");
     return `# accuracy: this ${spec.name} is not the shipped preset (${fields} differ${changed.length === 1 ? "s" : ""}): the shipped one's calibration (${figures}) does not carry over to it${launch}\n`;
   }
-  return `# accuracy: ${spec.name} fitted on ${a.series.length} measured series (${a.inSample.points} points): ${figures} (README: How accurate are the estimates)${launch}\n`;
+  return `# accuracy: ${spec.name} fitted on ${a.series.length} measured series (${a.inSample.points} points): ${figures} (README: How accurate are the estimates)${launch}\n` + coverageNote(spec.name, acc, runs);
 }

@@ -112,8 +112,8 @@ export interface PresetSet {
  * errors name the file, the flags and the field. The number fields set are noted as set (their
  * source), and the notes of fields a set took away are dropped.
  */
-export function loadDeviceWith(instance: string, dir: string, sets: readonly PresetSet[]): DeviceSpec {
-  const json = loadDeviceJson(instance, dir);
+export function loadDeviceWith(instance: string, dir: string, sets: readonly PresetSet[], scenarioFile?: string): DeviceSpec {
+  const json = loadDeviceJson(instance, dir, scenarioFile);
   applySets(json, sets);
   return parseDeviceSpec(`${presetFile(instance, dir)} with ${setFlags(sets)}`, json, sets.map((s) => s.path));
 }
@@ -132,14 +132,19 @@ export function applySets(json: Record<string, unknown>, sets: readonly PresetSe
   }
 }
 
+/** `sets` as a note reads them: `link.bytesPerSecond=20000000000, ring.foldN=1`. */
+export function setsText(sets: readonly PresetSet[]): string {
+  return sets.map((s) => `${s.path}=${JSON.stringify(s.value)}`).join(", ");
+}
+
 /** The flags that make `sets`: `--set link.bytesPerSecond=20000000000 ...`. */
 export function setFlags(sets: readonly PresetSet[]): string {
   return sets.map((s) => `--set ${s.path}=${JSON.stringify(s.value)}`).join(" ");
 }
 
 /** A preset's JSON as its file holds it (after loadDevice found it valid: for variations of it). */
-export function loadDeviceJson(instance: string, dir = DEFAULT_DEVICES_DIR): Record<string, unknown> {
-  loadDevice(instance, dir);
+export function loadDeviceJson(instance: string, dir = DEFAULT_DEVICES_DIR, scenarioFile?: string): Record<string, unknown> {
+  loadDevice(instance, dir, scenarioFile);
   const file = presetFile(instance, dir);
   return parseJson(file, readText(file)) as Record<string, unknown>;
 }
