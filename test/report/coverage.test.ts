@@ -55,10 +55,14 @@ describe("coverage note", () => {
       nccom(args, () => {}, (s) => (e += s), {});
       return e;
     };
-    expect(err(["allg", "-r", "32", "-b", "1K", "-e", "512K", "-f", "8"])).not.toMatch(/# outside/);
+    const inside = err(["allg", "-r", "32", "-b", "1K", "-e", "512K", "-f", "8"]);
+    expect(inside).toMatch(/# accuracy: trn1 fitted on/);
+    expect(inside).not.toMatch(/# outside/);
     expect(err(["allg", "-r", "32", "-b", "1K", "-e", "4M", "-f", "8"])).toMatch(/# outside trn1's measured tables \(.*\): all-gather by kangaring \(measured: mesh, intra-rdh\) at 4 MiB \(the largest measured: 512 KiB\)/);
     expect(err(["allr", "-r", "8", "-b", "1K", "-e", "1K"])).toMatch(/# outside trn1's measured tables \(.*\): all-reduce, never measured/);
     // An edited preset's note already says the figures are not its own: nothing more.
-    expect(err(["allr", "-r", "8", "-b", "1K", "-e", "1K", "--set", "link.latencyPs=1"])).not.toMatch(/# outside/);
+    const edited = err(["allr", "-r", "8", "-b", "1K", "-e", "1K", "--set", "link.latencyPs=1"]);
+    expect(edited).toMatch(/# accuracy: this trn1 is not the shipped preset/);
+    expect(edited).not.toMatch(/# outside/);
   });
 });
