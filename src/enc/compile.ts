@@ -12,6 +12,7 @@ import type { ProgramImage, RingFold, RingMode } from "../encd/program.ts";
 import type { DescriptorFeed } from "../encd/image.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { validateCcops } from "../encd/validate.ts";
+import { forgetFreePages } from "../encd/pages.ts";
 import type { ChunkPlan } from "./chunks.ts";
 import type { Explanation } from "./post.ts";
 import { programGroups } from "./groups.ts";
@@ -282,6 +283,7 @@ function feedOf(src: FeedSource, counted: ProgramImage, atEnd?: (hashed: Readonl
       // Stopped, not ended: nothing more to pull, and nothing to check.
       done = true;
       src.close?.();
+      forgetFreePages();
     },
   };
 }

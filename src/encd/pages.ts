@@ -28,6 +28,23 @@ const pool: Uint8Array[] = [];
 const SLAB_PAGES = 64;
 let slab: Uint8Array = new Uint8Array(0);
 
+/**
+ * A program's rings are done with (its run, or its draining, has ended): the free pages go too.
+ * A pooled page keeps its whole slab alive, and the pages a run still held at its end die with
+ * its rings: a pool kept from run to run came to hold pages of ever more slabs, the rest of each
+ * dead (a fit's trials, each running its biggest points streamed: about 60 MB more a trial, up
+ * to the pool's bound of 8,192 slabs, 4 GiB). A run's own reuse, what the pool is for, is kept.
+ */
+export function forgetFreePages(): void {
+  pool.length = 0;
+  slab = new Uint8Array(0);
+}
+
+/** Free pages waiting to be handed out again (tests). */
+export function freePages(): number {
+  return pool.length;
+}
+
 /** A page from the pool, else a fresh one (zeros) from the slab. */
 function takePage(): Uint8Array {
   const kept = pool.pop();

@@ -170,7 +170,9 @@ function runPoints(points: readonly TrialPoint[], spec: DeviceSpec, jobs: number
       // A kept program whose run found no period to skip runs every event in the next trials (the looking costs; the times are the same either way).
       const full = noFastForward || (program !== undefined && memory?.fruitless.has(key) === true);
       if (counts && !program) counts.compiled++;
-      inputs.push({ scenario, spec: p.device ?? spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : programs?.open ? { keepProgram: true, programKey: key } : {}) });
+      // (One the cache has no room for runs streamed, not drained whole for nothing.)
+      const room = programs?.room ?? 0;
+      inputs.push({ scenario, spec: p.device ?? spec, logLevel: "silent", unfolded: false, ...(full ? { noFastForward: true } : {}), ...(program ? { program, programKey: key } : room > 0 ? { keepProgram: true, keepBytes: room, programKey: key } : {}) });
       at.push(k);
       keys.push(key);
     } catch (e) {

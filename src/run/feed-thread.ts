@@ -18,7 +18,7 @@ import { InternalError } from "../ir/errors.ts";
 import { opEntry } from "../ir/ops.ts";
 import { opPacketBytes, opReduceSlice } from "../enc/gates.ts";
 import { DESC_BYTES, MAX_DESC_BYTES } from "../encd/udma.ts";
-import { DescPages } from "../encd/pages.ts";
+import { DescPages, forgetFreePages } from "../encd/pages.ts";
 import type { VringStore } from "../encd/vring.ts";
 import { errorData, moduleWorker, revive, type ErrorData } from "./parallel.ts";
 
@@ -518,5 +518,8 @@ function compose(job: StreamJob, port: MessagePort, ctrl: Int32Array, firstAhead
     port.postMessage({ parts: new Int32Array(0), steps: 0, bytes: new Uint8Array(0), done: true, error: errorData(e) } satisfies Batch);
     Atomics.add(ctrl, POSTED, 1);
     Atomics.notify(ctrl, POSTED);
+  } finally {
+    // (A kept thread serves run after run: its free pages go with each job's rings.)
+    forgetFreePages();
   }
 }

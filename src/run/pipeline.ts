@@ -9,7 +9,7 @@ import { heapFull, memoryAgents, racePieceBytes, racesFit, racesLeftOut, valuesC
 import { forgetInputs, loadInputs, referenceOutputs, symbolicReference } from "./reference.ts";
 import { fixedCost, opShape, opSpec, type FixedCost } from "./fixed-cost.ts";
 import { compileProgram, compileStreamed, algorithmLabel, type CompiledProgram, type Folding } from "../enc/compile.ts";
-import { materialize } from "./program-cache.ts";
+import { materialize, ringBytes } from "./program-cache.ts";
 import type { Explanation } from "../enc/post.ts";
 import { opPacketBytes, opReduceSlice } from "../enc/gates.ts";
 import { compare, matches, type Mismatch, type ValueList } from "../check/values.ts";
@@ -101,6 +101,11 @@ export interface PipelineHooks {
    */
   readonly program?: CompiledProgram;
   readonly keepProgram?: (p: CompiledProgram) => void;
+  /**
+   * The most descriptor-ring bytes `keepProgram` can keep: a bigger program runs streamed, as
+   * without one, and is not handed over (drained whole, it would be let go unused).
+   */
+  readonly keepBytes?: number;
   /** A trace sink for the run of op `op` (labelled for the trace). */
   readonly trace?: (label: string) => TraceSink;
   /** How far a long run is, about once a second (`label` names the op). */
@@ -133,8 +138,11 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     let compiled: CompiledProgram;
     if (reuse && hooks.program) compiled = hooks.program;
     else if (reuse) {
-      compiled = materialize(compile());
-      hooks.keepProgram!(compiled);
+      compiled = compile();
+      if (ringBytes(compiled) <= (hooks.keepBytes ?? Number.POSITIVE_INFINITY)) {
+        compiled = materialize(compiled);
+        hooks.keepProgram!(compiled);
+      }
     } else compiled = compile();
     const { image, layout, explain: why, warnings, folding } = compiled;
     if (folding) log.info({ op: i, ...folding }, folding.folded ? "folded: pod 0 stands for every pod" : "not folded");

@@ -7,6 +7,7 @@ import type { CompiledProgram } from "../enc/compile.ts";
 import type { QueueImage } from "../encd/image.ts";
 import type { DescPages } from "../encd/pages.ts";
 import { DESC_BYTES } from "../encd/udma.ts";
+import { InternalError } from "../ir/errors.ts";
 import type { DeviceSpec, Scenario } from "../ir/spec.ts";
 
 /**
@@ -29,19 +30,18 @@ export function programKey(scn: Scenario, spec: DeviceSpec, fold: boolean): stri
 /**
  * A streamed program as one that runs again: its feed drained (every descriptor composed), each
  * queue's rings copied into shared memory. The same bytes the feed would have handed over, so
- * the same run (test/run/program-cache.test.ts).
+ * the same run (test/run/program-cache.test.ts). A streamed ring is copied as its descriptors
+ * arrive and their pages go back to be composed into again, as a run's engines let them go: the
+ * program is held once, in shared memory, not also whole in pages first (the older runtime's 1
+ * GiB two-node point, 570 MiB of rings, held both at once).
  */
 export function materialize(p: CompiledProgram): CompiledProgram {
-  const feed = p.image.feed;
-  if (feed) {
-    while (feed.pull());
-    feed.close?.();
-  }
   const shared = (n: number): Uint8Array => new Uint8Array(new SharedArrayBuffer(n));
-  // (A streamed ring's pages straight into shared memory: no whole copy made on the way.)
-  const fromPages = (pages: DescPages, count: number): Uint8Array => {
+  /** A streamed ring side: its pages, the shared copy, and how much of it is copied. */
+  const sides: { readonly pages: DescPages; readonly out: Uint8Array; done: number }[] = [];
+  const side = (pages: DescPages, count: number): Uint8Array => {
     const out = shared(count * DESC_BYTES);
-    pages.copyOut(0, count, out, 0);
+    sides.push({ pages, out, done: 0 });
     return out;
   };
   const copied = (bytes: Uint8Array): Uint8Array => {
@@ -49,14 +49,32 @@ export function materialize(p: CompiledProgram): CompiledProgram {
     out.set(bytes);
     return out;
   };
-  const whole = (q: QueueImage): QueueImage => (q.streamed ? { engine: q.engine, queue: q.queue, tx: fromPages(q.streamed.tx, q.streamed.txCount), rx: fromPages(q.streamed.rx, q.streamed.rxCount) } : { ...q, tx: copied(q.tx), rx: copied(q.rx) });
-  const { feed: _feed, ...image } = p.image;
-  return { ...p, image: { ...image, devices: image.devices.map((d) => ({ ...d, queues: d.queues.map(whole) })) } };
+  const whole = (q: QueueImage): QueueImage => (q.streamed ? { engine: q.engine, queue: q.queue, tx: side(q.streamed.tx, q.streamed.txCount), rx: side(q.streamed.rx, q.streamed.rxCount) } : { ...q, tx: copied(q.tx), rx: copied(q.rx) });
+  const { feed, ...image } = p.image;
+  const out = { ...p, image: { ...image, devices: image.devices.map((d) => ({ ...d, queues: d.queues.map(whole) })) } };
+  // What has arrived, copied, and its whole pages let go.
+  const take = (): void => {
+    for (const s of sides) {
+      const n = s.pages.count;
+      if (n === s.done) continue;
+      s.pages.copyOut(s.done, n, s.out, s.done * DESC_BYTES);
+      s.done = n;
+      s.pages.release(n);
+    }
+  };
+  take();
+  if (feed) {
+    while (feed.pull()) take();
+    feed.close?.();
+    take();
+  }
+  for (const s of sides) if (s.done * DESC_BYTES !== s.out.length) throw new InternalError(`a streamed ring drained at ${s.done} of its ${s.out.length / DESC_BYTES} descriptors`);
+  return out;
 }
 
-/** Bytes of descriptor rings a program holds. */
+/** Bytes of descriptor rings a program holds, or will hold once its streamed rings have arrived. */
 export function ringBytes(p: CompiledProgram): number {
-  return p.image.devices.reduce((n, d) => n + d.queues.reduce((m, q) => m + q.tx.length + q.rx.length, 0), 0);
+  return p.image.devices.reduce((n, d) => n + d.queues.reduce((m, q) => m + (q.streamed ? (q.streamed.txCount + q.streamed.rxCount) * DESC_BYTES : q.tx.length + q.rx.length), 0), 0);
 }
 
 /**
@@ -91,11 +109,14 @@ export class ProgramCache {
     return e.program;
   }
 
-  /** Room for more (a program offered now may be kept): budget left, or a program of an earlier round to let go. */
-  get open(): boolean {
-    if (this.used < this.budgetBytes) return true;
-    const oldest = this.kept.values().next();
-    return !oldest.done && oldest.value.round < this.round;
+  /**
+   * The most ring bytes a program offered now could be kept with: the budget left, and the
+   * programs of earlier rounds it would let go (0: none would be kept).
+   */
+  get room(): number {
+    let room = this.budgetBytes - this.used;
+    for (const e of this.kept.values()) if (e.round < this.round) room += e.bytes;
+    return Math.max(0, room);
   }
 
   /** Keep `p` under `key` if it fits in the budget, letting go of programs of earlier rounds (least recently used first) to make room. */

@@ -24,6 +24,8 @@ export interface SweepTask {
   /** Trials without recompiling (src/run/program-cache.ts): the point's program, compiled before; or, without one, whether to hand back the one compiled. */
   readonly program?: CompiledProgram;
   readonly keepProgram?: boolean;
+  /** With `keepProgram`: the most descriptor-ring bytes the caller can keep (a bigger program is not handed back). */
+  readonly keepBytes?: number;
   /**
    * The name `program` goes by (its `programKey`): a kept worker that was sent it once keeps it
    * (`receive`), and later batches send it the name alone, as `heldProgram` (`lighten`).
@@ -88,7 +90,7 @@ export function task(t: SweepTask): SweepTaskResult {
   let kept: CompiledProgram | undefined;
   const program = t.program ?? (t.heldProgram !== undefined ? HELD.get(t.heldProgram) : undefined);
   if (t.heldProgram !== undefined && !program) throw new InternalError(`a worker was sent a program's name it does not hold (${t.heldProgram.slice(0, 80)})`);
-  const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.noFastForward ? { noFastForward: true } : {}), ...(program ? { program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p) } : {}) });
+  const r = runPoint(t.scenario, t.spec, log, { ...(t.unfolded ? { unfolded: true } : {}), ...(t.noFastForward ? { noFastForward: true } : {}), ...(program ? { program } : t.keepProgram ? { keepProgram: (p: CompiledProgram) => (kept = p), ...(t.keepBytes !== undefined ? { keepBytes: t.keepBytes } : {}) } : {}) });
   if (!kept || r.kind !== "done") return r;
   // A kept worker keeps what it compiled too (the caller keeps it as well: it runs it, and names it in later batches).
   if (!isMainThread && t.programKey !== undefined) HELD.set(t.programKey, kept);

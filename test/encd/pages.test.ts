@@ -1,7 +1,7 @@
 // Descriptor pages: a list grows page by page, drops the pages its engine has run, and a page it
 // drops is handed to the next list that grows — whose descriptors read back as packed.
 import { describe, expect, it } from "vitest";
-import { DescPages, PAGE_DESCS } from "../../src/encd/pages.ts";
+import { DescPages, forgetFreePages, freePages, PAGE_DESCS } from "../../src/encd/pages.ts";
 import { DESC_BYTES, packCceMeta, packRx, packTx, readRx, descFields } from "../../src/encd/udma.ts";
 import { SdmaCceType } from "../../src/ir/enums.ts";
 
@@ -60,5 +60,24 @@ describe("descriptor pages", () => {
       }
     }
     expect(kept.count).toBe(3 * addrs.length);
+  });
+
+  it("free pages are forgotten when a program is done with its rings: the next list packs into fresh ones", () => {
+    const a = new DescPages();
+    fill(a, 2 * PAGE_DESCS, 0x1000);
+    const first = a.page(0);
+    a.release(2 * PAGE_DESCS);
+    expect(freePages()).toBeGreaterThanOrEqual(2);
+    // Reused while the pool holds it (the last dropped is handed out first)...
+    const b = new DescPages();
+    fill(b, 2 * PAGE_DESCS, 0x2000);
+    expect([b.page(0), b.page(PAGE_DESCS)]).toContain(first);
+    b.release(2 * PAGE_DESCS);
+    // ...and not once the pool is let go (a pooled page kept its whole slab alive).
+    forgetFreePages();
+    expect(freePages()).toBe(0);
+    const c = new DescPages();
+    fill(c, 2 * PAGE_DESCS, 0x3000);
+    expect([c.page(0), c.page(PAGE_DESCS)]).not.toContain(first);
   });
 });

@@ -13,6 +13,7 @@ import { InternalError } from "../../src/ir/errors.ts";
 import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { compileStreamed } from "../../src/enc/compile.ts";
+import { freePages } from "../../src/encd/pages.ts";
 import { Evaluator } from "../../src/fit/fit.ts";
 import { publishedSeries } from "../../src/fit/files.ts";
 
@@ -86,12 +87,38 @@ describe("a kept program runs again", () => {
   });
 
   it("the kept rings are the streamed program's bytes, whole", () => {
-    const scn = parseScenario("r.json", { name: "r", instance: "trn1", ranks: 8, check: "none", ops: [{ op: "all-reduce", bytes: 1 << 20, dtype: "fp32", reduce: "sum" }] });
+    const scn = parseScenario("r.json", { name: "r", instance: "trn1", ranks: 8, check: "none", ops: [{ op: "all-reduce", bytes: 32 << 20, dtype: "fp32", reduce: "sum" }] });
     const spec = loadDevice("trn1");
     const whole = compileProgram(scn, spec, [0]);
-    const kept = materialize(compileStreamed(scn, spec, [0], { fold: true }));
+    const streamed = compileStreamed(scn, spec, [0], { fold: true });
+    // (Its size is known before it is drained: what a keeper with less room is told.)
+    const bytes = ringBytes(streamed);
+    const kept = materialize(streamed);
     const rings = (p: typeof whole) => p.image.devices.flatMap((d) => d.queues.map((q) => Buffer.concat([q.tx, q.rx]).toString("base64")));
     expect(rings(kept)).toEqual(rings(whole));
+    expect(ringBytes(kept)).toBe(bytes);
+    // The streamed rings' pages went back as they were copied: none holds more than the page it ended in.
+    const sides = streamed.image.devices.flatMap((d) => d.queues.flatMap((q) => (q.streamed ? [q.streamed.tx, q.streamed.rx] : [])));
+    expect(sides.length).toBeGreaterThan(0);
+    expect(Math.max(...sides.map((p) => p.count))).toBeGreaterThan(4 * 512);
+    expect(Math.max(...sides.map((p) => p.heldPages))).toBeLessThanOrEqual(1);
+    // Its feed closed: the pages it went through are not kept for the next program (each would keep its slab).
+    expect(freePages()).toBe(0);
+  });
+
+  it("a program bigger than the keeper's room runs streamed and is not handed over: the same outcome", () => {
+    const scn = parseScenario("r.json", { name: "r", instance: "trn1", ranks: 8, check: "none", ops: [{ op: "all-reduce", bytes: 4 << 20, dtype: "fp32", reduce: "sum" }] });
+    const spec = loadDevice("trn1");
+    let kept: ReturnType<typeof materialize> | undefined;
+    const plain = runPoint(scn, spec, silent);
+    const small = runPoint(scn, spec, silent, { keepProgram: (p) => (kept = p), keepBytes: 1 << 10 });
+    expect(kept).toBeUndefined();
+    const room = runPoint(scn, spec, silent, { keepProgram: (p) => (kept = p), keepBytes: 1 << 30 });
+    expect(kept).toBeDefined();
+    expect(ringBytes(kept!)).toBeGreaterThan(1 << 10);
+    expect(ringBytes(kept!)).toBeLessThan(1 << 30);
+    const noWall = (r: typeof plain) => (r.kind === "done" ? { ...r, outcome: { ...r.outcome, wallMs: 0 } } : r);
+    for (const r of [small, room]) expect(noWall(r)).toEqual(noWall(plain));
   });
 
   it("a cache keeps what fits in its budget; a new round's programs push out those no round has used for longest, never the round's own", () => {
@@ -104,21 +131,24 @@ describe("a kept program runs again", () => {
     // In one round, the first that fit stay: "b" is not kept (nor held by a worker: it is let go).
     expect(kept("a", "b", "c")).toEqual([true, false, true]);
     expect(c.size).toEqual({ programs: 2, bytes: 100 });
-    expect(c.open).toBe(false);
+    expect(c.room).toBe(0);
     expect(c.takeDropped()).toEqual(["b"]);
     // The next round uses "c" only: "a" (least recently used) makes room for "d".
     c.nextRound();
-    expect(c.open).toBe(true);
+    expect(c.room).toBe(100);
     expect(kept("c")).toEqual([true]);
     c.offer("d", p(50));
     expect(c.takeDropped()).toEqual(["a"]);
     expect(c.size).toEqual({ programs: 2, bytes: 90 });
+    // (What is left: the budget's last 10 bytes; "c" and "d" are this round's.)
+    expect(c.room).toBe(10);
     // Within that round, "e" would need "c" or "d" to go, both used in it: not kept.
     c.offer("e", p(20));
     expect(kept("c", "d", "e")).toEqual([true, true, false]);
     expect(c.takeDropped()).toEqual(["e"]);
     // A program over the whole budget is never kept, and pushes nothing out.
     c.nextRound();
+    expect(c.room).toBe(100);
     c.offer("f", p(101));
     expect(c.size).toEqual({ programs: 2, bytes: 90 });
     expect(c.takeDropped()).toEqual(["f"]);
