@@ -396,10 +396,15 @@ export class Evaluator {
   private readonly memory: RunMemory = { fruitless: new Set(), lastMs: new Map() };
   private pool: WorkerPool | undefined;
 
-  /** Stop the worker threads kept for the trials (the programs stay). */
+  /**
+   * Done with the trials: stop the worker threads kept for them, and let the kept programs go (a
+   * calibration fits its presets one after the other, each with its own evaluator: the programs
+   * of those done stayed, and its budget held once a preset).
+   */
   close(): void {
     this.pool?.close();
     this.pool = undefined;
+    this.programs?.clear();
   }
 
   /**

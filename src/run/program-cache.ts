@@ -150,6 +150,13 @@ export class ProgramCache {
     return d;
   }
 
+  /** Let every program go. */
+  clear(): void {
+    this.kept.clear();
+    this.used = 0;
+    this.dropped = [];
+  }
+
   /** Programs kept, and their rings' bytes. */
   get size(): { readonly programs: number; readonly bytes: number } {
     return { programs: this.kept.size, bytes: this.used };

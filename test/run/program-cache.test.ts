@@ -184,6 +184,8 @@ describe("a fit's evaluator with programs kept", () => {
     } finally {
       reuse.close();
     }
+    // Closed, it lets its programs go (a calibration's presets are fitted one after the other).
+    expect(reuse.programs!.size).toEqual({ programs: 0, bytes: 0 });
   });
 
   it("with a budget of one channel count's programs: trials of another count push them out (the workers let them go as well), and the times are the same", () => {
