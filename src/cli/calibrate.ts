@@ -73,8 +73,9 @@ time) and the geometric-mean error factor exp(mean |ln(simulated / published)|).
   --keep-programs SIZE  with --fit, --from or --cv-rounds N: keep up to SIZE of compiled programs'
                      descriptor rings (default 1G; 0: none) to run the trials without recompiling: the composer reads
                      no rate, latency or cost, so a trial that moves only those runs the points'
-                     programs again (a program not kept compiles each trial; a full budget lets go of
-                     the programs no trial has used for longest)
+                     programs again (a program not kept compiles each trial, and runs streamed where it
+                     is bigger than the budget left; a full budget lets go of the programs no trial has
+                     used for longest; the budget holds for one preset's fit at a time)
   --no-fastforward   every point runs every event (by default a point skips whole periods once its
                      state repeats: the same picoseconds; npm run sim -- --help)
   --write-accuracy   with --cross-validate: write calibration/accuracy.json (the note under every
