@@ -197,11 +197,12 @@ function parse(argv: readonly string[]): Opts | "help" {
 }
 
 /** The first trial's wall-clock time and the range of the later ones' (wall-clock figures, like the total beside them). */
-function trialTimes(ms: readonly number[]): string {
+function trialTimes(ev: Evaluator): string {
+  const ms = ev.trialMs;
   if (ms.length < 2) return "";
   const later = ms.slice(1);
   const s = (x: number) => (x / 1000).toFixed(2);
-  return `: the first ${s(ms[0]!)} s, the ${later.length} after it ${s(Math.min(...later))}-${s(Math.max(...later))} s each`;
+  return `: the first ${s(ms[0]!)} s${ev.firstShared ? " (with the other presets' points)" : ""}, the ${later.length} after it ${s(Math.min(...later))}-${s(Math.max(...later))} s each`;
 }
 
 /** Progress: trials, the best error so far; a line redrawn on a terminal, else one a minute (a batch job's log). */
@@ -286,7 +287,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
           lines.push(`wrote ${file}`);
         }
         if (process.stderr.isTTY) err("\n");
-        lines.push(`${inst} fitted on ${mine.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${ev.pointsCompiled} of them compiled, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev.trialMs)}): before ${fmtSummary(r.before)}; after ${fmtSummary(r.after)}`, ...movedLines(r));
+        lines.push(`${inst} fitted on ${mine.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${ev.pointsCompiled} of them compiled, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev)}): before ${fmtSummary(r.before)}; after ${fmtSummary(r.after)}`, ...movedLines(r));
         (report[inst] as Record<string, unknown>)["fit"] = { moved: r.moved, before: r.before, after: r.after, trials: r.trials };
       }
       if (o.cv) {
@@ -388,7 +389,7 @@ function fromLogs(o: Opts, out: (s: string) => void, err: (s: string) => void): 
   const params = o.params ? all.filter((p) => o.params!.includes(p.field)) : all;
   const r = fit(start, series, { rounds: o.rounds, evaluator: ev, progress: progress(err, "fit"), params });
   if (process.stderr.isTTY) err("\n");
-  const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${ev.pointsCompiled} of them compiled, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev.trialMs)})`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...firstFailure(r.evaluated), ...movedLines(r)];
+  const lines = [`fitted ${name} from ${where.instance} on ${series.map((s) => s.id).join(", ")} (${r.trials} trials, ${ev.pointsRun} points simulated, ${ev.pointsCompiled} of them compiled, ${((Date.now() - t0) / 1000).toFixed(1)} s${trialTimes(ev)})`, `  before: ${fmtSummary(r.before)}`, `  after:  ${fmtSummary(r.after)}`, ...firstFailure(r.evaluated), ...movedLines(r)];
   if (series.length > 1) {
     // Held out: each series left out, the others refit from the fit's device parameters (fixed costs
     // in closed form; --cv-rounds searches the device parameters again too).

@@ -456,10 +456,24 @@ export class Evaluator {
     return this.missing(points, keys).map(([key, p]) => [key, { ...p, device }]);
   }
 
-  /** Runs made for this evaluator elsewhere (`fillTogether`), cached by their keys. */
-  accept(keys: readonly string[], runs: readonly PointResult[]): void {
+  /**
+   * Runs made for this evaluator elsewhere (`fillTogether`, in `ms` with other evaluators' points),
+   * cached by their keys: a trial of its own, counted as `fill` counts one (a fit that kept no
+   * programs said one trial fewer than the same fit keeping them).
+   */
+  accept(keys: readonly string[], runs: readonly PointResult[], ms: number): void {
+    if (keys.length === 0) return;
     keys.forEach((key, i) => this.cache.set(key, runs[i]!));
+    this.trials++;
+    this.pointsRun += keys.length;
+    this.pointsCompiled += keys.length;
+    this.trialMs.push(ms);
+    if (this.trials === 1) this.firstShared = true;
+    this.onTrial?.();
   }
+
+  /** Its first trial ran in one batch with other evaluators' points (`accept`): its time is the batch's. */
+  firstShared = false;
 
   /** Run the points of `keys` not cached yet (each key once). */
   private fill(device: DeviceSpec, points: readonly TrialPoint[], keys: readonly string[]): void {
@@ -514,10 +528,12 @@ export function fillTogether(list: readonly { readonly ev: Evaluator; readonly s
   const points = pending.flat();
   if (points.length === 0) return;
   // (Each point carries its own device: runPoints' spec stands for none of them.)
+  const t0 = performance.now();
   const runs = runPoints(points.map(([, p]) => p), points[0]![1].device!, jobs, undefined, undefined, noFastForward);
+  const ms = performance.now() - t0;
   let at = 0;
   pending.forEach((mine, i) => {
-    list[i]!.ev.accept(mine.map(([key]) => key), runs.slice(at, at + mine.length));
+    list[i]!.ev.accept(mine.map(([key]) => key), runs.slice(at, at + mine.length), ms);
     at += mine.length;
   });
 }

@@ -119,8 +119,12 @@ describe("a point's key in a fit", () => {
     const evs = parts.map((x) => ({ ev: new Evaluator(x.series, 1 << 20, 2), spec: x.spec }));
     fillTogether(evs, 2);
     evs.forEach(({ ev, spec }, i) => {
+      // (The batch is each evaluator's first trial, its points counted as run.)
+      const batch = ev.pointsRun;
+      expect([ev.trials, ev.firstShared]).toEqual([1, true]);
+      expect(batch).toBeGreaterThan(0);
       const got = ev.run(spec);
-      expect(ev.pointsRun).toBe(0);
+      expect([ev.trials, ev.pointsRun]).toEqual([1, batch]);
       expect(got.length).toBeGreaterThan(0);
       expect(got.every((e) => e.run !== undefined)).toBe(true);
       expect(got).toEqual(new Evaluator(parts[i]!.series, 1 << 20, 1).run(spec));

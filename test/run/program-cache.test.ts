@@ -14,7 +14,7 @@ import { parseScenario } from "../../src/scenario/index.ts";
 import { loadDevice } from "../../src/run/load.ts";
 import { compileStreamed } from "../../src/enc/compile.ts";
 import { freePages } from "../../src/encd/pages.ts";
-import { Evaluator } from "../../src/fit/fit.ts";
+import { Evaluator, fillTogether, fit } from "../../src/fit/fit.ts";
 import { publishedSeries } from "../../src/fit/files.ts";
 
 const silent = pino({ level: "silent" });
@@ -156,6 +156,23 @@ describe("a kept program runs again", () => {
 });
 
 describe("a fit's evaluator with programs kept", () => {
+  it("counts the trials and points of a fit that keeps none as of one that keeps them (its first trial run in a calibration's shared batch)", () => {
+    const series = publishedSeries().filter((s) => s.instance === "trn1").slice(0, 2);
+    const spec = loadDevice("trn1");
+    const none = new Evaluator(series, 64 << 10, 1);
+    fillTogether([{ ev: none, spec }], 1);
+    const kept = new Evaluator(series, 64 << 10, 1, undefined, undefined, 1 << 30);
+    kept.run(spec);
+    expect([none.trials, none.pointsRun, none.firstShared]).toEqual([1, kept.pointsRun, true]);
+    expect(kept.firstShared).toBe(false);
+    const a = fit(spec, series, { rounds: 0, evaluator: none });
+    const b = fit(spec, series, { rounds: 0, evaluator: kept });
+    expect(a.trials).toBe(b.trials);
+    expect(none.pointsRun).toBe(kept.pointsRun);
+    expect(a.evaluated).toEqual(b.evaluated);
+    kept.close();
+  });
+
   it("gives every trial the times of one that compiles each, and compiles each point once", () => {
     const series = publishedSeries().filter((s) => s.instance === "trn1").slice(0, 3);
     const spec = loadDevice("trn1");
