@@ -113,12 +113,12 @@ describe("skipping periods once the state repeats", () => {
 
   it("--explain says when the search stopped looking, and why (a wide two-node ring)", () => {
     let out = "";
-    const code = nccom(["allr", "-r", "64", "-N", "2", "-b", "128M", "-e", "128M", "-d", "fp32", "--instance", "trn1-legacy", "--explain"], (x) => (out += x), () => {});
+    const code = nccom(["allr", "-r", "64", "-N", "2", "-b", "256M", "-e", "256M", "-d", "fp32", "--instance", "trn1-legacy", "--explain"], (x) => (out += x), () => {});
     expect(code).toBe(EXIT.OK);
-    const m = /op 0: no period skipped: .*; the search stopped looking after (\d+) events, having run 1 Mi events more than it skipped \(the ranks of a wide ring/.exec(out);
+    const m = /op 0: no period skipped: .*; the search stopped looking after (\d+) events, having run 3 Mi events more than it skipped \(the ranks of a wide ring/.exec(out);
     expect(m, out).not.toBeNull();
-    // (It looks over the first Mi events, then no further.)
-    expect(Number(m![1])).toBeGreaterThan(1 << 20);
-    expect(Number(m![1])).toBeLessThan((1 << 20) + 100_000);
+    // (It looks over the first 3 Mi events, then no further.)
+    expect(Number(m![1])).toBeGreaterThan(3 << 20);
+    expect(Number(m![1])).toBeLessThan((3 << 20) + 100_000);
   }, 60_000);
 });
