@@ -5,7 +5,7 @@ import { parseSize } from "../ir/sizes.ts";
 import { checkShardFlags, presetSetFlag, setFlagWords, withoutShardFlags } from "../command/args.ts";
 import { assignShards, ccsimVersion, pieceCost, PARTIAL_FORMAT, parseShardFlag, partialText, presetHash, resolveShard, statusReporter, type ShardSpec } from "../run/shard.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { presetFile, type PresetSet } from "../run/load.ts";
+import { presetFile, setsText, type PresetSet } from "../run/load.ts";
 import { asCommand } from "./entry.ts";
 import { CcsimError } from "../ir/errors.ts";
 import { siblingUrl } from "../run/paths.ts";
@@ -138,7 +138,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     out(JSON.stringify(c.scenario, null, 2) + "\n");
     // (The preset's changes, the run's then the case's, as the flags npm run sim takes.)
     const changes = [...sets, ...Object.entries(c.preset ?? {}).flatMap(([section, kv]) => Object.entries(kv).map(([k, v]) => ({ path: `${section}.${k}`, value: v })))];
-    if (changes.length > 0) err(`conformance: case ${dump} runs ${c.scenario["instance"]} with ${changes.map((x) => `${x.path}=${JSON.stringify(x.value)}`).join(", ")}: npm run sim -- FILE${setFlagWords(changes)} runs it\n`);
+    if (changes.length > 0) err(`conformance: case ${dump} runs ${c.scenario["instance"]} with ${setsText(changes)}: npm run sim -- FILE${setFlagWords(changes)} runs it\n`);
     return 0;
   }
   const counts = new Map<string, Map<string, number>>();

@@ -12,7 +12,7 @@ import { decodeChannelConfig, NeighType } from "../encd/channel.ts";
 import { decodeSlotEntry, SLOT_ENTRY_BYTES, StepFlag } from "../encd/slot.ts";
 import { DESC_BYTES, decodeRx, decodeTx, isCmeDesc } from "../encd/udma.ts";
 import type { ProgramImage } from "../encd/program.ts";
-import { DEFAULT_DEVICES_DIR, loadDevice, loadDeviceWith, loadScenario, type PresetSet } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, loadDeviceWith, loadScenario, type PresetSet } from "../run/load.ts";
 import { flagValue, presetSetFlag, UsageError } from "../command/args.ts";
 import { asCommand } from "./entry.ts";
 
@@ -300,7 +300,7 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     const scn = { ...loadScenario(file), check: "none" as const };
     if (op >= scn.ops.length) throw new UsageError(`--op ${op}: ${file} has ${scn.ops.length} ops`);
     if (rank !== undefined && rank >= scn.ranks) throw new UsageError(`--rank ${rank}: ${file} has ${scn.ranks} ranks`);
-    const spec = sets.length > 0 ? loadDeviceWith(scn.instance, devices, sets) : loadDevice(scn.instance, devices, file);
+    const spec = loadDeviceWith(scn.instance, devices, sets, file);
     const { image, layout } = compileProgram(scn, spec, [op]);
     const data = disassemble(spec, image, layout, { op, rank });
     const o = scn.ops[op]!;

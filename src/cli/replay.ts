@@ -2,7 +2,7 @@
 import { MAX_RANKS } from "../scenario/scenario.ts";
 import { resolve } from "node:path";
 import { CcsimError } from "../ir/errors.ts";
-import { DEFAULT_DEVICES_DIR, differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, resolveInstance, setsText, type PresetSet } from "../run/load.ts";
+import { DEFAULT_DEVICES_DIR, differsFromShipped, loadAccuracy, loadDeviceWith, resolveInstance, setsText, type PresetSet } from "../run/load.ts";
 import type { DeviceSpec } from "../ir/spec.ts";
 import { accuracyNote } from "../report/table.ts";
 import { defaultJobs } from "../run/parallel.ts";
@@ -126,11 +126,11 @@ function parseArgs(argv: readonly string[], env: Readonly<Record<string, string 
   return { file, instances, ...(ranks !== undefined ? { ranks } : {}), nodes, json, top, jobs, devices, ...(packets ? { packets } : {}), ...(sets.length > 0 ? { sets } : {}) };
 }
 
-/** Each instance's preset (a wrong one, or a field set wrong on it, refused before anything runs); its label is its name (a preset file's name without .json). */
-function presetsOf(instances: readonly string[], devices: string, sets: readonly PresetSet[] | undefined): DeviceSpec[] {
+/** Each instance's preset (a wrong one, or a field set wrong on it, refused before anything runs), and its label: its name (a preset file's name without .json). */
+function presetsOf(instances: readonly string[], devices: string, sets: readonly PresetSet[] | undefined): { readonly name: string; readonly spec: DeviceSpec }[] {
   return instances.map((i) => {
     const w = resolveInstance(i, devices);
-    return sets ? loadDeviceWith(w.instance, w.dir, sets) : loadDevice(w.instance, w.dir);
+    return { name: w.instance, spec: loadDeviceWith(w.instance, w.dir, sets) };
   });
 }
 
@@ -151,9 +151,9 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
     } catch (e) {
       throw new UsageError(`${a.file}: cannot read (${(e as Error).message})`);
     }
-    const args = a;
-    specs = presetsOf(args.instances, args.devices, args.sets);
-    names = args.instances.map((i) => resolveInstance(i, args.devices).instance);
+    const presets = presetsOf(a.instances, a.devices, a.sets);
+    specs = presets.map((p) => p.spec);
+    names = presets.map((p) => p.name);
     plan = planReplay(parseHlo(a.file, text), { ...(a.ranks !== undefined ? { ranks: a.ranks } : {}), nodes: a.nodes });
   } catch (e) {
     if (e instanceof UsageError) err(`replay: ${e.message}\n(try --help)\n`);

@@ -9,7 +9,7 @@ import { PACKET_VARIABLE, packetVariable, parseArgs, UsageError, withoutShardFla
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
 import { refuseOverwrite, writeWhole } from "./write.ts";
-import { differsFromShipped, loadAccuracy, loadDevice, loadDeviceWith, loadScenarioSource, presetFile, resolveInstance, setsText } from "../run/load.ts";
+import { differsFromShipped, loadAccuracy, loadDeviceWith, loadScenarioSource, presetFile, resolveInstance, setsText } from "../run/load.ts";
 import { mismatchText, runScenario, type CheckMismatch, type OpOutcome, type PipelineHooks } from "../run/pipeline.ts";
 import { describeFixedCost } from "../run/fixed-cost.ts";
 import { explainJson, explainText } from "./explain.ts";
@@ -228,7 +228,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
     if (where) args = { ...args, devices: where.dir };
     const src = withOverrides(source(), { ranks: args.ranks, check: args.check, races: args.races, seed: args.seed, instance: where?.instance, ccDmaPacketBytes: args.ccDmaPacketBytes });
     scn = parseSource(args.sweep ? sweepSource(src) : src);
-    spec = args.presetSets ? loadDeviceWith(scn.instance, args.devices, args.presetSets, args.scenario) : loadDevice(scn.instance, args.devices, args.scenario);
+    spec = loadDeviceWith(scn.instance, args.devices, args.presetSets, args.scenario);
     // (Before anything runs: no output goes over a file the run reads, the preset included.)
     refuseOverwrite(
       [["--report-to-json-file", args.reportJson], ["--plot", args.plot], ["--trace", args.trace], ["--out", args.out]],
@@ -401,12 +401,12 @@ function describeSteady(s: SteadyReport): string {
   return `steady state: ${s.periods} periods skipped in ${s.jumps} jump${s.jumps === 1 ? "" : "s"} (${(s.skippedPs / 1e6).toFixed(3)} us of simulated time, ${s.skippedEvents} events), the same picoseconds as running them${stopped} (--no-fastforward runs every event)`;
 }
 
-/** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */
 /** The rows that ran, as the accuracy note compares them with what the preset's tables measured. */
 function shapesOf(scn: Scenario, rows: readonly ResultRow[]): RunShape[] {
   return rows.filter((r) => r.error === undefined).map((r) => ({ op: r.op as OpName, bytes: r.bytes, ranks: r.ranks, nodes: scn.nodes, algorithm: r.algorithm }));
 }
 
+/** --explain's first line: the fixed cost per collective every op of the run starts after, and where it comes from. */
 function launchLine(spec: DeviceSpec, args: Args): string {
   const us = String(spec.topsp.launchPs / 1e6);
   // (--explain's first lines: the preset's fields a --set changed, then the fixed cost.)

@@ -6,7 +6,7 @@ import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { CcsimError, UsageError, type ScenarioError } from "../ir/errors.ts";
 import type { DeviceSpec, OpName } from "../ir/spec.ts";
 import { collectiveScenario } from "../run/collective.ts";
-import { loadDevice, loadDeviceWith, type PresetSet } from "../run/load.ts";
+import { loadDeviceWith, type PresetSet } from "../run/load.ts";
 import { sweepPoint } from "../run/overrides.ts";
 import { revive } from "../run/parallel.ts";
 import { runTasks, type SweepTask } from "../run/sweep-task.ts";
@@ -312,7 +312,7 @@ export function runReplay(plan: ReplayPlan, instances: readonly string[], device
         });
         if (packets) built.scenario["ccDmaPacketBytes"] = packets;
         const key = `${built.devicesDir}/${built.instance}`;
-        if (!specs.has(key)) specs.set(key, sets ? loadDeviceWith(built.instance, built.devicesDir, sets) : loadDevice(built.instance, built.devicesDir));
+        if (!specs.has(key)) specs.set(key, loadDeviceWith(built.instance, built.devicesDir, sets));
         const scenario = sweepPoint({ file: `${plan.module.file}:${row.line}`, json: built.scenario, flags: "" }, row.op, row.dtype, row.bytes, "none");
         inputs.push({ scenario, spec: specs.get(key)!, logLevel: "silent", unfolded: false });
         at.push([i, j]);

@@ -4,7 +4,7 @@
 import { dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { UsageError } from "../ir/errors.ts";
 import { groupsRanksLcm, type OpName } from "../ir/spec.ts";
-import { loadDevice, loadDeviceWith, resolveInstance, type PresetSet } from "./load.ts";
+import { loadDeviceWith, resolveInstance, type PresetSet } from "./load.ts";
 
 export interface CollectiveRequest {
   /** The scenario's name. */
@@ -38,7 +38,7 @@ export interface CollectiveScenario {
 /** The scenario of one collective, its op at one element per rank (a sweep sets the size). */
 export function collectiveScenario(r: CollectiveRequest): CollectiveScenario {
   const where = resolveInstance(r.instance, r.devicesDir);
-  const spec = r.sets ? loadDeviceWith(where.instance, where.dir, r.sets) : loadDevice(where.instance, where.dir);
+  const spec = loadDeviceWith(where.instance, where.dir, r.sets);
   if (r.ranks % r.nodes !== 0) throw new UsageError(`-r ${r.ranks} does not split over -N ${r.nodes} nodes`);
   const perNode = r.ranks / r.nodes;
   const cores = Math.floor(spec.coresPerDevice / spec.collectives.virtualCoreSize);

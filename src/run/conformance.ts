@@ -7,7 +7,7 @@ import { DTYPES, REDUCE_OPS, dtypeSize, type Dtype } from "../ir/dtypes.ts";
 import { ALGORITHMS, groupsRanksLcm, SCENARIO_OP_NAMES, type DeviceSpec, type OpName } from "../ir/spec.ts";
 import { CcsimError } from "../ir/errors.ts";
 import { parseDeviceSpec, parseScenario } from "../scenario/index.ts";
-import { applySets, DEFAULT_DEVICES_DIR, loadDevice, loadDeviceJson, loadDeviceWith, setFlags, type PresetSet } from "./load.ts";
+import { applySets, loadDeviceJson, loadDeviceWith, setFlags, type PresetSet } from "./load.ts";
 import { mismatchText, runScenario } from "./pipeline.ts";
 
 /** Presets the matrix draws from (the instance presets; the ideal machines are for closed forms). */
@@ -220,7 +220,7 @@ export function setsCounts(c: ConformanceCase): boolean {
 export function runCase(c: ConformanceCase, devicesDir?: string): CaseOutcome {
   try {
     const scn = parseScenario(`${c.scenario["name"]}.json`, c.scenario);
-    const spec = c.preset ? variedPreset(scn.instance, c.preset, devicesDir, c.sets) : c.sets ? loadDeviceWith(scn.instance, devicesDir ?? DEFAULT_DEVICES_DIR, c.sets) : loadDevice(scn.instance, devicesDir);
+    const spec = c.preset ? variedPreset(scn.instance, c.preset, devicesDir, c.sets) : loadDeviceWith(scn.instance, devicesDir, c.sets);
     const out = runScenario(scn, spec, silent);
     if (out.kind === "hang") return { kind: "fail", code: "hang", message: out.op >= 0 ? `op ${out.op} hung` : "the concurrent run of its ops hung" };
     const broken = out.ops.find((o) => o.violations.length > 0);
@@ -251,7 +251,7 @@ export function variedPreset(instance: string, fields: NonNullable<ConformanceCa
 
 /** Every preset the matrix uses, loaded once (with the run's `sets` made). */
 export function loadPresets(presets: readonly string[] = CONFORMANCE_PRESETS, devicesDir?: string, sets: readonly PresetSet[] = []): Map<string, DeviceSpec> {
-  return new Map(presets.map((p) => [p, sets.length > 0 ? loadDeviceWith(p, devicesDir ?? DEFAULT_DEVICES_DIR, sets) : loadDevice(p, devicesDir)]));
+  return new Map(presets.map((p) => [p, loadDeviceWith(p, devicesDir, sets)]));
 }
 
 /** A worker thread's entry (parallel.ts): one case. */

@@ -110,9 +110,10 @@ export interface PresetSet {
 /**
  * Preset `instance` with fields changed (`--set FIELD=VALUE`, in order), validated as a file is:
  * errors name the file, the flags and the field. The number fields set are noted as set (their
- * source), and the notes of fields a set took away are dropped.
+ * source), and the notes of fields a set took away are dropped. No sets: the preset as it is.
  */
-export function loadDeviceWith(instance: string, dir: string, sets: readonly PresetSet[], scenarioFile?: string): DeviceSpec {
+export function loadDeviceWith(instance: string, dir = DEFAULT_DEVICES_DIR, sets: readonly PresetSet[] = [], scenarioFile?: string): DeviceSpec {
+  if (sets.length === 0) return loadDevice(instance, dir, scenarioFile);
   const json = loadDeviceJson(instance, dir, scenarioFile);
   applySets(json, sets);
   return parseDeviceSpec(`${presetFile(instance, dir)} with ${setFlags(sets)}`, json, sets.map((s) => s.path));
