@@ -78,7 +78,7 @@ const READ_PER_EVENT = 4;
  * s against 4.5 s). A run that never repeats (the older runtime's two-node flat ring) looks over
  * its first 3 Mi events, a few per cent of its time.
  */
-const GIVE_UP_EVENTS = 3 << 20;
+export const GIVE_UP_EVENTS = 3 << 20;
 /** Marks looked at without comparing, at most, after fruitless comparisons. */
 const MAX_BACKOFF = 64;
 const MAX_EVERY = 1024;

@@ -4,7 +4,7 @@ import { withLaunch, type DeviceSpec, type OpName, type Scenario } from "../ir/s
 import { describeFolding, explainScenario } from "../enc/compile.ts";
 import { accuracyNote, formatConcurrent, formatJson, formatSweepTable, formatTable, nccomJson, type ConcurrentReport, type ResultRow, type RunShape } from "../report/table.ts";
 import { plotSvg, type PlotSeries } from "../report/plot.ts";
-import { formatHang, type RunProgress, type SteadyReport, type Violation } from "../../sim/index.ts";
+import { formatHang, GIVE_UP_EVENTS, type RunProgress, type SteadyReport, type Violation } from "../../sim/index.ts";
 import { PACKET_VARIABLE, packetVariable, parseArgs, UsageError, withoutShardFlags, type Args } from "../command/args.ts";
 import { ccsimVersion, PARTIAL_FORMAT, partialText, presetHash, resolveShard, type ShardSpec } from "../run/shard.ts";
 import type { SweepTaskResult } from "../run/sweep-task.ts";
@@ -395,7 +395,7 @@ function checkedWhole(checked: "values" | "symbolic"): string {
 /** What skipping periods did in a run, in a line. */
 function describeSteady(s: SteadyReport): string {
   // (A search stops because looking costs about an event per few numbers of state read.)
-  const stopped = s.stoppedAt === undefined ? "" : `; the search stopped looking after ${s.stoppedAt} events, having run 3 Mi events more than it skipped (the ranks of a wide ring, and channels that share a link, cross from one phase of a chunk to the next at different moments: the state comes back between those moments, but the program ahead does not repeat for long)`;
+  const stopped = s.stoppedAt === undefined ? "" : `; the search stopped looking after ${s.stoppedAt} events, having run ${GIVE_UP_EVENTS / 2 ** 20} Mi events more than it skipped (the ranks of a wide ring, and channels that share a link, cross from one phase of a chunk to the next at different moments: the state comes back between those moments, but the program ahead does not repeat for long)`;
   if (s.marks === 0) return "no period looked for: the search compares the machine's state at the steps of the first core's first ring channel, which this run never stepped (a schedule on the mesh event tape: RDH, the mesh family, all-to-all, has no channel steps), so every event ran, as --no-fastforward runs them";
   if (s.periods === 0) return `no period skipped: the machine's state did not come back whole, with the program's bytes repeating, for a stretch worth skipping${stopped}; --no-fastforward runs the same`;
   return `steady state: ${s.periods} periods skipped in ${s.jumps} jump${s.jumps === 1 ? "" : "s"} (${(s.skippedPs / 1e6).toFixed(3)} us of simulated time, ${s.skippedEvents} events), the same picoseconds as running them${stopped} (--no-fastforward runs every event)`;
