@@ -192,28 +192,51 @@ class Uniform {
   /**
    * `out[i] = lo + Math.floor(next() * width)` for i < count: the same numbers, the state in locals
    * meanwhile (fields written with every number box the words above 2^30, one allocation each).
+   * Made a block at a time in one array of doubles and copied into `out` by `set`, which converts
+   * as an element store does: a loop storing into each type's array in turn (a process that checks
+   * several types) was a store of any kind, 15 times slower than one kind.
    */
   fill(out: Values, count: number, lo: number, width: number): void {
     let a = this.a;
     let b = this.b;
     let c = this.c;
     let d = this.d;
-    for (let i = 0; i < count; i++) {
-      let t = d;
-      const s = a;
-      d = c;
-      c = b;
-      b = s;
-      t ^= t << 11;
-      t ^= t >>> 8;
-      a = t ^ s ^ (s >>> 19);
-      out[i] = lo + Math.floor(((a >>> 0) / 4294967296) * width);
+    const block = scratch(0);
+    for (let at = 0; at < count; at += BLOCK) {
+      const n = Math.min(BLOCK, count - at);
+      for (let i = 0; i < n; i++) {
+        let t = d;
+        const s = a;
+        d = c;
+        c = b;
+        b = s;
+        t ^= t << 11;
+        t ^= t >>> 8;
+        a = t ^ s ^ (s >>> 19);
+        block[i] = lo + Math.floor(((a >>> 0) / 4294967296) * width);
+      }
+      out.set(n === BLOCK ? block : block.subarray(0, n), at);
     }
     this.a = a;
     this.b = b;
     this.c = c;
     this.d = d;
   }
+}
+
+/**
+ * The values loops' block: arithmetic on elements of one kind (doubles) whichever the type's array,
+ * moved in and out of it by `set` and `subarray`.
+ */
+const BLOCK = 1 << 14;
+const SCRATCH = [new Float64Array(BLOCK), new Float64Array(BLOCK)];
+function scratch(k: 0 | 1): Float64Array {
+  return SCRATCH[k]!;
+}
+
+/** Elements [start, end) of `x` (a view, for a typed array). */
+function part(x: ValueList, start: number, end: number): ArrayLike<number> {
+  return ArrayBuffer.isView(x) ? x.subarray(start, end) : x.slice(start, end);
 }
 
 /**
@@ -287,15 +310,23 @@ export function referenceValues(op: RingOpName, d: Dtype, reduce: ReduceOp, inpu
   }
   const len = inputs[0]!.length;
   const reduced = valuesOf(d, len);
-  reduced.set(inputs[0]!);
-  // Source by source over the elements, a loop per op (`combine`'s arithmetic, without its lookup
-  // and modulo per element: an integer type's array stores a sum wrapped, modulo the type's span,
-  // and a float sum is exact on these integers; max and min stay in range).
-  for (let r = 1; r < n; r++) {
-    const x = inputs[r]!;
-    if (reduce === "max") for (let i = 0; i < len; i++) reduced[i] = Math.max(reduced[i]!, x[i]!);
-    else if (reduce === "min") for (let i = 0; i < len; i++) reduced[i] = Math.min(reduced[i]!, x[i]!);
-    else for (let i = 0; i < len; i++) reduced[i] = reduced[i]! + x[i]!;
+  // Source by source over a block of elements, a loop per op, in doubles (`combine`'s arithmetic
+  // without its lookup and modulo per element: a sum of integers is exact in a double, and the
+  // type's array stores it wrapped modulo the type's span, as it would each partial sum; a float
+  // sum is exact on these integers; max and min stay in range).
+  const acc = scratch(0);
+  const next = scratch(1);
+  for (let at = 0; at < len; at += BLOCK) {
+    const end = Math.min(len, at + BLOCK);
+    const m = end - at;
+    acc.set(part(inputs[0]!, at, end));
+    for (let r = 1; r < n; r++) {
+      next.set(part(inputs[r]!, at, end));
+      if (reduce === "max") for (let i = 0; i < m; i++) acc[i] = Math.max(acc[i]!, next[i]!);
+      else if (reduce === "min") for (let i = 0; i < m; i++) acc[i] = Math.min(acc[i]!, next[i]!);
+      else for (let i = 0; i < m; i++) acc[i] = acc[i]! + next[i]!;
+    }
+    reduced.set(m === BLOCK ? acc : acc.subarray(0, m), at);
   }
   if (op === "all-reduce") return inputs.map(() => reduced);
   const block = len / n;
@@ -352,14 +383,15 @@ export function compare(d: Dtype, rank: number, expected: ValueList, got: Uint8A
 /** all-to-all: rank j's output is block j of every rank's input, in rank order. */
 export function referenceAllToAll(d: Dtype, inputs: readonly ValueList[]): Values[] {
   const n = inputs.length;
-  // (Element by element into arrays of their final length: an output per rank is as big as an input.)
+  // (Into arrays of their final length, each source's block copied by `set`: an output per rank is as big as an input.)
   const length = inputs.reduce((k, x) => k + x.length / n, 0);
   return inputs.map((_, j) => {
     const out = valuesOf(d, length);
     let o = 0;
     for (const x of inputs) {
       const block = x.length / n;
-      for (let e = j * block, end = e + block; e < end; e++) out[o++] = x[e]!;
+      out.set(part(x, j * block, (j + 1) * block), o);
+      o += block;
     }
     return out;
   });
@@ -373,7 +405,8 @@ export function referenceAllToAllV(d: Dtype, inputs: readonly ValueList[], count
     inputs.forEach((x, i) => {
       let start = 0;
       for (let k = 0; k < j; k++) start += counts[i]![k]!;
-      for (let e = start, end = start + counts[i]![j]!; e < end; e++) out[o++] = x[e]!;
+      out.set(part(x, start, start + counts[i]![j]!), o);
+      o += counts[i]![j]!;
     });
     return out;
   });
