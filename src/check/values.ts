@@ -201,7 +201,7 @@ class Uniform {
     let b = this.b;
     let c = this.c;
     let d = this.d;
-    const block = scratch(0);
+    const block = ACC_BLOCK;
     for (let at = 0; at < count; at += BLOCK) {
       const n = Math.min(BLOCK, count - at);
       for (let i = 0; i < n; i++) {
@@ -225,18 +225,43 @@ class Uniform {
 }
 
 /**
- * The values loops' block: arithmetic on elements of one kind (doubles) whichever the type's array,
- * moved in and out of it by `set` and `subarray`.
+ * The values loops' blocks: arithmetic on elements of one kind (doubles) whichever the type's
+ * array, moved in and out of it by `set` and `subarray`.
  */
 const BLOCK = 1 << 14;
-const SCRATCH = [new Float64Array(BLOCK), new Float64Array(BLOCK)];
-function scratch(k: 0 | 1): Float64Array {
-  return SCRATCH[k]!;
-}
+const ACC_BLOCK = new Float64Array(BLOCK);
+const NEXT_BLOCK = new Float64Array(BLOCK);
 
 /** Elements [start, end) of `x` (a view, for a typed array). */
 function part(x: ValueList, start: number, end: number): ArrayLike<number> {
   return ArrayBuffer.isView(x) ? x.subarray(start, end) : x.slice(start, end);
+}
+
+/**
+ * The element-wise reduce of `sources` (at least one, of one length) in type `d`: source by source
+ * over a block of elements, a loop per op, in doubles (`combine`'s arithmetic without its lookup
+ * and modulo per element: a sum of these integers is exact in a double, and the type's array
+ * stores it wrapped modulo the type's span, as it would each partial sum; a float sum is exact on
+ * them; max and min stay in range).
+ */
+function reduceOf(d: Dtype, reduce: ReduceOp, sources: readonly ValueList[]): Values {
+  const len = sources[0]!.length;
+  const out = valuesOf(d, len);
+  const acc = ACC_BLOCK;
+  const next = NEXT_BLOCK;
+  for (let at = 0; at < len; at += BLOCK) {
+    const end = Math.min(len, at + BLOCK);
+    const m = end - at;
+    acc.set(part(sources[0]!, at, end));
+    for (let r = 1; r < sources.length; r++) {
+      next.set(part(sources[r]!, at, end));
+      if (reduce === "max") for (let i = 0; i < m; i++) acc[i] = Math.max(acc[i]!, next[i]!);
+      else if (reduce === "min") for (let i = 0; i < m; i++) acc[i] = Math.min(acc[i]!, next[i]!);
+      else for (let i = 0; i < m; i++) acc[i] = acc[i]! + next[i]!;
+    }
+    out.set(m === BLOCK ? acc : acc.subarray(0, m), at);
+  }
+  return out;
 }
 
 /**
@@ -252,7 +277,12 @@ export function generateValues(seed: number, opIndex: number, rank: number, d: D
     // one residue class mod k and 0 elsewhere, so at most floatLimit terms of any group are
     // nonzero and every partial sum, in any order, stays exact.
     const k = Math.ceil(rankSpace / floatLimit);
-    for (let i = 0; i < count; i++) out[i] = rank % k === i % k ? Math.floor(u.next() * 3) - 1 : 0;
+    const block = ACC_BLOCK;
+    for (let at = 0; at < count; at += BLOCK) {
+      const n = Math.min(BLOCK, count - at);
+      for (let i = 0; i < n; i++) block[i] = rank % k === (at + i) % k ? Math.floor(u.next() * 3) - 1 : 0;
+      out.set(n === BLOCK ? block : block.subarray(0, n), at);
+    }
   } else if (floatLimit !== undefined) {
     // Sums of nranks values in [-m, m] stay within the exact range.
     const m = reduce === "sum" ? Math.max(1, Math.min(1000, Math.floor(floatLimit / nranks))) : Math.min(1000, floatLimit);
@@ -308,28 +338,9 @@ export function referenceValues(op: RingOpName, d: Dtype, reduce: ReduceOp, inpu
     const all = concatValues(d, inputs);
     return inputs.map(() => all);
   }
-  const len = inputs[0]!.length;
-  const reduced = valuesOf(d, len);
-  // Source by source over a block of elements, a loop per op, in doubles (`combine`'s arithmetic
-  // without its lookup and modulo per element: a sum of integers is exact in a double, and the
-  // type's array stores it wrapped modulo the type's span, as it would each partial sum; a float
-  // sum is exact on these integers; max and min stay in range).
-  const acc = scratch(0);
-  const next = scratch(1);
-  for (let at = 0; at < len; at += BLOCK) {
-    const end = Math.min(len, at + BLOCK);
-    const m = end - at;
-    acc.set(part(inputs[0]!, at, end));
-    for (let r = 1; r < n; r++) {
-      next.set(part(inputs[r]!, at, end));
-      if (reduce === "max") for (let i = 0; i < m; i++) acc[i] = Math.max(acc[i]!, next[i]!);
-      else if (reduce === "min") for (let i = 0; i < m; i++) acc[i] = Math.min(acc[i]!, next[i]!);
-      else for (let i = 0; i < m; i++) acc[i] = acc[i]! + next[i]!;
-    }
-    reduced.set(m === BLOCK ? acc : acc.subarray(0, m), at);
-  }
+  const reduced = reduceOf(d, reduce, inputs);
   if (op === "all-reduce") return inputs.map(() => reduced);
-  const block = len / n;
+  const block = reduced.length / n;
   return inputs.map((_, k) => reduced.slice(k * block, (k + 1) * block));
 }
 
@@ -422,9 +433,7 @@ export function referencePermute(d: Dtype, reduce: ReduceOp | undefined, inputs:
       out.set(dst, a);
       continue;
     }
-    const r = valuesOf(d, a.length);
-    for (let k = 0; k < a.length; k++) r[k] = combineValues(d, reduce, b[k]!, a[k]!);
-    out.set(dst, r);
+    out.set(dst, reduceOf(d, reduce, [b, a]));
   }
   return out;
 }

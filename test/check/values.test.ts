@@ -1,7 +1,7 @@
 import seedrandom from "seedrandom";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { combineValues, compare, generateValues, referenceAllToAll, referenceAllToAllV, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
+import { combineValues, compare, generateValues, referenceAllToAll, referenceAllToAllV, referencePermute, referenceValues, toBytes, decodeValue, encodeValue } from "../../src/check/values.ts";
 import { cceReduce, f32ToBf16, f32ToF16, f16ToF32, bf16ToF32, f32ToMini, miniToF32 } from "../../sim/hw/cce.ts";
 import { FP8, SDMA_DTYPE, DTYPES, REDUCE_TO_CCE, dtypeSize } from "../../src/ir/dtypes.ts";
 
@@ -69,6 +69,23 @@ describe("reference collectives", () => {
     for (const [d, lo, hi] of [["uint8", 0, 255], ["int8", -128, 127], ["uint16", 0, 65535], ["int16", -32768, 32767], ["uint32", 0, 2 ** 32 - 1], ["int32", -(2 ** 31), 2 ** 31 - 1]] as const) {
       const want = draws("ccsim/7/op2/rank5", 3000).map((u) => lo + Math.floor(u * (hi - lo + 1)));
       expect(Array.from(generateValues(7, 2, 5, d, 3000, "sum", 4)), d).toEqual(want);
+    }
+    // Made a block at a time: the numbers run on across the blocks' edges.
+    const long = draws("ccsim/7/op2/rank5", 40_000).map((u) => Math.floor(u * 65536));
+    expect(Array.from(generateValues(7, 2, 5, "uint16", 40_000, "sum", 4))).toEqual(long);
+  });
+
+  it("references over lengths past the reduce's block, every type in one process: the element-by-element fold (all-reduce, reduce-scatter, permute-reduce)", () => {
+    for (const d of DTYPES) {
+      for (const op of ["sum", "max", "min"] as const) {
+        const len = 3 * 16_384 + 6;
+        const ins = [0, 1, 2].map((r) => generateValues(11, 0, r, d, len, op, 3));
+        const want = Array.from({ length: len }, (_, i) => ins.slice(1).reduce((a, x) => combineValues(d, op, a, x[i]!), ins[0]![i]!));
+        expect(plain(referenceValues("all-reduce", d, op, ins))[0], `${d} ${op}`).toEqual(want);
+        expect(plain(referenceValues("reduce-scatter", d, op, ins))[2], `${d} ${op}`).toEqual(want.slice(2 * (len / 3)));
+        const permuted = referencePermute(d, op, new Map(ins.map((x, r) => [r, x])), [[0, 1]]);
+        expect(Array.from(permuted.get(1)!), `${d} ${op}`).toEqual(Array.from({ length: len }, (_, i) => combineValues(d, op, ins[1]![i]!, ins[0]![i]!)));
+      }
     }
   });
 
