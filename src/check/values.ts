@@ -192,9 +192,10 @@ class Uniform {
   /**
    * `out[i] = lo + Math.floor(next() * width)` for i < count: the same numbers, the state in locals
    * meanwhile (fields written with every number box the words above 2^30, one allocation each).
-   * Made a block at a time in one array of doubles and copied into `out` by `set`, which converts
-   * as an element store does: a loop storing into each type's array in turn (a process that checks
-   * several types) was a store of any kind, 15 times slower than one kind.
+   * Made a block at a time in an int32 array and copied into `out` by `set`, which converts as an
+   * element store does (modulo the type's span: a uint32's number from its bits): a loop storing into
+   * each type's array in turn (a process that checks several types) was a store of any kind, 15
+   * times slower than one kind, and a block of doubles cost a nanosecond an element to convert.
    */
   fill(out: Values, count: number, lo: number, width: number): void {
     let a = this.a;
@@ -213,7 +214,7 @@ class Uniform {
         t ^= t << 11;
         t ^= t >>> 8;
         a = t ^ s ^ (s >>> 19);
-        block[i] = lo + Math.floor(((a >>> 0) / 4294967296) * width);
+        block[i] = (lo + Math.floor(((a >>> 0) / 4294967296) * width)) | 0;
       }
       out.set(n === BLOCK ? block : block.subarray(0, n), at);
     }
@@ -225,12 +226,15 @@ class Uniform {
 }
 
 /**
- * The values loops' blocks: arithmetic on elements of one kind (doubles) whichever the type's
- * array, moved in and out of it by `set` and `subarray`.
+ * The values loops' blocks: arithmetic on elements of one kind whichever the type's array, moved in
+ * and out of it by `set` and `subarray`. Every type's values are integers that an int32 holds
+ * modulo 2^32 (a uint32's as its bits, read unsigned through the `_U` views where an order counts).
  */
 const BLOCK = 1 << 14;
-const ACC_BLOCK = new Float64Array(BLOCK);
-const NEXT_BLOCK = new Float64Array(BLOCK);
+const ACC_BLOCK = new Int32Array(BLOCK);
+const NEXT_BLOCK = new Int32Array(BLOCK);
+const ACC_U = new Uint32Array(ACC_BLOCK.buffer);
+const NEXT_U = new Uint32Array(NEXT_BLOCK.buffer);
 
 /** Elements [start, end) of `x` (a view, for a typed array). */
 function part(x: ValueList, start: number, end: number): ArrayLike<number> {
@@ -239,25 +243,30 @@ function part(x: ValueList, start: number, end: number): ArrayLike<number> {
 
 /**
  * The element-wise reduce of `sources` (at least one, of one length) in type `d`: source by source
- * over a block of elements, a loop per op, in doubles (`combine`'s arithmetic without its lookup
- * and modulo per element: a sum of these integers is exact in a double, and the type's array
- * stores it wrapped modulo the type's span, as it would each partial sum; a float sum is exact on
- * them; max and min stay in range).
+ * over a block of elements, a loop per op (`combine`'s arithmetic without its lookup and modulo per
+ * element: the integer types' sums wrap modulo 2^32 here and modulo their span as the type's array
+ * stores them, as each partial sum would; a float type's sums of these integers stay exact within
+ * an int32; max and min stay in range, unsigned for uint32).
  */
 function reduceOf(d: Dtype, reduce: ReduceOp, sources: readonly ValueList[]): Values {
   const len = sources[0]!.length;
   const out = valuesOf(d, len);
   const acc = ACC_BLOCK;
   const next = NEXT_BLOCK;
+  const unsigned = d === "uint32";
   for (let at = 0; at < len; at += BLOCK) {
     const end = Math.min(len, at + BLOCK);
     const m = end - at;
     acc.set(part(sources[0]!, at, end));
     for (let r = 1; r < sources.length; r++) {
       next.set(part(sources[r]!, at, end));
-      if (reduce === "max") for (let i = 0; i < m; i++) acc[i] = Math.max(acc[i]!, next[i]!);
-      else if (reduce === "min") for (let i = 0; i < m; i++) acc[i] = Math.min(acc[i]!, next[i]!);
-      else for (let i = 0; i < m; i++) acc[i] = acc[i]! + next[i]!;
+      if (reduce === "sum") for (let i = 0; i < m; i++) acc[i] = (acc[i]! + next[i]!) | 0;
+      else if (unsigned) {
+        const [x, y] = [ACC_U, NEXT_U];
+        if (reduce === "max") for (let i = 0; i < m; i++) x[i] = Math.max(x[i]!, y[i]!);
+        else for (let i = 0; i < m; i++) x[i] = Math.min(x[i]!, y[i]!);
+      } else if (reduce === "max") for (let i = 0; i < m; i++) acc[i] = Math.max(acc[i]!, next[i]!);
+      else for (let i = 0; i < m; i++) acc[i] = Math.min(acc[i]!, next[i]!);
     }
     out.set(m === BLOCK ? acc : acc.subarray(0, m), at);
   }
