@@ -262,7 +262,8 @@ function reduceOf(d: Dtype, reduce: ReduceOp, sources: readonly ValueList[]): Va
       next.set(part(sources[r]!, at, end));
       if (reduce === "sum") for (let i = 0; i < m; i++) acc[i] = (acc[i]! + next[i]!) | 0;
       else if (unsigned) {
-        const [x, y] = [ACC_U, NEXT_U];
+        const x = ACC_U;
+        const y = NEXT_U;
         if (reduce === "max") for (let i = 0; i < m; i++) x[i] = Math.max(x[i]!, y[i]!);
         else for (let i = 0; i < m; i++) x[i] = Math.min(x[i]!, y[i]!);
       } else if (reduce === "max") for (let i = 0; i < m; i++) acc[i] = Math.max(acc[i]!, next[i]!);
