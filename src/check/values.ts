@@ -420,12 +420,16 @@ export function referenceAllToAll(d: Dtype, inputs: readonly ValueList[]): Value
 
 /** all-to-all-v: `counts[i][j]` elements from i to j; rank j's output concatenates them by source. */
 export function referenceAllToAllV(d: Dtype, inputs: readonly ValueList[], counts: readonly (readonly number[])[]): Values[] {
+  // Where source i's block for j starts: its counts before j, summed once a source (not once an output).
+  const starts = counts.map((row) => {
+    let at = 0;
+    return row.map((c) => (at += c) - c);
+  });
   return inputs.map((_, j) => {
     const out = valuesOf(d, inputs.reduce((n, _x, i) => n + counts[i]![j]!, 0));
     let o = 0;
     inputs.forEach((x, i) => {
-      let start = 0;
-      for (let k = 0; k < j; k++) start += counts[i]![k]!;
+      const start = starts[i]![j]!;
       out.set(part(x, start, start + counts[i]![j]!), o);
       o += counts[i]![j]!;
     });
