@@ -216,7 +216,7 @@ class Uniform {
         a = t ^ s ^ (s >>> 19);
         block[i] = (lo + Math.floor(((a >>> 0) / 4294967296) * width)) | 0;
       }
-      out.set(n === BLOCK ? block : block.subarray(0, n), at);
+      out.set(block.subarray(0, n), at);
     }
     this.a = a;
     this.b = b;
@@ -269,7 +269,7 @@ function reduceOf(d: Dtype, reduce: ReduceOp, sources: readonly ValueList[]): Va
       } else if (reduce === "max") for (let i = 0; i < m; i++) acc[i] = Math.max(acc[i]!, next[i]!);
       else for (let i = 0; i < m; i++) acc[i] = Math.min(acc[i]!, next[i]!);
     }
-    out.set(m === BLOCK ? acc : acc.subarray(0, m), at);
+    out.set(acc.subarray(0, m), at);
   }
   return out;
 }
@@ -291,7 +291,7 @@ export function generateValues(seed: number, opIndex: number, rank: number, d: D
     for (let at = 0; at < count; at += BLOCK) {
       const n = Math.min(BLOCK, count - at);
       for (let i = 0; i < n; i++) block[i] = rank % k === (at + i) % k ? Math.floor(u.next() * 3) - 1 : 0;
-      out.set(n === BLOCK ? block : block.subarray(0, n), at);
+      out.set(block.subarray(0, n), at);
     }
   } else if (floatLimit !== undefined) {
     // Sums of nranks values in [-m, m] stay within the exact range.
