@@ -6,7 +6,7 @@ import { setFlagWords, UsageError, type SweepArgs } from "../command/args.ts";
 import type { CheckMode } from "../ir/spec.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../ir/sizes.ts";
-import { opSweepSizes } from "../run/sweep.ts";
+import { opSweepSizes, splitSizes } from "../run/sweep.ts";
 import { coalescedOps, parseNccomArgs, runtimeVariables, type NccomArgs } from "../command/nccom.ts";
 import { DTYPES, dtypeSize } from "../ir/dtypes.ts";
 import { asCommand } from "./entry.ts";
@@ -127,9 +127,10 @@ export function main(argv: readonly string[], out: (s: string) => void, err: (s:
   if (a.dump) {
     // The command's first point: its op at the sweep's first size (every stream's op at its first, a multistream command's).
     // (The sweep's first size as it runs: rounded down to whole units, those below one skipped.)
-    const first = a.streams ? 0 : opSweepSizes({ op: a.op, dtype: a.run.dtype! }, groupRanks(a.scenario), sw).sizes[0];
+    const op = { op: a.op, dtype: a.run.dtype! };
+    const first = a.streams ? 0 : splitSizes(source(), op, opSweepSizes(op, groupRanks(a.scenario), sw).sizes).sizes[0];
     if (first === undefined) {
-      err(`nccom: --dump-scenario: no size of the sweep runs (each is below one ${a.op} ${a.run.dtype} element${blocked ? " per rank" : ""})\n`);
+      err(`nccom: --dump-scenario: no size of the sweep runs (each is below one ${a.op} ${a.run.dtype} element${blocked ? " per rank" : ""}${split ? ", or too small to split into the coalesced ops" : ""})\n`);
       return EXIT.BAD_INPUT;
     }
     const shown = a.streams ? { ...a.scenario, concurrent: true, ops: streamsPointJson(a.streams, 0), replicaGroups: undefined } : sweepPointJson(source(), a.op, a.run.dtype, first, a.scenario["check"] as CheckMode);

@@ -74,6 +74,20 @@ export function opSweepSizes(op: Pick<OpSpec, "op" | "dtype">, n: number, sweep:
 }
 
 /**
+ * The sizes at which a source that splits each point into several ops (`splitOp`: coalesced ops)
+ * gives every op some bytes; a note names those left out (a share rounds down to nothing, and an
+ * op of no bytes is not an op).
+ */
+export function splitSizes(src: ScenarioSource, op: Pick<OpSpec, "op" | "dtype">, sizes: readonly number[]): { sizes: number[]; notes: string[] } {
+  const split = src.splitOp;
+  if (!split) return { sizes: [...sizes], notes: [] };
+  const whole = sizes.filter((bytes) => split({ op: op.op, dtype: op.dtype, bytes }, bytes).every((o) => typeof o["bytes"] === "number" && o["bytes"] > 0));
+  const left = sizes.filter((b) => !whole.includes(b));
+  const notes = left.length === 0 ? [] : [`${op.op} ${op.dtype}: ${left.length} size(s) skipped, too small to split into the coalesced ops (a share rounds down to 0 B): ${left.slice(0, 3).join(", ")}${left.length > 3 ? ", ..." : ""} B`];
+  return { sizes: whole, notes };
+}
+
+/**
  * Run a sweep of the scenario `scn` (parsed from `src`, overrides applied): every point is the
  * scenario with one op at one size, validated as a file is.
  */
@@ -90,10 +104,11 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
   const notes: string[] = [];
   const plan = ops.flatMap((op) => {
     const sized = opSweepSizes(op, n, sweep);
-    notes.push(...sized.notes);
-    return sized.sizes.map((bytes) => ({ ...op, bytes }));
+    const split = splitSizes(src, op, sized.sizes);
+    notes.push(...sized.notes, ...split.notes);
+    return split.sizes.map((bytes) => ({ ...op, bytes }));
   });
-  if (plan.length === 0) throw new UsageError(`no size to run: every size from ${sweep.min} B to ${sweep.max} B is below one unit of the op (${notes.join("; ")})`);
+  if (plan.length === 0) throw new UsageError(`no size to run: every size from ${sweep.min} B to ${sweep.max} B is below one unit of the op${src.splitOp ? " or too small to split into the coalesced ops" : ""} (${notes.join("; ")})`);
   const want: CheckMode = args.check ?? "none";
   const points: SweepPoint[] = [];
   // Every point is validated before the first one runs.

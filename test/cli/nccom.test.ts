@@ -279,6 +279,21 @@ describe("nccom-test's command line", () => {
     }
   });
 
+  it("--coalesced-cc-size-ratio leaves out, with a note, the sizes where a share rounds down to no bytes (the rest of the sweep runs)", () => {
+    // 1:1:2 in whole fp8 elements: 1, 2 and 3 B leave a share at 0 B; 4 B is 1 + 1 + 2.
+    const r = run(["allr", "-r", "8", "-b", "1", "-e", "8", "-i", "1", "-d", "fp8e4", "--coalesced-cc-size-ratio", "1,1,2", "-c"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    expect(r.err).toMatch(/3 size\(s\) skipped, too small to split into the coalesced ops \(a share rounds down to 0 B\): 1, 2, 3 B/);
+    const rows = r.out.trim().split("\n").slice(1, -1).map((l) => l.trim().split(/\s+/)[0]);
+    expect(rows).toEqual(["4", "5", "6", "7", "8"]);
+    const dump = run(["allr", "-r", "8", "-b", "1", "-e", "8", "-d", "fp8e4", "--coalesced-cc-size-ratio", "1,1,2", "--dump-scenario"]);
+    expect(dump.code, dump.err).toBe(EXIT.OK);
+    expect((JSON.parse(dump.out) as { ops: { bytes: number }[] }).ops.map((o) => o.bytes)).toEqual([1, 1, 2]);
+    const none = run(["allr", "-r", "8", "-b", "1", "-e", "3", "-d", "fp8e4", "--coalesced-cc-size-ratio", "1,1,2"]);
+    expect(none.code).toBe(EXIT.BAD_INPUT);
+    expect(none.err).toMatch(/no size to run: every size from 1 B to 3 B is below one unit of the op or too small to split/);
+  });
+
   it("--sb2sb keeps every rank's buffers in SBUF: a size that fits runs, one that does not is refused with the figure [CMP1314]", () => {
     const r = run(["allr", "-r", "8", "-b", "8M", "-e", "16M", "-d", "fp32", "--sb2sb", "--input-shape", "[1,1][128,4096]", "--output-shape", "[1,1][128,4096]", "--cc-dim", "0"]);
     expect(r.code).toBe(EXIT.BAD_INPUT);
