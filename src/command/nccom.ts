@@ -341,7 +341,9 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   }
   run.op = op;
   run.dtype = dtype;
-  run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}`;
+  // (The files the run's groups and pairs come from are named: an error in them says where it is.)
+  const named = inputs.filter(([flag]) => flag === "--custom-replica-groups" || flag === "--custom-src-target-pairs").map(([flag, file]) => ` ${flag} ${file}`);
+  run.scenario = `nccom-test ${opName} -r ${ranks}${nodes > 1 ? ` -N ${nodes}` : ""}${named.join("")}`;
   let streams: StreamPlan[] | undefined;
   if (streamsFile !== undefined) {
     if (coalesced && coalesced.length > 1) throw new UsageError("give --streams-json or --coalesced-cc-size-ratio, not both (coalesced ops take streams of their own)");

@@ -185,6 +185,17 @@ describe("nccom-test's command line", () => {
     const bad = join(dir, "meta.json");
     writeFileSync(bad, JSON.stringify({ metadata: [{ send_counts: [256], recv_counts: [256, 128, 256, 256] }] }));
     expect(run(["allgv", "-r", "4", "-b", "2048", "-d", "fp16", "--variable-size-op-metadata", bad]).err).toMatch(/recv_counts must be empty or list every rank's send count/);
+    // A bad group or pair names its file (the entry's indices are its list's).
+    const outside = join(dir, "outside.json");
+    writeFileSync(outside, JSON.stringify([[0, 1, 2, 3], [4, 5, 6, 9]]));
+    const g = run(["allr", "-r", "8", "-b", "1K", "-e", "1K", "--custom-replica-groups", outside]);
+    expect(g.code).toBe(EXIT.BAD_INPUT);
+    expect(g.err).toContain(`nccom-test allr -r 8 --custom-replica-groups ${outside}: replicaGroups[1][3]: rank id 9 is out of range 0..7`);
+    const twice = join(dir, "twice.json");
+    writeFileSync(twice, JSON.stringify({ src_target_pairs: [[0, 1], [4, 1]] }));
+    const p = run(["permute", "-r", "8", "-b", "1K", "-e", "1K", "--custom-src-target-pairs", twice]);
+    expect(p.code).toBe(EXIT.BAD_INPUT);
+    expect(p.err).toContain(`nccom-test permute -r 8 --custom-src-target-pairs ${twice}: ops[0].pairs[1][1]: rank 1 receives twice`);
     rmSync(dir, { recursive: true });
   });
 
