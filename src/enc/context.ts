@@ -151,7 +151,7 @@ export class CompileContext {
     check(sets * channels <= 32, "CMP1304", `${sets} channel sets of ${channels} channels exceed the 32 ring channel records`, "channels", channels);
     const semas = semaphoreLayout(foldN, this.slotsPerTopsp, this.perStream, largestGroup(scn), this.concurrent);
     ({ meshBase: this.meshBase, proxyBase: this.proxyBase, barrierBase: this.barrierBase, meshProxySema: this.meshProxySema, endBarrierBase: this.endBarrierBase } = semas);
-    check(semas.used <= spec.topsp.semaphores, "CMP1305", `${channels} channels need more semaphores than a TopSP has`, "channels", channels);
+    check(semas.used <= spec.topsp.semaphores, "CMP1305", `${channels} channel(s) need ${semas.used} semaphores on a TopSP; ${spec.name}'s TopSPs have ${spec.topsp.semaphores} (topsp.semaphores)`, "channels", channels);
 
     const adj = acrossNodes(adjacency(spec.topology, idsPerNode), scn.nodes, podNodes);
     const info = this.info;
