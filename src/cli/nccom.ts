@@ -3,7 +3,7 @@
 import { ScenarioError } from "../ir/errors.ts";
 import { gatherCounts, streamsPointJson, sweepPointJson, uniformCounts, type ScenarioSource } from "../run/overrides.ts";
 import { setFlagWords, UsageError, type SweepArgs } from "../command/args.ts";
-import type { CheckMode } from "../ir/spec.ts";
+import { groupsRanksLcm, type CheckMode } from "../ir/spec.ts";
 import { EXIT, runSource, type RunStyle } from "./sim.ts";
 import { sweepSizes } from "../ir/sizes.ts";
 import { opSweepSizes, splitSizes } from "../run/sweep.ts";
@@ -84,10 +84,11 @@ Defaults where nccom-test's are not published: sendrecv pairs each even rank wit
 exit codes: as npm run sim (0 ok, 1 bad input, 2 internal error, 3 check failed, 4 hang)
 `;
 
-/** Ranks of the scenario's first replica group (all its ranks without groups). */
+/** Ranks a size is a whole number of blocks of: the least common multiple of the replica groups' sizes (all the ranks without groups). */
 function groupRanks(scn: Record<string, unknown>): number {
   const g = scn["replicaGroups"];
-  return Array.isArray(g) && Array.isArray(g[0]) ? g[0].length : Number(scn["ranks"]);
+  // (Uneven groups of 3 and 5 ranks take blocks of 15, as the sweep's sizes do.)
+  return Array.isArray(g) && g.every((x) => Array.isArray(x)) && g.length > 0 ? groupsRanksLcm(g as unknown[][]) : Number(scn["ranks"]);
 }
 
 export function main(argv: readonly string[], out: (s: string) => void, err: (s: string) => void, env: Readonly<Record<string, string | undefined>> = process.env, progress = false, merged?: RunStyle["merged"]): number {

@@ -300,6 +300,16 @@ describe("nccom-test's command line", () => {
     const dump = run(["allr", "-r", "8", "-b", "1", "-e", "8", "-d", "fp8e4", "--coalesced-cc-size-ratio", "1,1,2", "--dump-scenario"]);
     expect(dump.code, dump.err).toBe(EXIT.OK);
     expect((JSON.parse(dump.out) as { ops: { bytes: number }[] }).ops.map((o) => o.bytes)).toEqual([1, 1, 2]);
+    // Uneven groups of 3 and 5 ranks: sizes and shares in blocks of 15 ranks' elements (of the first group's 3, a share was no all-gather of 5).
+    const dir = mkdtempSync(join(tmpdir(), "ccsim-coalesced-"));
+    const groups = join(dir, "g.json");
+    writeFileSync(groups, JSON.stringify([[0, 1, 2], [3, 4, 5, 6, 7]]));
+    const uneven = run(["allg", "-r", "8", "-b", "1000", "-e", "64K", "-f", "4", "-d", "fp32", "--custom-replica-groups", groups, "--coalesced-cc-size-ratio", "1,2", "-c"]);
+    expect(uneven.code, uneven.err).toBe(EXIT.OK);
+    expect(uneven.out.trim().split("\n").slice(1, -1).map((l) => l.trim().split(/\s+/)[0])).toEqual(["960", "3960", "15960", "63960"]);
+    const first = run(["allg", "-r", "8", "-b", "1000", "-d", "fp32", "--custom-replica-groups", groups, "--dump-scenario"]);
+    expect((JSON.parse(first.out) as { ops: { bytes: number }[] }).ops[0]!.bytes).toBe(960);
+    rmSync(dir, { recursive: true });
     const none = run(["allr", "-r", "8", "-b", "1", "-e", "3", "-d", "fp8e4", "--coalesced-cc-size-ratio", "1,1,2"]);
     expect(none.code).toBe(EXIT.BAD_INPUT);
     expect(none.err).toMatch(/no size to run: every size from 1 B to 3 B is below one unit of the op or too small to split/);
