@@ -299,6 +299,12 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   if (op !== "send" && op !== "permute" && pairs !== undefined) throw new UsageError(`--custom-src-target-pairs applies to sendrecv and permute, not ${opName}`);
   if (dpDim !== undefined && groups !== undefined) throw new UsageError("give --data-parallel-dimension or --custom-replica-groups, not both");
   const replicaGroups = dpDim !== undefined ? dataParallelGroups(ranks, dpDim) : groups === undefined ? undefined : groupsOf(groups);
+  if ((op === "all-gather-v" || op === "all-to-all-v") && Array.isArray(replicaGroups) && replicaGroups.every((g) => Array.isArray(g))) {
+    // (Counts are one per rank of a group, the same for every group: groups of other sizes are refused here, by the file's name.)
+    const sizes = [...new Set((replicaGroups as unknown[][]).map((g) => g.length))];
+    const file = inputs.find(([flag]) => flag === "--custom-replica-groups")?.[1];
+    if (sizes.length > 1) throw new UsageError(`--custom-replica-groups ${file}: ${opName} needs replica groups of one size (its counts are one per rank of a group); these have ${sizes.join(", ")} ranks`);
+  }
   const built = collectiveScenario({
     // (A shard's flags are not the command's: the merged run names it as the unsharded one. The
     // runtime's packet variable, set, is named as a shell line would set it.)

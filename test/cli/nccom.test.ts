@@ -185,6 +185,14 @@ describe("nccom-test's command line", () => {
     const bad = join(dir, "meta.json");
     writeFileSync(bad, JSON.stringify({ metadata: [{ send_counts: [256], recv_counts: [256, 128, 256, 256] }] }));
     expect(run(["allgv", "-r", "4", "-b", "2048", "-d", "fp16", "--variable-size-op-metadata", bad]).err).toMatch(/recv_counts must be empty or list every rank's send count/);
+    // allgv and alltoallv count one per rank of a group: groups of different sizes are refused by the file's name.
+    const uneven = join(dir, "uneven.json");
+    writeFileSync(uneven, JSON.stringify([[0, 1], [2, 3, 4], [5, 6, 7]]));
+    for (const op of ["allgv", "alltoallv"]) {
+      const u = run([op, "-r", "8", "--custom-replica-groups", uneven, "--dump-scenario"]);
+      expect(u.code).toBe(EXIT.BAD_INPUT);
+      expect(u.err).toContain(`--custom-replica-groups ${uneven}: ${op} needs replica groups of one size (its counts are one per rank of a group); these have 2, 3 ranks`);
+    }
     // A bad group or pair names its file (the entry's indices are its list's).
     const outside = join(dir, "outside.json");
     writeFileSync(outside, JSON.stringify([[0, 1, 2, 3], [4, 5, 6, 9]]));
