@@ -491,6 +491,12 @@ describe("--streams-json: nccom-test's multistream runs", () => {
       }
       const both = run(["allr", "-r", "8", "--streams-json", join(dir, "s.json"), "--coalesced-cc-size-ratio", "1,1"]);
       expect(both.err).toMatch(/give --streams-json or --coalesced-cc-size-ratio, not both/);
+      // A point's error names the stream as well as the op: streams 0 and 1 run 3 and 2 ops an iteration, so op 5 is stream 2's.
+      writeFileSync(join(dir, "overlap.json"), JSON.stringify([[0, 1, 2, 3], [3, 4, 5, 6, 7]]));
+      writeFileSync(join(dir, "s.json"), JSON.stringify({ streams: [{ maxbytes: "1K", ops_per_iter: 3 }, { operation: "all_gather", maxbytes: "1K", ops_per_iter: 2 }, { maxbytes: "1K", custom_replica_groups: "overlap.json" }] }));
+      const third = run(["allr", "-r", "8", "-b", "1K", "--streams-json", join(dir, "s.json")]);
+      expect(third.code).toBe(EXIT.BAD_INPUT);
+      expect(third.err).toMatch(/: streams\[2\] \(ops\[5\]\.replicaGroups\[1\]\[0\]\): rank 3 appears twice/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
