@@ -95,6 +95,10 @@ export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, a
 export function runSweep(src: ScenarioSource, scn: Scenario, spec: DeviceSpec, args: SweepRequest, log: Logger, hooks: PipelineHooks, progress?: (done: number, total: number, events: number) => void, pieces?: Pieces<SweepTaskResult>): SweepResult | ShardResults<SweepTaskResult> {
   if (src.streams) return runStreams(src, spec, args, log, hooks, progress, pieces);
   const sweep = args.sweep!;
+  // (An op swept by --op that needs pairs takes them from the scenario's op of its kind: a scenario without one has none to give.)
+  if (args.op && opEntry(args.op).needs === "pairs" && !scn.ops.some((o) => o.op === args.op)) {
+    throw new UsageError(`--op ${args.op}: ${src.file} has no ${args.op} op to take its "pairs" (source and target ranks) from; add one to the scenario (npm run nccom -- ${args.op === "send" ? "sendrecv" : "permute"} pairs ranks by default)`);
+  }
   // (Sizes in whole blocks of every group: uneven groups of 3 and 5 ranks take blocks of 15.)
   const n = groupsRanksLcm(scn.replicaGroups);
   const ops: OpSpec[] = args.op

@@ -60,6 +60,12 @@ describe("sweeps", () => {
     // The refusal is said once, with how many points it held for.
     expect(r.err.trim().split("\n")).toEqual([expect.stringMatching(/^ccsim: scenarios\/ring8\.json: ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm.*\[CMP1201\] \(3 sweep points\)$/)]);
   });
+  it("--op of a pairs op takes the pairs of the scenario's op of that kind, and says so where there is none", () => {
+    const none = run(["scenarios/ring8.json", "-b", "1K", "-e", "1K", "--op", "send"]);
+    expect(none.code).toBe(1);
+    expect(none.err).toMatch(/^ccsim: --op send: scenarios\/ring8\.json has no send op to take its "pairs" \(source and target ranks\) from/);
+    expect(run(["scenarios/permute8.json", "-b", "1K", "-e", "1K", "--op", "permute"]).code).toBe(0);
+  });
   it("a check note leaves out the sizes whose symbolic tracking outgrew memory, and names them", () => {
     // Out of room at 8 KiB only (the probe is asked once a size there: at its first write).
     let asked = 0;
