@@ -1,5 +1,5 @@
 // Sweeps like nccom-test: one op (or each op of the scenario) over a range of sizes, or several streams at once; on this thread, worker threads or one shard.
-import { CcsimError, UsageError, type ErrorKind } from "../ir/errors.ts";
+import { UsageError, type CcsimError } from "../ir/errors.ts";
 import type { Logger } from "pino";
 import { dtypeSize } from "../ir/dtypes.ts";
 import { opEntry } from "../ir/ops.ts";
@@ -7,7 +7,7 @@ import { groupsRanksLcm, type CheckMode, type DeviceSpec, type OpName, type OpSp
 import { type OpOutcome, type PipelineHooks } from "./pipeline.ts";
 import type { HangReport } from "../../sim/index.ts";
 import type { Explanation } from "../enc/post.ts";
-import { revive, runParallel } from "./parallel.ts";
+import { revive, runParallel, type ErrorData } from "./parallel.ts";
 import { biggestFirst, runPoint, startWorkers, task, type SweepTask, type SweepTaskResult } from "./sweep-task.ts";
 import type { ResultRow } from "../report/table.ts";
 import type { Dtype } from "../ir/dtypes.ts";
@@ -176,7 +176,7 @@ function runStreams(src: ScenarioSource, spec: DeviceSpec, args: SweepRequest, l
     if (r.kind === "hang") return { kind: "hang", op: one.ops[0]!, hang: r.hang, streams: one.ops };
     // A failed point: the error in every stream's row (its op at its size).
     if (r.kind === "error") {
-      const e = inStream(revive(r.error) as CcsimError, one);
+      const e = revive(inStream(r.error, one)) as CcsimError;
       const rows = streams.map((_, s): ResultRow => {
         const op = one.ops.find((o) => o.stream === s)!;
         return { op: op.op, bytes: op.bytes, count: op.bytes / dtypeSize(op.dtype), dtype: op.dtype, ranks: (op.replicaGroups ?? one.replicaGroups)[0]!.length, algorithm: "-", timeUs: 0, algbwGBps: 0, busbwGBps: 0, check: "skipped", stream: s, error: e.render() };
@@ -200,11 +200,10 @@ function runStreams(src: ScenarioSource, spec: DeviceSpec, args: SweepRequest, l
  * stream's ops of an iteration one after another (ops_per_iter of them a stream), so `ops[5]` is
  * the streams file's `streams[2]` when the first two streams run 3 and 2 ops an iteration.
  */
-function inStream(e: CcsimError, point: Scenario): CcsimError {
-  const k = /^ops\[(\d+)\]/.exec(e.path)?.[1];
+function inStream(e: ErrorData, point: Scenario): ErrorData {
+  const k = e.path === undefined ? undefined : /^ops\[(\d+)\]/.exec(e.path)?.[1];
   const s = k === undefined ? undefined : point.ops[Number(k)]?.stream;
-  if (s === undefined) return e;
-  return new CcsimError(e.name as ErrorKind, e.code, e.message, { path: `streams[${s}] (${e.path})`, value: e.value, ...(e.file !== undefined ? { file: e.file } : {}) });
+  return s === undefined ? e : { ...e, path: `streams[${s}] (${e.path})` };
 }
 
 /**
