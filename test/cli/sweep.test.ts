@@ -61,9 +61,12 @@ describe("sweeps", () => {
     expect(r.err.trim().split("\n")).toEqual([expect.stringMatching(/^ccsim: scenarios\/ring8\.json: ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm.*\[CMP1201\] \(3 sweep points\)$/)]);
   });
   it("--op of a pairs op takes the pairs of the scenario's op of that kind, and says so where there is none", () => {
-    const none = run(["scenarios/ring8.json", "-b", "1K", "-e", "1K", "--op", "send"]);
-    expect(none.code).toBe(1);
-    expect(none.err).toMatch(/^ccsim: --op send: scenarios\/ring8\.json has no send op to take its "pairs" \(source and target ranks\) from/);
+    for (const op of ["send", "permute"]) {
+      const none = run(["scenarios/ring8.json", "-b", "1K", "-e", "4K", "--op", op]);
+      expect(none.code).toBe(1);
+      expect(none.err).toMatch(new RegExp(`^ccsim: --op ${op}: scenarios/ring8\\.json has no ${op} op to take its "pairs" \\(source and target ranks\\) from`));
+      expect(none.out).toBe("");
+    }
     expect(run(["scenarios/permute8.json", "-b", "1K", "-e", "1K", "--op", "permute"]).code).toBe(0);
   });
   it("a check note leaves out the sizes whose symbolic tracking outgrew memory, and names them", () => {
