@@ -291,7 +291,9 @@ export function parseNccomArgs(argv: readonly string[], env: Readonly<Record<str
   run.sweep = sweepOf(range);
   checkShardFlags(run);
   // trn2's logical NeuronCore: NEURON_LOGICAL_NC_CONFIG (or --lnc), default 2; LNC 1 is its own preset.
-  const lncSize = lnc ?? (env["NEURON_LOGICAL_NC_CONFIG"] !== undefined ? intFlag(env["NEURON_LOGICAL_NC_CONFIG"]!, "NEURON_LOGICAL_NC_CONFIG", 1) : undefined);
+  // (Set to nothing, as `export NEURON_LOGICAL_NC_CONFIG=` leaves it, it is unset: as the packet variable, and as a shard's partial records it.)
+  const lncEnv = env["NEURON_LOGICAL_NC_CONFIG"]?.trim();
+  const lncSize = lnc ?? (lncEnv ? intFlag(lncEnv, "NEURON_LOGICAL_NC_CONFIG", 1) : undefined);
   if (instance === "trn2" && lncSize === 1) instance = "trn2-lnc1";
   else if (lncSize !== undefined && lncSize !== (instance.startsWith("trn2") && instance !== "trn2-lnc1" ? 2 : 1)) {
     throw new UsageError(`--lnc / NEURON_LOGICAL_NC_CONFIG ${lncSize} is not available on ${instance}`);

@@ -50,6 +50,12 @@ describe("nccom-test's command line", () => {
     expect([a.scenario["instance"], a.scenario["ranksPerDevice"]]).toEqual(["trn1", 2]);
     expect([b.scenario["instance"], b.scenario["ranksPerDevice"]]).toEqual(["trn2", 4]);
     expect([c.scenario["instance"], c.scenario["ranksPerDevice"]]).toEqual(["trn2-lnc1", 8]);
+    // Set to nothing (`export NEURON_LOGICAL_NC_CONFIG=`) it is unset, as a shard's partial records it; a value that is not a size is refused.
+    for (const blank of ["", " "]) {
+      const d = parseNccomArgs(["allr", "-r", "16", "--instance", "trn2"], { NEURON_LOGICAL_NC_CONFIG: blank });
+      expect(d !== "help" && [d.scenario["instance"], d.scenario["ranksPerDevice"]]).toEqual(["trn2", 4]);
+    }
+    expect(() => parseNccomArgs(["allr", "-r", "16", "--instance", "trn2"], { NEURON_LOGICAL_NC_CONFIG: "x" })).toThrow(/NEURON_LOGICAL_NC_CONFIG must be an integer >= 1, not "x"/);
   });
 
   it("nccom-test's defaults: 32 MiB, uint8", () => {
