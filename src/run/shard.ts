@@ -55,23 +55,25 @@ export function resolveShard(flag: ShardSpec | "auto", shards: number | undefine
     if (!Number.isSafeInteger(n)) throw new UsageError(`--shard auto: ${name} is "${v}", far past any shard (${MAX_SHARDS} at most)`);
     return n;
   };
-  const check = (index: number, count: number, where: string): ShardSpec => {
+  const check = (index: number, count: number, where: string, past: string): ShardSpec => {
     if (count < 1 || count > MAX_SHARDS) throw new UsageError(`--shard auto: ${where} gives ${count} shards (1 to ${MAX_SHARDS})`);
-    if (index >= count) throw new UsageError(`--shard auto: ${where} gives shard ${index} of ${count} (a job array with a step, or an index past the count?)`);
+    if (index >= count) throw new UsageError(`--shard auto: ${where} gives shard ${index} of ${count} (${past})`);
     return { index, count };
   };
   if (env["SLURM_ARRAY_TASK_ID"] !== undefined) {
     if (env["SLURM_ARRAY_TASK_COUNT"] === undefined) throw new UsageError("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (run as a job array: sbatch --array=0-N)");
     const min = env["SLURM_ARRAY_TASK_MIN"] === undefined ? 0 : int("SLURM_ARRAY_TASK_MIN");
-    const count = shards ?? int("SLURM_ARRAY_TASK_COUNT");
+    const count = int("SLURM_ARRAY_TASK_COUNT");
+    // (Each task runs one shard: a count of shards other than the array's tasks would leave shards no task runs, or run one twice.)
+    if (shards !== undefined && shards !== count) throw new UsageError(`--shard auto: --shards ${shards} disagrees with the Slurm job array's ${count} tasks (SLURM_ARRAY_TASK_COUNT): each task runs one shard; leave --shards out, or give the array ${shards} tasks`);
     const id = int("SLURM_ARRAY_TASK_ID");
     if (id < min) throw new UsageError(`--shard auto: SLURM_ARRAY_TASK_ID ${id} is below SLURM_ARRAY_TASK_MIN ${min}: not a task of this job array`);
-    return check(id - min, count, "the Slurm job array");
+    return check(id - min, count, "the Slurm job array", "a job array with a step, or an index past the count?");
   }
   if (env["JOB_COMPLETION_INDEX"] !== undefined) {
     const count = shards ?? (env[SHARDS_ENV] !== undefined ? int(SHARDS_ENV) : undefined);
     if (count === undefined) throw new UsageError(`--shard auto: JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job) but the shard count is not: give --shards N or set ${SHARDS_ENV} (the Job's completions)`);
-    return check(int("JOB_COMPLETION_INDEX"), count, "the Kubernetes Indexed Job");
+    return check(int("JOB_COMPLETION_INDEX"), count, "the Kubernetes Indexed Job", `an index past the Job's completions: --shards or ${SHARDS_ENV} must be its completions`);
   }
   throw new UsageError(`--shard auto: not under a scheduler: none of SLURM_ARRAY_TASK_ID (Slurm job arrays, with SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs, with --shards N or ${SHARDS_ENV}) is set; give --shard I/N`);
 }

@@ -64,6 +64,10 @@ describe("shard flags and the scheduler's environment", () => {
     // An array with a step (0-14:2) numbers its tasks past its count: refused, not misassigned.
     expect(() => resolveShard("auto", undefined, { SLURM_ARRAY_TASK_ID: "14", SLURM_ARRAY_TASK_MIN: "0", SLURM_ARRAY_TASK_COUNT: "8" })).toThrow(/shard 14 of 8/);
     expect(() => resolveShard("auto", undefined, { SLURM_ARRAY_TASK_ID: "1" })).toThrow(/SLURM_ARRAY_TASK_COUNT is not/);
+    // Each task runs one shard: --shards may repeat the array's count, not change it.
+    expect(resolveShard("auto", 4, { SLURM_ARRAY_TASK_ID: "3", SLURM_ARRAY_TASK_COUNT: "4" })).toEqual({ index: 3, count: 4 });
+    expect(() => resolveShard("auto", 8, { SLURM_ARRAY_TASK_ID: "3", SLURM_ARRAY_TASK_COUNT: "4" })).toThrow(/--shards 8 disagrees with the Slurm job array's 4 tasks \(SLURM_ARRAY_TASK_COUNT\)/);
+    expect(() => resolveShard("auto", 4, { JOB_COMPLETION_INDEX: "9" })).toThrow(/the Kubernetes Indexed Job gives shard 9 of 4 \(an index past the Job's completions/);
     // A task below the array's first (an environment from another array): refused, not shard -2.
     expect(() => resolveShard("auto", undefined, { SLURM_ARRAY_TASK_ID: "1", SLURM_ARRAY_TASK_MIN: "3", SLURM_ARRAY_TASK_COUNT: "4" })).toThrow(/SLURM_ARRAY_TASK_ID 1 is below SLURM_ARRAY_TASK_MIN 3/);
     // A number past 2^53 is named as written, not as the double it rounds to.
