@@ -227,12 +227,22 @@ export class EncdChannel {
    * can be (t = 0 almost always).
    */
   private padFolds(maxTx: number, maxRx: number): void {
+    const fits = (t: number, odd: boolean): boolean => this.folds.every((_, f) => padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0), odd) !== undefined);
     let t = 0;
-    while (t < 4 && this.folds.some((_, f) => !padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0)))) t++;
+    while (t < 4 && !fits(t, false)) t++;
+    // A fold one TX over its RX short of the longest (a mesh step's folds reduce blocks of different
+    // packet counts) fits none of the mixes above: only then, a reduce-shaped no-op and a
+    // replicated one together (the programs the mixes above pad are padded as they were).
+    let odd = false;
+    if (!fits(t, false)) {
+      odd = true;
+      t = 0;
+      while (t < 4 && !fits(t, true)) t++;
+    }
     this.folds.forEach((v, f) => {
       const dTx = maxTx + t - (this.tx[f] ?? 0);
       const dRx = maxRx + t - (this.rx[f] ?? 0);
-      const plan = padPlan(dTx, dRx);
+      const plan = padPlan(dTx, dRx, odd);
       if (!plan) {
         throw new EncodeError("ENC1606", `fold ${f} cannot be padded: (m2s_val_prev - m2s_val_curr) == (s2m_val_prev - s2m_val_curr) fails (${dTx} vs ${dRx})`, {
           path: `channel${this.placement.channelId}.fold${f}`,
@@ -282,9 +292,11 @@ export class EncdChannel {
 /**
  * How a fold short of dTx TX and dRx RX descriptors is padded: reduce-shaped no-ops (each one RX
  * and s + 1 TX, s >= 2 extra sources) for a TX surplus, one replicated no-op (2 TX, extra + 2 RX)
- * for an RX surplus, no-op copy pairs for the rest; undefined when no mix of them fits.
+ * for an RX surplus, no-op copy pairs for the rest; undefined when no mix of them fits. `odd`: a
+ * surplus of one TX may also be a 2-source reduce-shaped no-op (two over) with a replicated one
+ * of 3 RX (one under).
  */
-function padPlan(dTx: number, dRx: number): { sources: number[]; fan: number } | undefined {
+function padPlan(dTx: number, dRx: number, odd = false): { sources: number[]; fan: number } | undefined {
   // Each pad is one RX; a reduce-shaped pad with s sources adds s extra TX (s >= 2).
   const sources: number[] = [];
   let extra = dTx - dRx;
@@ -294,6 +306,11 @@ function padPlan(dTx: number, dRx: number): { sources: number[]; fan: number } |
     if (k < 2) break;
     sources.push(k);
     extra -= k;
+  }
+  if (odd && extra === 1 && sources.length === 0 && dRx >= 4) {
+    // 3 + 2 TX and 1 + 3 RX: one TX over.
+    sources.push(2);
+    return { sources, fan: 3 };
   }
   // Short of RX instead (a replicated packet): one replicated no-op of 2 TX and extra + 2 RX.
   const fan = extra < 0 && dTx >= 2 && -extra + 2 <= 256 ? -extra + 2 : 0;

@@ -75,3 +75,19 @@ describe("random pod configurations", () => {
     );
   });
 });
+
+describe("folds of different packet counts", () => {
+  // 4 ranks, 2 a device, 2 nodes: one fold reduces blocks one CCE packet longer than the other's,
+  // so the shorter is short one TX over its RX, which only a 2-source reduce-shaped no-op with a
+  // replicated one of 3 RX pads (it was ENC1606, "fold 1 cannot be padded", at these sizes).
+  it.each([
+    [65537, "fp8e4"],
+    [8193, "fp8e4"],
+    [65540, "fp32"],
+    [16386, "bf16"],
+  ] as const)("an all-reduce of %i B %s runs, values checked", (bytes, dtype) => {
+    const scn = scenario({ instance: "trn2-ultraserver", ranks: 4, nodes: 2, ranksPerDevice: 2, algorithm: "two-step-pod-mesh", allowedAlgorithms: [EncAlgType.TWO_STEP_POD_MESH], ops: [{ op: "all-reduce", bytes, dtype, reduce: "sum" }] });
+    expect(compileProgram(scn, us, [0]).layout.ops[0]!.algorithm).toBe(EncAlgType.TWO_STEP_POD_MESH);
+    expectRunChecks(scn, us);
+  });
+});
