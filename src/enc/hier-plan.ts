@@ -98,6 +98,11 @@ export function hierStages(
     if (choice !== "auto") {
       alg = algTypeOf(choice);
       const n = comm.groups[0]!.length;
+      // Mesh, RDH and kangaring refuse several streams, chosen or not: the stage gates' rule (a
+      // stage of them beside another stream's op shares its buffers' addresses and races).
+      if (alg !== EncAlgType.RING && alg !== EncAlgType.SINGLE_CYCLE_RING && new Set(scn.ops.map((o) => o.stream)).size > 1) {
+        throw new CompileError("CMP1310", `the ${level}-node ${name} stage cannot run ${choice} beside other streams' ops (mesh, RDH and kangaring refuse several streams): a program of several streams runs its hierarchical stages on ring or single-cycle-ring (or auto)`, { path: `hierarchical.${level}`, value: choice });
+      }
       if (alg === EncAlgType.INTRA_RDH && !INTRA_RDH_RANKS.includes(n)) {
         throw new CompileError("CMP1310", `the intra-node RDH scheduler takes rank_n in {${INTRA_RDH_RANKS.join(", ")}}, not the ${n} ranks of the ${level}-node ${name} stage`, { path: `hierarchical.${level}`, value: choice });
       }

@@ -78,6 +78,27 @@ describe("ops of one stream chain, streams overlap", () => {
     }
   });
 
+  it("a hierarchical stage chosen as mesh, RDH or kangaring is refused beside other streams, as the stage gates refuse them (its buffers raced the other stream's)", () => {
+    // A scenario generator's find: trn1-legacy, 4 ranks on 2 nodes, an all-gather on stream 0 and an
+    // all-reduce on stream 1 with hierarchical.intra "mesh": run together, the values came out wrong,
+    // with races. The hierarchical gate now refuses the stage, and the op runs on the ring.
+    const legacy = loadDevice("trn1-legacy");
+    const scn = scenario({ instance: "trn1-legacy", ranks: 4, nodes: 2, algorithm: "auto", allowedAlgorithms: [EncAlgType.RING, EncAlgType.HIER], hierarchical: { intra: "mesh", inter: "single-cycle-ring" }, concurrent: true, ops: [{ op: "all-gather", bytes: 1048592, dtype: "int32", reduce: "sum", stream: 0 }, { op: "all-reduce", bytes: 4096, dtype: "int32", reduce: "sum", stream: 1 }] });
+    for (const intra of ["mesh", "kangaring", "intra-rdh"] as const) {
+      const out = runScenario({ ...scn, hierarchical: { ...scn.hierarchical, intra } }, legacy, log);
+      if (out.kind !== "done") throw new Error("hang");
+      expect(out.ops[1]!.row.algorithm).toBe("ring");
+      expect(out.concurrent!.mismatch).toBeUndefined();
+      expect(out.concurrent!.violations).toEqual([]);
+    }
+    // Stages on the ring family run hierarchical, and check their values together.
+    const out = runScenario({ ...scn, hierarchical: { ...scn.hierarchical, intra: "ring" } }, legacy, log);
+    if (out.kind !== "done") throw new Error("hang");
+    expect(out.ops[1]!.row.algorithm).toMatch(/^hier/);
+    expect(out.concurrent!.mismatch).toBeUndefined();
+    expect(out.concurrent!.violations).toEqual([]);
+  });
+
   it("a stream that ends early does not arrive at another stream's step barrier: the program-end barrier counts on semaphores of its own (trn1, 2 nodes, stream 0 on TopSPs 0 and 2)", () => {
     // Stream 1's short op reaches the program-end barrier while stream 0's hierarchical all-reduce
     // is still between its stages; on shared semaphores its arrival stood in for stream 0's
