@@ -112,6 +112,11 @@ export interface PostInputs {
   readonly chunkBytes: number;
 }
 
+/** The program's ops are on several streams (mesh, RDH and kangaring refuse them, whether their gates run or a stage names them). */
+export function multiStream(scn: Pick<Scenario, "ops">): boolean {
+  return new Set(scn.ops.map((o) => o.stream)).size > 1;
+}
+
 /** The comm context of one replica group, from the scenario and the preset. */
 export function commContext(inp: PostInputs, group: readonly number[]): CommContext {
   const { scn, spec } = inp;
@@ -138,7 +143,7 @@ export function commContext(inp: PostInputs, group: readonly number[]): CommCont
     deviceN: devices.size,
     podN: pods.size,
     vcoreSize: spec.collectives.virtualCoreSize,
-    multiStream: new Set(scn.ops.map((o) => o.stream)).size > 1,
+    multiStream: multiStream(scn),
     allowedBits: allowedMask(allowed.filter((a) => spec.collectives.supportedAlgorithms.includes(a))),
     meshSupported: spec.collectives.supportedAlgorithms.includes(EncAlgType.MESH),
     podEnabled: spec.collectives.supportedAlgorithms.includes(EncAlgType.TWO_STEP_POD_MESH),

@@ -11,7 +11,7 @@ import { initComm } from "./algorithms.ts";
 import type { CommInfo } from "./groups.ts";
 import { algorithmEntry } from "./registry.ts";
 import type { Comm, Stage, Verdict } from "./stage.ts";
-import { commContext, dispatch, kangaringLayout, meshEngines, meshMemberOf, opPacketBytes, opReduceSlice, runGates } from "./gates.ts";
+import { commContext, dispatch, multiStream, kangaringLayout, meshEngines, meshMemberOf, opPacketBytes, opReduceSlice, runGates } from "./gates.ts";
 import { INTRA_RDH_RANKS } from "./rdh.ts";
 
 export interface HierPlan {
@@ -100,7 +100,7 @@ export function hierStages(
       const n = comm.groups[0]!.length;
       // Mesh, RDH and kangaring refuse several streams, chosen or not: the stage gates' rule (a
       // stage of them beside another stream's op shares its buffers' addresses and races).
-      if (alg !== EncAlgType.RING && alg !== EncAlgType.SINGLE_CYCLE_RING && new Set(scn.ops.map((o) => o.stream)).size > 1) {
+      if (alg !== EncAlgType.RING && alg !== EncAlgType.SINGLE_CYCLE_RING && multiStream(scn)) {
         throw new CompileError("CMP1310", `the ${level}-node ${name} stage cannot run ${choice} beside other streams' ops (mesh, RDH and kangaring refuse several streams): a program of several streams runs its hierarchical stages on ring or single-cycle-ring (or auto)`, { path: `hierarchical.${level}`, value: choice });
       }
       if (alg === EncAlgType.INTRA_RDH && !INTRA_RDH_RANKS.includes(n)) {

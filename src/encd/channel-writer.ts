@@ -227,17 +227,21 @@ export class EncdChannel {
    * can be (t = 0 almost always).
    */
   private padFolds(maxTx: number, maxRx: number): void {
-    const fits = (t: number, odd: boolean): boolean => this.folds.every((_, f) => padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0), odd) !== undefined);
-    let t = 0;
-    while (t < 4 && !fits(t, false)) t++;
+    // The least raise (0 to 4) at which every fold has a plan; -1 for none.
+    const raise = (odd: boolean): number => {
+      for (let t = 0; t <= 4; t++) if (this.folds.every((_, f) => padPlan(maxTx + t - (this.tx[f] ?? 0), maxRx + t - (this.rx[f] ?? 0), odd))) return t;
+      return -1;
+    };
     // A fold one TX over its RX short of the longest (a mesh step's folds reduce blocks of different
-    // packet counts) fits none of the mixes above: only then, a reduce-shaped no-op and a
-    // replicated one together (the programs the mixes above pad are padded as they were).
+    // packet counts) fits none of the mixes: only then, a reduce-shaped no-op and a replicated one
+    // together (the programs the other mixes pad are padded as they were).
     let odd = false;
-    if (!fits(t, false)) {
+    let t = raise(false);
+    if (t < 0) {
       odd = true;
-      t = 0;
-      while (t < 4 && !fits(t, true)) t++;
+      t = raise(true);
+      // (None at all: at the raise of 4, the fold that cannot be padded is named below.)
+      if (t < 0) t = 4;
     }
     this.folds.forEach((v, f) => {
       const dTx = maxTx + t - (this.tx[f] ?? 0);

@@ -80,8 +80,9 @@ export function opSweepSizes(op: Pick<OpSpec, "op" | "dtype">, n: number, sweep:
 export function splitSizes(src: ScenarioSource, op: Pick<OpSpec, "op" | "dtype">, sizes: readonly number[]): { sizes: number[]; notes: string[] } {
   const split = src.splitOp;
   if (!split) return { sizes: [...sizes], notes: [] };
-  const whole = sizes.filter((bytes) => split({ op: op.op, dtype: op.dtype, bytes }, bytes).every((o) => typeof o["bytes"] === "number" && o["bytes"] > 0));
-  const left = sizes.filter((b) => !whole.includes(b));
+  const whole: number[] = [];
+  const left: number[] = [];
+  for (const bytes of sizes) (split({ op: op.op, dtype: op.dtype, bytes }, bytes).every((o) => typeof o["bytes"] === "number" && o["bytes"] > 0) ? whole : left).push(bytes);
   const notes = left.length === 0 ? [] : [`${op.op} ${op.dtype}: ${left.length} size(s) skipped, too small to split into the coalesced ops (a share rounds down to 0 B): ${left.slice(0, 3).join(", ")}${left.length > 3 ? ", ..." : ""} B`];
   return { sizes: whole, notes };
 }
