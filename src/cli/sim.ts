@@ -284,7 +284,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       }
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
       // --explain: postOperation's reasoning for every size, before the table.
-      if (args.explain && !args.json) text = launchLine(spec, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : ""}${foldLines(p.outcome ? [p.outcome] : [])}${p.outcome ? costLines([p.outcome]) : ""}`).join("") + "\n" + text;
+      const device = spec;
+      if (args.explain && !args.json) text = launchLine(device, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : p.error instanceof CompileError ? refusedExplain(p.scenario, device) : ""}${foldLines(p.outcome ? [p.outcome] : [])}${p.outcome ? costLines([p.outcome]) : ""}`).join("") + "\n" + text;
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
       violated = res.points.flatMap((p) => (p.outcome && p.outcome.violations.length > 0 ? [{ row: p.outcome.row, violations: p.outcome.violations }] : []));
       if (args.stats) statsText = formatStats(res.points.flatMap((p) => (p.outcome ? [p.outcome] : [])));
@@ -357,14 +358,8 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       return EXIT.INTERNAL;
     }
     if (e instanceof CcsimError) {
-      if (args.explain && scn && spec && e instanceof CompileError) {
-        // Show why the op went where it did, then the refusal.
-        try {
-          err(explainText(scn, explainScenario(scn, spec)));
-        } catch {
-          // The explanation itself needs what the error reports; the error says enough.
-        }
-      }
+      // Show why the op went where it did, then the refusal.
+      if (args.explain && scn && spec && e instanceof CompileError) err(refusedExplain(scn, spec));
       // Compile and encode errors come from the scenario's content: name its file.
       err(`ccsim: ${e.file === undefined ? `${args.scenario}: ` : ""}${e.render()}\n`);
       return EXIT.BAD_INPUT;
@@ -383,6 +378,18 @@ asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progre
  * src/encd/fold.ts); for each timing-only op, whether whole periods were skipped; for each checked
  * op, that it ran whole (the difference between a checked run's time and a timing-only run's).
  */
+/**
+ * --explain of a scenario the composer refused: how its ops went where they did, up to the
+ * refusal (empty where the explanation itself needs what was refused: the error says enough).
+ */
+function refusedExplain(scn: Scenario, spec: DeviceSpec): string {
+  try {
+    return explainText(scn, explainScenario(scn, spec));
+  } catch {
+    return "";
+  }
+}
+
 function foldLines(ops: readonly OpOutcome[]): string {
   return ops.map((o, i) => (o.folding ? `op ${i}: ${describeFolding(o.folding)}\n` : "") + (o.steady ? `op ${i}: ${describeSteady(o.steady)}\n` : "") + (o.checked !== "none" ? `op ${i}: ${checkedWhole(o.checked)}\n` : "")).join("");
 }

@@ -60,6 +60,19 @@ describe("sweeps", () => {
     // The refusal is said once, with how many points it held for.
     expect(r.err.trim().split("\n")).toEqual([expect.stringMatching(/^ccsim: scenarios\/ring8\.json: ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm.*\[CMP1201\] \(3 sweep points\)$/)]);
   });
+  it("--explain says for a refused size too how its op went where it did (as a single run's refusal does)", () => {
+    const r = run(["scenarios/ring8.json", "-b", "1K", "-e", "2K", "--op", "all-to-all", "--explain"]);
+    expect(r.code).toBe(1);
+    for (const bytes of [1024, 2048]) {
+      const at = r.out.indexOf(`size ${bytes} B:\n`);
+      expect(at).toBeGreaterThanOrEqual(0);
+      const block = r.out.slice(at, r.out.indexOf("\nsize", at + 1) >>> 0);
+      expect(block).toContain(`op 0: all-to-all ${bytes} B`);
+      expect(block).toMatch(/mesh +no: comm init built no mesh family/);
+      expect(block).toContain('resolved: enc_alg_type 0 "Ring"');
+    }
+    expect(r.out).toMatch(/1024 .*error: ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm/);
+  });
   it("--op of a pairs op takes the pairs of the scenario's op of that kind, and says so where there is none", () => {
     for (const op of ["send", "permute"]) {
       const none = run(["scenarios/ring8.json", "-b", "1K", "-e", "4K", "--op", op]);
