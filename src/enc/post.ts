@@ -201,7 +201,9 @@ export function postOperations(inp: PostInputs): Posted {
         dispatch(opType, alg, g.length, `${path}.op`);
       } catch (e) {
         if (!(e instanceof CompileError)) throw e;
-        refused[index] ??= e;
+        // (All-to-all has the mesh alone: why the mesh gate said no is what the user can change.)
+        const mesh = gates.find((v) => v.gate === "mesh")?.verdict;
+        refused[index] ??= e.code === "CMP1201" && mesh && !mesh.ok ? new CompileError(e.code, `${e.message}; the mesh gate said no: ${mesh.reason}`, { path: e.path, value: op.op }) : e;
       }
       first ??= rec;
     });

@@ -176,7 +176,7 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     expect(big.gates.find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/single-step-mesh subtype's op_max_limit \(32768\)/);
     expect(resolved(["ring", "single-step-mesh"], 65536, "all-gather").resolved.value).toBe(EncAlgType.SINGLE_STEP_MESH);
     // All-to-all has only MESH: without it the handler refuses.
-    expect(() => compileProgram(auto({ ranks: 8, allowedAlgorithms: algs("ring", "single-step-mesh"), ops: [op("all-to-all", 8192)] }), trn1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm/);
+    expect(() => compileProgram(auto({ ranks: 8, allowedAlgorithms: algs("ring", "single-step-mesh"), ops: [op("all-to-all", 8192)] }), trn1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm, rank_n\(8\); the mesh gate said no: single-step-mesh: single-step-mesh does not serve op_type 7$/);
   });
 
   it("all-to-all needs a DMA engine for its mesh program: ring channels that take them all leave the runtime's refusal, not a composer error", () => {
@@ -184,7 +184,7 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     const scn = { ...auto({ ranks: 16, channels: 4, ops: [op("all-to-all", 16 * 64)] }), instance: "trn2-lnc1", ranksPerDevice: 8 };
     const e = explainScenario(scn, lnc1)[0]!;
     expect(e.gates.find((g) => g.gate === "mesh")!.verdict.reason).toMatch(/none is left for a mesh-tape program \[CMP1306\]/);
-    expect(() => compileProgram(scn, lnc1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm, rank_n\(16\)/);
+    expect(() => compileProgram(scn, lnc1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm, rank_n\(16\); the mesh gate said no: .*none is left for a mesh-tape program \[CMP1306\]$/);
   });
 
   it("a handler that does not take the resolved algorithm fails with 'not supported yet' naming it, never a silent fallback", () => {
