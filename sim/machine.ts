@@ -40,8 +40,8 @@ export interface SimOptions {
    * and `SimResult.symbolic` reads back which seeds' bytes reached a range.
    */
   readonly symbolic?: readonly { readonly addr: number; readonly bytes: number; readonly id: number; readonly device?: number }[];
-  /** Symbolic runs: asked now and then whether memory is running out; a reason stops the run (SIM1518). */
-  readonly symbolicFull?: () => string | undefined;
+  /** Symbolic runs: asked now and then whether memory is running out (with the bytes its sets of contributions hold outside the heap); a reason stops the run (SIM1518). */
+  readonly symbolicFull?: (outsideBytes: number) => string | undefined;
   /** Called about once a second of wall time (every `progressMs`) while the run goes on: how far it is. */
   readonly progress?: (p: RunProgress) => void;
   readonly progressMs?: number;

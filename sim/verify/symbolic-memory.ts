@@ -12,6 +12,11 @@ import { RangeMap } from "./ranges.ts";
 
 /** Writes between two looks at the room left (`SymbolicMemory`'s probe). */
 const PROBE_EVERY = 1 << 14;
+/**
+ * Distinct shapes, or unions, the tracking holds at most: a JavaScript Map holds 2^24 entries,
+ * and a look comes only every PROBE_EVERY writes (each adds a few), so this leaves room for them.
+ */
+const MAP_ROOM = (1 << 24) - (1 << 20);
 
 function combined(a: number, b: number, how: number): number {
   if (a === HOW_MIXED || b === HOW_MIXED) return HOW_MIXED;
@@ -53,18 +58,27 @@ export class SymbolicMemory {
   private readonly shapes = new Map<string, Shape>();
   private readonly unions = new Map<string, { shape: Shape; offset: number }>();
   private readonly memory = new Map<number, RangeMap<Sym>>();
-  /** Says why there is no room for more (the run stops: SIM1518), or nothing; asked every PROBE_EVERY writes. */
-  private readonly full: (() => string | undefined) | undefined;
+  /**
+   * Says why there is no room for more (the run stops: SIM1518), or nothing; asked every
+   * PROBE_EVERY writes with the bytes the shapes' terms hold outside the JavaScript heap.
+   */
+  private readonly full: ((outsideBytes: number) => string | undefined) | undefined;
   private writes = 0;
+  /**
+   * Bytes of the shapes' term arrays: typed arrays, outside the heap that a look at the heap sees
+   * (a 1,024-rank ring's reduce-scatter makes sets of up to 1,024 terms for every block and step:
+   * gigabytes that a look at the heap alone never stopped).
+   */
+  private termBytes = 0;
 
-  constructor(full?: () => string | undefined) {
+  constructor(full?: (outsideBytes: number) => string | undefined) {
     this.full = full;
   }
 
   /** Every so many writes: stop the run while there is room to say why (its ranges and sets of contributions grow with the ranks). */
   private probe(): void {
     if (this.writes++ % PROBE_EVERY !== 0 || !this.full) return;
-    const why = this.full();
+    const why = Math.max(this.shapes.size, this.unions.size) > MAP_ROOM ? `more than ${MAP_ROOM} distinct sets or unions of contributions` : this.full(this.termBytes);
     if (why !== undefined) throw new SimError("SIM1518", `symbolic tracking outgrew its memory (${this.writes} writes tracked, ${this.shapes.size} distinct sets of contributions): ${why}`, { value: this.writes });
   }
 
@@ -83,6 +97,7 @@ export class SymbolicMemory {
     if (!shape) {
       shape = { index: this.shapes.size, how, ids: Int32Array.from(terms, (t) => t.id), rels: Float64Array.from(terms, (t) => t.base - shift) };
       this.shapes.set(key, shape);
+      this.termBytes += shape.ids.byteLength + shape.rels.byteLength;
     }
     return { shape, shift };
   }

@@ -77,10 +77,11 @@ function gib(b: number): string {
  * all-reduce of 1 MiB over 512 ranks outgrows a 4 GiB heap), and no estimate made before the run
  * holds for every schedule. Past 90 % of the JavaScript heap in use, it says so.
  */
-export function heapFull(): string | undefined {
+export function heapFull(outsideBytes = 0): string | undefined {
   const h = getHeapStatistics();
-  if (h.used_heap_size <= 0.9 * h.heap_size_limit) return undefined;
-  return `the JavaScript heap holds ${gib(h.used_heap_size)} of its ${gib(h.heap_size_limit)}`;
+  if (h.used_heap_size + outsideBytes <= 0.9 * h.heap_size_limit) return undefined;
+  if (outsideBytes === 0) return `the JavaScript heap holds ${gib(h.used_heap_size)} of its ${gib(h.heap_size_limit)}`;
+  return `the JavaScript heap holds ${gib(h.used_heap_size)}, and the sets of contributions ${gib(outsideBytes)} outside it, together more than nine tenths of the heap's ${gib(h.heap_size_limit)}`;
 }
 
 /** What race detection may use: half of the JavaScript heap (where its shadow memory lives). */

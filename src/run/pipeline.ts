@@ -81,7 +81,7 @@ export interface PipelineHooks {
   /** Tests: the memory race detection may use, instead of half of the JavaScript heap. */
   readonly racesBudget?: number;
   /** Tests: whether a symbolic run is out of room (a reason stops it), instead of `heapFull`. */
-  readonly symbolicFull?: () => string | undefined;
+  readonly symbolicFull?: (outsideBytes: number) => string | undefined;
   /** Simulate every pod even when a timing-only run's pods are alike (--no-fold). */
   readonly unfolded?: boolean;
   /** Run every event of a timing-only run: no period skipped once its state repeats (--no-fastforward; sim/steady-state.ts). */
