@@ -197,7 +197,8 @@ export function runGates(init: CommInit, c: CommContext, spec: DeviceSpec, opTyp
   };
   /** enc_can_post_mesh: the first mesh-family member this build composes that admits the op (MESH's refusal otherwise). */
   const mesh = ((): Verdict => {
-    if (init.family !== "mesh") return no("comm init built no mesh family (no mesh algorithm allowed)");
+    // (MESH's own reason says what would allow it: a switch, the instance, several streams.)
+    if (init.family !== "mesh") return no(`comm init built no mesh family (no mesh algorithm allowed; MESH: ${init.allowed[EncAlgType.MESH]!.verdict.reason})`);
     // Refused: the first allowed member's reason (MESH's when none is allowed).
     let refusal: Verdict | undefined;
     let meshRefusal: Verdict | undefined;

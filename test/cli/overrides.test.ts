@@ -47,7 +47,7 @@ describe("command-line overrides are validated like the file", () => {
     const refused = run(["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K"]);
     expect(refused.code).toBe(EXIT.BAD_INPUT);
     // The seed's message, then why the mesh gate said no (what the user can change), the value the op the user wrote.
-    expect(refused.err).toMatch(/ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm, rank_n\(8\); the mesh gate said no: comm init built no mesh family \(no mesh algorithm allowed\) \(value: "all-to-all-v"\) \[CMP1201\]/);
+    expect(refused.err).toMatch(/ops\[0\]\.op: alltoall cannot be supported without Mesh algorithm, rank_n\(8\); the mesh gate said no: comm init built no mesh family \(no mesh algorithm allowed; MESH: bit 2 of cc_allowed_alg_types is clear .*\) \(value: "all-to-all-v"\) \[CMP1201\]/);
     // Checking values sizes each point's payload from its own counts (the file has none for the op).
     const checked = run(["scenarios/ring8.json", "--op", "all-to-all-v", "-b", "1K", "-e", "4K", "--check", "values"]);
     expect(checked.code, checked.err).toBe(EXIT.BAD_INPUT);

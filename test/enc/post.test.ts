@@ -179,6 +179,13 @@ describe("postOperation: 'every enc_can_post_* gate runs unconditionally before 
     expect(() => compileProgram(auto({ ranks: 8, allowedAlgorithms: algs("ring", "single-step-mesh"), ops: [op("all-to-all", 8192)] }), trn1, [0])).toThrow(/alltoall cannot be supported without Mesh algorithm, rank_n\(8\); the mesh gate said no: single-step-mesh: single-step-mesh does not serve op_type 7$/);
   });
 
+  it("all-to-all beside another stream: the refusal says why the mesh is not there (MESH's own reason: several streams), not only that it is not", () => {
+    const scn = { ...auto({ ranks: 8, concurrent: true, ops: [{ ...op("all-reduce"), stream: 0 }, { ...op("all-to-all", 8192), stream: 1 }] }) };
+    expect(() => compileProgram(scn, trn1, [1])).toThrow(/alltoall cannot be supported without Mesh algorithm, rank_n\(8\); the mesh gate said no: comm init built no mesh family \(no mesh algorithm allowed; MESH: mesh does not work with multiple streams\)$/);
+    // Alone, the same op goes to the mesh.
+    expect(() => compileProgram(auto({ ranks: 8, ops: [op("all-to-all", 8192)] }), trn1, [0])).not.toThrow();
+  });
+
   it("all-to-all needs a DMA engine for its mesh program: ring channels that take them all leave the runtime's refusal, not a composer error", () => {
     const lnc1 = loadDevice("trn2-lnc1");
     const scn = { ...auto({ ranks: 16, channels: 4, ops: [op("all-to-all", 16 * 64)] }), instance: "trn2-lnc1", ranksPerDevice: 8 };
