@@ -284,6 +284,7 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
       }
       if (style.notesToStderr && !args.json) for (const n of res.notes) err(`# ${n}\n`);
       // --explain: postOperation's reasoning for every size, before the table.
+      // (The preset as loaded: the closure below does not see the narrowing of `spec`.)
       const device = spec;
       if (args.explain && !args.json) text = launchLine(device, args) + res.points.map((p) => `size ${p.row.bytes} B:\n${p.explain ? explainText(p.scenario, p.explain) : p.error instanceof CompileError ? refusedExplain(p.scenario, device) : ""}${foldLines(p.outcome ? [p.outcome] : [])}${p.outcome ? costLines([p.outcome]) : ""}`).join("") + "\n" + text;
       failed = res.points.flatMap((p) => (p.outcome?.mismatch ? [{ row: p.outcome.row, mismatch: p.outcome.mismatch }] : []));
@@ -374,11 +375,6 @@ export function runSource(args: Args, source: () => ScenarioSource, out: (s: str
 asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progress: true, env: process.env }));
 
 /**
- * --explain: for each op of several pods, whether one pod stood for all and why (see
- * src/encd/fold.ts); for each timing-only op, whether whole periods were skipped; for each checked
- * op, that it ran whole (the difference between a checked run's time and a timing-only run's).
- */
-/**
  * --explain of a scenario the composer refused: how its ops went where they did, up to the
  * refusal (empty where the explanation itself needs what was refused: the error says enough).
  */
@@ -390,6 +386,11 @@ function refusedExplain(scn: Scenario, spec: DeviceSpec): string {
   }
 }
 
+/**
+ * --explain: for each op of several pods, whether one pod stood for all and why (see
+ * src/encd/fold.ts); for each timing-only op, whether whole periods were skipped; for each checked
+ * op, that it ran whole (the difference between a checked run's time and a timing-only run's).
+ */
 function foldLines(ops: readonly OpOutcome[]): string {
   return ops.map((o, i) => (o.folding ? `op ${i}: ${describeFolding(o.folding)}\n` : "") + (o.steady ? `op ${i}: ${describeSteady(o.steady)}\n` : "") + (o.checked !== "none" ? `op ${i}: ${checkedWhole(o.checked)}\n` : "")).join("");
 }
