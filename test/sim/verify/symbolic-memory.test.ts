@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { SymbolicMemory } from "../../../sim/verify/symbolic-memory.ts";
 import { heapFull } from "../../../src/run/budgets.ts";
-import { howOf } from "../../../src/ir/dtypes.ts";
+import { reduceHow } from "../../../src/ir/dtypes.ts";
 
-const SUM_FP32 = howOf(0, 0);
+const SUM_FP32 = reduceHow("sum", "fp32");
 const SEEDS = 1000;
 
 /** Seeds 0..n-1, 16 bytes each side by side on device 0, then all of them reduced into one read. */
