@@ -106,6 +106,21 @@ export class DescPages implements DescSlot {
     return this;
   }
 
+  /**
+   * Append `k` descriptors in one step where they fit in one page, for a packer that writes their
+   * words itself: the index in `words` of the first one's first word; -1, with nothing appended,
+   * where they do not fit, the list keeps none, or its pages have no word view (a big-endian host):
+   * append them with `next`.
+   */
+  run(k: number): number {
+    const at = this.count & (PAGE_DESCS - 1);
+    if (this.scratch || !LITTLE_ENDIAN || at + k > PAGE_DESCS) return -1;
+    this.next();
+    this.count += k - 1;
+    this.appended.n += k - 1;
+    return this.offset >>> 2;
+  }
+
   /** A counting list: the slot that holds its last descriptor, to pack it there (a tally's last RX). */
   lastSlot(): DescSlot {
     if (!this.scratch) throw new RangeError("lastSlot of a list that keeps its descriptors");

@@ -100,7 +100,8 @@ export function writeDesc(at: DescSlot, w0: number, w1: number, w2: number, w3: 
   return b;
 }
 
-const TWO_32 = 0x100000000;
+/** 2^32: an address's high word is its quotient by this. */
+export const TWO_32 = 0x100000000;
 
 function fresh(): DescSlot {
   return { bytes: new Uint8Array(DESC_BYTES), offset: 0 };

@@ -30,7 +30,7 @@ describe("vring -> pring", () => {
     expect(decodeTx(tx, 80)).toMatchObject({ src: 0x3000 });
   });
 
-  it("packs a CCE reduce's packets as the packers do one descriptor at a time (sources, replicated destinations, a short last packet, offsets)", () => {
+  it("packs a CCE reduce's packets as the packers do one descriptor at a time (sources, replicated destinations, a short last packet, offsets, packets across a page's end)", () => {
     const cat = (parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((b) => [...b]));
     fc.assert(
       fc.property(
@@ -43,15 +43,22 @@ describe("vring -> pring", () => {
           packets: fc.integer({ min: 1, max: 5 }),
           short: fc.integer({ min: 0, max: 65535 }),
           off: fc.integer({ min: 0, max: 2 ** 20 }),
+          // Copies before it, so that its packets start anywhere in a page (512 descriptors) and cross its end.
+          before: fc.oneof(fc.integer({ min: 0, max: 8 }), fc.integer({ min: 500, max: 520 }), fc.integer({ min: 1015, max: 1030 })),
         }),
         (c) => {
           // (One source needs several destinations: a replication.)
           const dsts = c.srcs.length === 1 && c.dsts.length === 1 ? [...c.dsts, c.dsts[0]! + 4096] : c.dsts;
           const bytes = c.packet * c.packets - (c.short % c.packet);
           const v = new Vring("t");
-          v.addCce(c.op, c.dtype, c.srcs, dsts, bytes, c.packet, c.off);
           const tx: Uint8Array[] = [];
           const rx: Uint8Array[] = [];
+          for (let i = 0; i < c.before; i++) {
+            v.addCopy(0x100 + 4 * i, 0x8000 + 4 * i, 4);
+            tx.push(packTx(0x100 + 4 * i, 4, 1, { first: true, last: true, dmb: true }));
+            rx.push(packRx(0x8000 + 4 * i, 4, 1));
+          }
+          v.addCce(c.op, c.dtype, c.srcs, dsts, bytes, c.packet, c.off);
           for (let done = c.off; done < c.off + bytes; done += c.packet) {
             const chunk = Math.min(c.off + bytes - done, c.packet);
             tx.push(packCceMeta(c.op, c.dtype, chunk, 1, undefined, dsts.length));
@@ -60,10 +67,11 @@ describe("vring -> pring", () => {
           }
           expect(hex(v.txBytes())).toBe(hex(cat(tx)));
           expect(hex(v.rxBytes())).toBe(hex(cat(rx)));
-          expect({ tx: v.totalTxBytes, rx: v.totalRxBytes }).toEqual({ tx: bytes * c.srcs.length, rx: bytes * dsts.length });
+          expect({ tx: v.totalTxBytes, rx: v.totalRxBytes }).toEqual({ tx: bytes * c.srcs.length + 4 * c.before, rx: bytes * dsts.length + 4 * c.before });
+          expect({ tx: v.txCount, rx: v.rxCount }).toEqual({ tx: tx.length, rx: rx.length });
         },
       ),
-      { numRuns: 200, seed: 7 },
+      { numRuns: 300, seed: 7 },
     );
   });
 
