@@ -158,6 +158,9 @@ export class SteadyState {
     return p.resources.length - used;
   }
 
+  /** What the last mark read its values into (the next one reads into it again). */
+  private scratch: Float64Array | undefined;
+
   /** Marks so far, and every `every`-th is looked at; numbers read and events run since the cadence was set. */
   private marks = 0;
   private every = 1;
@@ -191,17 +194,18 @@ export class SteadyState {
       if ((this.marks - 1) % this.every !== 0) return;
     }
     const now = k.now;
-    const v = SteadyVisitor.save(now);
+    const v = SteadyVisitor.save(now, this.scratch);
     // (The marks looked at, and how far back they are kept, go by the whole machine's size: an
     // unused resource counts as the two values and two counters it would give. Long periods need
     // the reach: 4,096 ranks repeat 686,080 events apart.)
     const unread = this.visit(v);
-    this.read += v.vals.length + v.levels.length + v.pos.length + 2 * unread;
+    this.scratch = v.buffer;
+    this.read += v.valCount + v.levels.length + v.pos.length + 2 * unread;
     if (v.opaque) return;
     // (What says the state's shape — inputs, read extents, which levels drift — is the last mark's
     // most of the time: shared, not kept again.)
     const shape = this.shapeOf(v);
-    const snap: Snapshot = { now, hash: hashOf(v.vals), vals: Float64Array.from(v.vals), pos: Float64Array.from(v.pos), ...shape, counts: Float64Array.from(v.counts), levels: Float64Array.from(v.levels), size: v.vals.length + v.pos.length + v.counts.length + v.levels.length + 4 * unread };
+    const snap: Snapshot = { now, hash: hashOf(v.vals), vals: v.vals.slice(), pos: Float64Array.from(v.pos), ...shape, counts: Float64Array.from(v.counts), levels: Float64Array.from(v.levels), size: v.valCount + v.pos.length + v.counts.length + v.levels.length + 4 * unread };
     // Of the earlier marks the state is the same as, the one whose period repeats over the most
     // events ahead; skipped if that is worth it (a short stretch of repeats is left to run, so the
     // marks go on and a longer period can be found).
@@ -502,7 +506,7 @@ function sameValues(a: Float64Array, b: Float64Array): boolean {
 }
 
 /** A 32-bit hash of integer values (each as its two 32-bit halves). */
-function hashOf(vals: readonly number[]): number {
+function hashOf(vals: Float64Array): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < vals.length; i++) {
     const x = vals[i]!;

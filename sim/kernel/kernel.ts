@@ -333,7 +333,7 @@ export class Resource {
     const b = this.booked;
     if (v.mode === Mode.SAVE) {
       const now = v.now;
-      const at = v.vals.length;
+      const at = v.valCount;
       v.same(0);
       let n = 0;
       let lastEnd = Number.NaN;
@@ -341,7 +341,7 @@ export class Resource {
         const s = Math.max(b[i]!, now);
         const e = b[i + 1]!;
         if (e <= now) continue;
-        if (s === lastEnd) v.vals[v.vals.length - 1] = e - now;
+        if (s === lastEnd) v.setVal(v.valCount - 1, e - now);
         else {
           v.same(s - now);
           v.same(e - now);
@@ -349,7 +349,7 @@ export class Resource {
         }
         lastEnd = e;
       }
-      v.vals[at] = n;
+      v.setVal(at, n);
     } else for (let i = this.head; i < this.len; i++) b[i] = v.time(b[i]!);
     this.freeAt = v.time(this.freeAt);
     this.busyPs = v.count(this.busyPs);

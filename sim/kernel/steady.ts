@@ -78,8 +78,10 @@ export class SteadyVisitor {
   readonly mode: Mode;
   /** The time the state is read at (save) or the time before the jump (jump). */
   readonly now: number;
-  // Save: what must be equal; positions with their inputs and read extents; counters; levels.
-  readonly vals: number[] = [];
+  // Save: what must be equal (in `buf`, from 0 to `nv`); positions with their inputs and read
+  // extents; counters; levels.
+  private buf: Float64Array;
+  private nv = 0;
   readonly pos: number[] = [];
   readonly inputs: SteadyInput[] = [];
   /** Units below (lo) and from (hi) each position that a period may read. */
@@ -96,29 +98,63 @@ export class SteadyVisitor {
   private ic = 0;
   private il = 0;
 
-  private constructor(mode: Mode, now: number, shift?: Shift) {
+  private constructor(mode: Mode, now: number, shift?: Shift, buf?: Float64Array) {
     this.mode = mode;
     this.now = now;
     this.shift = shift;
+    this.buf = buf ?? new Float64Array(mode === Mode.SAVE ? 1024 : 0);
   }
 
-  static save(now: number): SteadyVisitor {
-    return new SteadyVisitor(Mode.SAVE, now);
+  /**
+   * A visitor that reads the state at `now`, its values into `scratch` where given (a buffer an
+   * earlier one grew, `buffer`: a mark reads thousands of values, and pushing them into a fresh
+   * array at every mark was most of what the search allocated).
+   */
+  static save(now: number, scratch?: Float64Array): SteadyVisitor {
+    return new SteadyVisitor(Mode.SAVE, now, undefined, scratch);
   }
 
   static jump(now: number, shift: Shift): SteadyVisitor {
     return new SteadyVisitor(Mode.JUMP, now, shift);
   }
 
+  /** The values that must be the same, as read (a view of the buffer: copy what is kept). */
+  get vals(): Float64Array {
+    return this.buf.subarray(0, this.nv);
+  }
+
+  /** Values read so far. */
+  get valCount(): number {
+    return this.nv;
+  }
+
+  /** The buffer the values were read into (for the next save visitor). */
+  get buffer(): Float64Array {
+    return this.buf;
+  }
+
+  /** Value `i`, read already, is `x` after all (a count written ahead of what it counts). */
+  setVal(i: number, x: number): void {
+    this.buf[i] = x;
+  }
+
   /** A value that must be the same. */
   same(x: number): void {
-    if (this.mode === Mode.SAVE) this.vals.push(x);
+    if (this.mode !== Mode.SAVE) return;
+    if (this.nv === this.buf.length) this.growVals();
+    this.buf[this.nv++] = x;
+  }
+
+  private growVals(): void {
+    const b = new Float64Array(this.buf.length * 2);
+    b.set(this.buf);
+    this.buf = b;
   }
 
   /** A time: the same from `now` (a time already past counts as now), shifted by the jump. */
   time(t: number): number {
     if (this.mode === Mode.SAVE) {
-      this.vals.push(t > this.now ? t - this.now : 0);
+      this.same(t > this.now ? t - this.now : 0);
       return t;
     }
     return t + this.shift!.periods * this.shift!.step.dt;
@@ -181,9 +217,9 @@ export class SteadyVisitor {
   /** A byte string that must be the same. */
   bytes(b: Uint8Array | undefined): void {
     if (this.mode !== Mode.SAVE) return;
-    if (!b) return void this.vals.push(-1);
-    this.vals.push(b.length);
-    for (let i = 0; i < b.length; i++) this.vals.push(b[i]!);
+    if (!b) return this.same(-1);
+    this.same(b.length);
+    for (let i = 0; i < b.length; i++) this.same(b[i]!);
   }
 }
 
