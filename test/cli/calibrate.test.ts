@@ -1,7 +1,8 @@
 // Calibration: the published logs read as typed, the fixed-cost solver, a round trip through
 // --from (a table the simulator printed on a perturbed preset is fitted back), and refusals.
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import fc from "fast-check";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main } from "../../src/cli/calibrate.ts";
@@ -174,6 +175,37 @@ describe("calibrate --from", () => {
     // A JSON report of more results than a sweep makes is refused before they are read.
     const row = { "size(B)": 1024, "count(elems)": 256, type: "fp32", "time:avg(us)": 10.24, "algbw(GB/s)": 0.1, "busbw(GB/s)": 0.09 };
     expect(() => parseJsonReport("r.json", JSON.stringify({ results: Array(4097).fill(row) }), "nccom-test allg -r 8 -d fp32")).toThrow(/r\.json: 4097 results: a sweep makes at most 4096 sizes/);
+  });
+
+  it("property: any edit of a published log is read (every row's numbers finite and positive) or refused by a LogError naming the file", () => {
+    const logs = readdirSync("calibration/logs")
+      .filter((f) => f.endsWith(".log"))
+      .sort()
+      .map((f) => readFileSync(`calibration/logs/${f}`, "utf8"));
+    const pieces = ["-r 0", "-r 3", "-N 5", "-b 1", "-e 0", "-d fp64", "--lnc 1", "allr", "size(B)", "time:avg(us)", "GB/s", "NaN", "-1", "1e309", "0", "0.00", "\t", "  ", "\r\n", "\n", "Avg bus bandwidth:\t1.0GB/s", "99999999999999999999", "NEURON_RT_DBG_CC_DMA_PACKET_SIZE=64 "];
+    const edit = fc.record({ kind: fc.constantFrom("cut", "put", "end", "line"), at: fc.nat(), len: fc.integer({ min: 1, max: 12 }), piece: fc.constantFrom(...pieces), from: fc.nat() });
+    const apply = (text: string, e: { kind: string; at: number; len: number; piece: string; from: number }): string => {
+      const at = e.at % (text.length + 1);
+      if (e.kind === "cut") return text.slice(0, at) + text.slice(at + e.len);
+      if (e.kind === "put") return text.slice(0, at) + e.piece + text.slice(at);
+      if (e.kind === "end") return text.slice(0, at);
+      const lines = text.split("\n");
+      lines.splice(e.at % lines.length, 0, lines[e.from % lines.length]!);
+      return lines.join("\n");
+    };
+    fc.assert(
+      fc.property(fc.nat({ max: logs.length - 1 }), fc.array(edit, { minLength: 1, maxLength: 3 }), (k, edits) => {
+        const text = edits.reduce(apply, logs[k]!);
+        try {
+          const log = parseConsoleLog("edited.log", text);
+          for (const r of log.tables.flat()) for (const x of [r.bytes, r.count, r.timeUs]) expect(Number.isFinite(x) && x > 0).toBe(true);
+        } catch (e) {
+          if (!(e instanceof LogError)) throw e;
+          expect(e.message).toMatch(/^edited\.log(:\d+)?: /);
+        }
+      }),
+      { numRuns: 300, seed: 2026 },
+    );
   });
 
   it("--max-bytes below every point is an error, never a NaN", () => {

@@ -300,3 +300,43 @@ describe("bad HLO: file, line and text", () => {
     expect((err as HloError).render()).toMatch(/^bad\.txt:\d+: /);
   });
 });
+
+describe("hostile HLO text: any edit of a real module is read or refused by line", () => {
+  const fixtures = ["forms", "pipeline", "tiny", "tp8-dp2-layer"].map((f) => readFileSync(`test/fixtures/hlo/${f}.hlo.txt`, "utf8"));
+  /** Text a dump holds, and text it should not: names, shapes, groups, brackets, numbers out of range. */
+  const pieces = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute", "send", "recv", "while", "{", "}", "(", ")", ",", "=", "\n", "%x", "ENTRY", "f32[]", "f32[0]", "f32[99999999999]", "bf16[3,5]{1,0}", "f8e4m3fn[16]", "s4[7]", "token[]", "(f32[2], f32[2])", "replica_groups={}", "replica_groups={{0,1},{2}}", "replica_groups=[2,4]<=[8]", "replica_groups=[4,2]<=[2,4]T(1,0)", "source_target_pairs={{0,1},{1,0}}", "to_apply=%add", "channel_id=1", "-1", "2147483648", "1e309", "18446744073709551616", "backend_config={\"known_trip_count\":{\"n\":\"-3\"}}", "/*index=5*/", "\"", "\u00e9"];
+  const edit = fc.oneof(
+    fc.record({ kind: fc.constant("cut" as const), at: fc.nat(), len: fc.integer({ min: 1, max: 40 }) }),
+    fc.record({ kind: fc.constant("put" as const), at: fc.nat(), piece: fc.constantFrom(...pieces) }),
+    fc.record({ kind: fc.constant("end" as const), at: fc.nat() }),
+    fc.record({ kind: fc.constant("line" as const), at: fc.nat(), from: fc.nat() }),
+  );
+  type Edit = { kind: string; at: number; len?: number; piece?: string; from?: number };
+  const apply = (text: string, e: Edit): string => {
+    const at = e.at % (text.length + 1);
+    if (e.kind === "cut") return text.slice(0, at) + text.slice(at + e.len!);
+    if (e.kind === "put") return text.slice(0, at) + e.piece! + text.slice(at);
+    if (e.kind === "end") return text.slice(0, at);
+    const lines = text.split("\n");
+    lines.splice(e.at % lines.length, 0, lines[e.from! % lines.length]!);
+    return lines.join("\n");
+  };
+
+  it("property: 1-4 edits (cuts, pieces put in, a cut end, a line twice) give a module or an HloError with the file and a line of it", () => {
+    fc.assert(
+      fc.property(fc.nat({ max: fixtures.length - 1 }), fc.array(edit, { minLength: 1, maxLength: 4 }), (k, edits) => {
+        const text = edits.reduce(apply, fixtures[k]!);
+        try {
+          const m = parseHlo("edited.txt", text);
+          for (const c of m.collectives) expect(Number.isInteger(c.count) && c.count >= 0).toBe(true);
+        } catch (e) {
+          if (!(e instanceof HloError)) throw e;
+          expect(e.render()).toMatch(/^edited\.txt:\d+: /);
+          expect(e.line).toBeGreaterThanOrEqual(1);
+          expect(e.line).toBeLessThanOrEqual(text.split(/\r?\n/).length + 1);
+        }
+      }),
+      { numRuns: 400, seed: 2026 },
+    );
+  });
+});
