@@ -90,11 +90,19 @@ function check(cond: boolean, code: string, message: string, path: string, value
   if (!cond) throw new CompileError(code, message, { path, value });
 }
 
-/** postOperation's reasoning for every op, without composing anything (for --explain when an op is refused). */
+/**
+ * postOperation's reasoning for every op, without composing anything (for --explain when an op is
+ * refused): each op as the program the run composes for it posts it (every op in one program when
+ * they run concurrently, else each in its own, with its own channel count and replica groups).
+ */
 export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Explanation[] {
   const all = scn.ops.map((_, i) => i);
-  programGroups(scn, all);
-  return postProgram(scn, spec, all, scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain;
+  const programs = scn.concurrent || all.length === 0 ? [all] : all.map((i) => [i]);
+  return programs.flatMap((ops) => {
+    programGroups(scn, ops);
+    const explain = postProgram(scn, spec, ops, scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain;
+    return scn.concurrent ? explain : explain.filter((e) => ops.includes(e.op));
+  });
 }
 
 /** Compile the ops `opIndices` of a scenario into one program image (ops chained in order). */

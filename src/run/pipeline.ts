@@ -155,10 +155,10 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
         races = false;
       }
     }
-    if (i === 0) {
-      explain = why;
-      if (!again) for (const w of warnings) log.warn(w);
-    }
+    // Each op as its own program posted it (a program's channel count is its op's: a permute's
+    // next to an all-reduce's may differ), in op order.
+    if (!again) explain = [...explain, ...why.filter((e) => e.op === i)];
+    if (i === 0 && !again) for (const w of warnings) log.warn(w);
     const ol = layout.ops[0]!;
     if (ol.selections) explain = explain.map((e) => (e.op === i ? { ...e, hier: { stages: ol.stages, selections: ol.selections!, ...(ol.padBytes ? { padBytes: ol.padBytes } : {}) } } : e));
     if (ol.selections) log.info({ op: i, stages: ol.stages.map((s) => `${s.level} ${s.op}`) }, ol.selections);

@@ -117,6 +117,38 @@ describe("sim CLI", () => {
   });
 });
 
+describe("--explain of a scenario of several ops, each its own program", () => {
+  const dir = mkdtempSync(join(tmpdir(), "ccsim-explain-"));
+  const file = (name: string, scn: object): string => {
+    const f = join(dir, `${name}.json`);
+    writeFileSync(f, JSON.stringify(scn));
+    return f;
+  };
+  const pairs = [[0, 1], [1, 0], [2, 3], [3, 2], [4, 5], [5, 4], [6, 7], [7, 6]];
+  const allReduce = { op: "all-reduce", bytes: 1048576, dtype: "fp32" };
+  const permute = { op: "permute", bytes: 1048576, dtype: "fp32", pairs };
+  const channels = (out: string): string[] => [...out.matchAll(/^op (\d+): (\S+) [^]*?\n  operation: (\d+) channel/gm)].map((m) => `${m[1]} ${m[2]} ${m[3]}`);
+
+  it("says each op's own channel count, whatever op comes first (trn1: a permute takes 1, an all-reduce 2)", () => {
+    // (Each op was explained at the first op's program's channel count.)
+    const base = { instance: "trn1", ranks: 8, ranksPerDevice: 1, check: "none" };
+    const a = runSim([file("ar-first", { name: "ar-first", ...base, ops: [allReduce, permute] }), "--explain"]);
+    const b = runSim([file("permute-first", { name: "permute-first", ...base, ops: [permute, allReduce] }), "--explain"]);
+    expect(a.code, a.err).toBe(EXIT.OK);
+    expect(channels(a.out)).toEqual(["0 all-reduce 2", "1 permute 1"]);
+    expect(channels(b.out)).toEqual(["0 permute 1", "1 all-reduce 2"]);
+  });
+
+  it("a refused op of a scenario whose ops are over different replica groups, not concurrent: the explanation of every op, then the error", () => {
+    // (The explanation put every op in one program, which ops over different groups cannot share:
+    // an internal error, swallowed, and the explanation was empty.)
+    const scn = { name: "groups", instance: "trn2", ranks: 16, ranksPerDevice: 4, algorithm: "ring", ops: [{ ...allReduce, replicaGroups: [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14, 15]] }, { op: "all-to-all", bytes: 16384, dtype: "fp32" }] };
+    const r = runSim([file("groups", scn), "--explain"]);
+    expect(r.code).toBe(EXIT.BAD_INPUT);
+    expect(r.err).toMatch(/^op 0: all-reduce 1048576 B fp32, replica group 0 \(8 ranks\)[^]*^op 0: all-reduce 1048576 B fp32, replica group 1 \(8 ranks\)[^]*^op 1: all-to-all 16384 B fp32, replica group 0 \(16 ranks\)[^]*ops\[1\]\.op: alltoall cannot be supported without Mesh algorithm/m);
+  });
+});
+
 describe("the sim entry point as a process", () => {
   // What `npm run sim` runs: the package's script, its `node` this process's.
   const script = async (): Promise<string[]> => {
