@@ -381,7 +381,9 @@ asCommand(import.meta.url, (argv, out, err) => main(argv, out, err, {}, { progre
 function refusedExplain(scn: Scenario, spec: DeviceSpec): string {
   try {
     return explainText(scn, explainScenario(scn, spec));
-  } catch {
+  } catch (e) {
+    // (A bug in the explanation is not the user's refusal: it is an internal error.)
+    if (!(e instanceof CcsimError)) throw e;
     return "";
   }
 }
