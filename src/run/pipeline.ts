@@ -124,6 +124,8 @@ function racePieces(spec: DeviceSpec, scn: Scenario): (op: OpSpec) => number {
 export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks: PipelineHooks = {}): RunOutcome {
   const done: OpOutcome[] = [];
   let explain: readonly Explanation[] = [];
+  /** What each op's compile said of every op (an op run as an earlier one is said from that one's). */
+  const posted = new Map<number, readonly Explanation[]>();
   /**
    * Op `i`, checked as `mode` says (race detection as `races` says): its outcome goes to `done`; a
    * hang is returned. `again`: its second run (the compile's warnings were said by the first).
@@ -157,7 +159,10 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     }
     // Each op as its own program posted it (a program's channel count is its op's: a permute's
     // next to an all-reduce's may differ), in op order.
-    if (!again) explain = [...explain, ...why.filter((e) => e.op === i)];
+    if (!again) {
+      explain = [...explain, ...why.filter((e) => e.op === i)];
+      posted.set(i, why);
+    }
     if (i === 0 && !again) for (const w of warnings) log.warn(w);
     const ol = layout.ops[0]!;
     if (ol.selections) explain = explain.map((e) => (e.op === i ? { ...e, hier: { stages: ol.stages, selections: ol.selections!, ...(ol.padBytes ? { padBytes: ol.padBytes } : {}) } } : e));
@@ -235,6 +240,9 @@ export function runScenario(scn: Scenario, spec: DeviceSpec, log: Logger, hooks:
     if (same !== undefined && done[same]) {
       log.info({ op: i, as: same }, "alone: the same op as an earlier one on its stream, its run");
       done.push(done[same]!);
+      // (Its explanation is the earlier one's posting of it, with the stages that one's run chose.)
+      const hier = explain.find((e) => e.op === same && e.hier)?.hier;
+      explain = [...explain, ...(posted.get(same) ?? []).filter((e) => e.op === i).map((e) => (hier ? { ...e, hier } : e))];
       continue;
     }
     if (key !== undefined) first.set(key, i);

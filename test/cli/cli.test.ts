@@ -139,6 +139,13 @@ describe("--explain of a scenario of several ops, each its own program", () => {
     expect(channels(b.out)).toEqual(["0 permute 1", "1 all-reduce 2"]);
   });
 
+  it("every op of a concurrent scenario, one that runs alone as an earlier one did among them", () => {
+    // (streams-groups16's op 2 is op 1 again: its run alone is op 1's, its explanation its own slot's.)
+    const r = runSim(["scenarios/streams-groups16.json", "--check", "none", "--explain"]);
+    expect(r.code, r.err).toBe(EXIT.OK);
+    expect([...r.out.matchAll(/^op (\d+): \S+ \d+ B \S+, replica group (\d+) \(\d+ ranks\), stream (\d+), op_slot_idx (\d+)$/gm)].map((m) => m.slice(1).join(" "))).toEqual(["0 0 0 0", "0 1 0 0", "1 0 1 0", "2 0 1 1"]);
+  });
+
   it("a refused op of a scenario whose ops are over different replica groups, not concurrent: the explanation of every op, then the error", () => {
     // (The explanation put every op in one program, which ops over different groups cannot share:
     // an internal error, swallowed, and the explanation was empty.)
