@@ -6,9 +6,9 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { readdirSync, readFileSync } from "node:fs";
 import { CcsimError, ScenarioError } from "../../src/ir/errors.ts";
-import { parseJson, parseScenario } from "../../src/scenario/index.ts";
+import { parseDeviceSpec, parseJson, parseScenario } from "../../src/scenario/index.ts";
 import { explainScenario } from "../../src/enc/compile.ts";
-import { loadDevice } from "../../src/run/load.ts";
+import { loadDevice, loadScenario } from "../../src/run/load.ts";
 
 const files = readdirSync("scenarios")
   .filter((f) => f.endsWith(".json") && !f.includes("schema"))
@@ -82,6 +82,37 @@ describe("hostile scenarios", () => {
         readOrRefuse(file, () => parseScenario(file, parseJson(file, text)));
       }),
       { numRuns: 400, seed: 2026 },
+    );
+  });
+});
+
+describe("hostile presets", () => {
+  const presets = readdirSync("devices")
+    .filter((f) => f.endsWith(".json") && !f.includes("schema"))
+    .sort();
+  const jsons = presets.map((f) => JSON.parse(readFileSync(`devices/${f}`, "utf8")) as unknown);
+  const ring8 = loadScenario("scenarios/ring8.json");
+
+  it("property: a preset with a value replaced, dropped or joined by a stranger is read or refused naming its file; one read, ring8 on it is explained or refused by the gates", () => {
+    fc.assert(
+      fc.property(fc.nat({ max: presets.length - 1 }), fc.nat(), fc.constantFrom("put", "drop", "add"), fc.constantFrom(...hostile), (k, p, how, value) => {
+        const all = paths(jsons[k]);
+        const file = `edited-${presets[k]}`;
+        let spec: ReturnType<typeof parseDeviceSpec>;
+        try {
+          spec = parseDeviceSpec(file, edited(jsons[k], all[p % all.length]!, how as "put" | "drop" | "add", value));
+        } catch (e) {
+          if (!(e instanceof ScenarioError)) throw e;
+          expect(e.file).toBe(file);
+          return;
+        }
+        try {
+          explainScenario({ ...ring8, instance: spec.name }, spec);
+        } catch (e) {
+          if (!(e instanceof CcsimError)) throw e;
+        }
+      }),
+      { numRuns: 1500, seed: 2026 },
     );
   });
 });
