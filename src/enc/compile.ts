@@ -100,8 +100,7 @@ export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Expla
   const programs = scn.concurrent || all.length === 0 ? [all] : all.map((i) => [i]);
   return programs.flatMap((ops) => {
     programGroups(scn, ops);
-    const explain = postProgram(scn, spec, ops, scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain;
-    return scn.concurrent ? explain : explain.filter((e) => ops.includes(e.op));
+    return postProgram(scn, spec, ops, scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain.filter((e) => ops.includes(e.op));
   });
 }
 

@@ -114,7 +114,7 @@ export class DescPages implements DescSlot {
    */
   run(k: number): number {
     const at = this.count & (PAGE_DESCS - 1);
-    if (this.scratch || !LITTLE_ENDIAN || at + k > PAGE_DESCS) return -1;
+    if (this.scratch || !LITTLE_ENDIAN || k < 1 || at + k > PAGE_DESCS) return -1;
     this.next();
     this.count += k - 1;
     this.appended.n += k - 1;
