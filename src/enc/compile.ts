@@ -97,7 +97,7 @@ function check(cond: boolean, code: string, message: string, path: string, value
  */
 export function explainScenario(scn: Scenario, spec: DeviceSpec): readonly Explanation[] {
   const all = scn.ops.map((_, i) => i);
-  const programs = scn.concurrent || all.length === 0 ? [all] : all.map((i) => [i]);
+  const programs = scn.concurrent ? [all] : all.map((i) => [i]);
   return programs.flatMap((ops) => {
     programGroups(scn, ops);
     return postProgram(scn, spec, ops, scn.chunkBytes ?? spec.ring.chunkBytes).posted.explain.filter((e) => ops.includes(e.op));

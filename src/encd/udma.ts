@@ -100,8 +100,7 @@ export function writeDesc(at: DescSlot, w0: number, w1: number, w2: number, w3: 
   return b;
 }
 
-/** 2^32: an address's high word is its quotient by this. */
-export const TWO_32 = 0x100000000;
+const TWO_32 = 0x100000000;
 
 function fresh(): DescSlot {
   return { bytes: new Uint8Array(DESC_BYTES), offset: 0 };
@@ -115,6 +114,15 @@ export function writeAddressed(at: DescSlot, w0: number, w1: number, addr: numbe
   const hi = Math.floor(addr / TWO_32);
   // (The low word by subtraction: exact below 2^53, where a float modulo is a library call.)
   return writeDesc(at, w0, w1, addr - hi * TWO_32, hi);
+}
+
+/** `writeAddressed` into a page's words (a little-endian host's view of its bytes) from word `i`. */
+export function storeAddressed(w: Uint32Array, i: number, w0: number, w1: number, addr: number): void {
+  const hi = Math.floor(addr / TWO_32);
+  w[i] = w0;
+  w[i + 1] = w1;
+  w[i + 2] = addr - hi * TWO_32;
+  w[i + 3] = hi;
 }
 
 /** TX (M2S) data descriptor: reads `bytes` at `src`. */

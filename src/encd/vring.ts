@@ -1,7 +1,7 @@
 // Virtual rings: descriptors appended per queue while composing, then dumped (padded) to the physical ring.
 import { SdmaCceType } from "../ir/enums.ts";
 import { EncodeError } from "../ir/errors.ts";
-import { DESC_BYTES, encodeLength, lenCtrl, MAX_DESC_BYTES, packCceMeta, packRx, packTx, TWO_32, writeAddressed, writeDesc, type DescFlags, type DescSlot } from "./udma.ts";
+import { DESC_BYTES, encodeLength, lenCtrl, MAX_DESC_BYTES, packCceMeta, packRx, packTx, storeAddressed, writeAddressed, writeDesc, type DescFlags, type DescSlot } from "./udma.ts";
 import { checkAddr, isAddr } from "./bits.ts";
 import { DescPages } from "./pages.ts";
 import { Signature, UnitAddresses } from "./signature.ts";
@@ -243,37 +243,22 @@ export class Vring {
       const mw = meta.words;
       // A packet's TX descriptors, and its RX ones, are stored word by word where each side's fit
       // in its page (all but one packet in a page's worth), else packed one slot at a time.
-      let t = this.txList.run(1 + srcs.length);
+      const t = this.txList.run(1 + srcs.length);
       if (t >= 0) {
         const w = this.txList.words!;
         w[t] = mw[0]!;
         w[t + 1] = mw[1]!;
         w[t + 2] = mw[2]!;
         w[t + 3] = mw[3]!;
-        for (let i = 0; i < srcs.length; i++) {
-          t += 4;
-          const a = srcs[i]! + done;
-          const hi = Math.floor(a / TWO_32);
-          w[t] = i === srcs.length - 1 ? txLast : txConcat;
-          w[t + 1] = 0;
-          w[t + 2] = a - hi * TWO_32;
-          w[t + 3] = hi;
-        }
+        for (let i = 0; i < srcs.length; i++) storeAddressed(w, t + 4 * (i + 1), i === srcs.length - 1 ? txLast : txConcat, 0, srcs[i]! + done);
       } else {
         writeDesc(this.txList.next(), mw[0]!, mw[1]!, mw[2]!, mw[3]!);
         for (let i = 0; i < srcs.length; i++) writeAddressed(this.txList.next(), i === srcs.length - 1 ? txLast : txConcat, 0, srcs[i]! + done);
       }
-      let r = this.rxList.run(dsts.length);
+      const r = this.rxList.run(dsts.length);
       if (r >= 0) {
         const w = this.rxList.words!;
-        for (let i = 0; i < dsts.length; i++, r += 4) {
-          const a = dsts[i]! + done;
-          const hi = Math.floor(a / TWO_32);
-          w[r] = rxWord;
-          w[r + 1] = 0;
-          w[r + 2] = a - hi * TWO_32;
-          w[r + 3] = hi;
-        }
+        for (let i = 0; i < dsts.length; i++) storeAddressed(w, r + 4 * i, rxWord, 0, dsts[i]! + done);
       } else for (let i = 0; i < dsts.length; i++) writeAddressed(this.rxList.next(), rxWord, 0, dsts[i]! + done);
     }
     return true;
